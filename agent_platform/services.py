@@ -1,0 +1,16 @@
+"""Writes of platform configuration: API tokens and the demo seed."""
+
+from __future__ import annotations
+
+import secrets
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from agent_platform.models import ApiToken
+
+
+def api_token_issue(*, user: AbstractBaseUser, name: str = "") -> tuple[ApiToken, str]:
+    """Create a token and return it with its raw value, which is shown once and never stored."""
+    raw = ApiToken.PREFIX + secrets.token_urlsafe(32)
+    token = ApiToken.objects.create(user=user, name=name, key_hash=ApiToken.hash(raw), key_prefix=raw[:10])
+    return token, raw

@@ -1,0 +1,16 @@
+"""Test settings: only overrides of agent_platform.settings."""
+
+from agent_platform.settings import *  # noqa: F403
+from agent_platform.settings import BASE_DIR
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+WORKDIR_ROOT = BASE_DIR / "var" / "test-workdirs"
+CHECKPOINT_SQLITE_PATH = BASE_DIR / "var" / "test-checkpoints.sqlite3"
+OPENAI_API_KEY = ""
+OPENAI_BASE_URL = ""
+WEB_SEARCH_BASE_URL = ""
+WEB_SEARCH_API_KEY = ""
+# Socket tests run in one process; Celery-through-Redis tests opt in explicitly.
+CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+RUN_EXECUTION = "inprocess"

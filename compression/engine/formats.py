@@ -1,0 +1,89 @@
+"""Byte formats the model sees: receipts, previews, summary message, history sections, the default prompt.
+
+Every constant here is pinned by a golden test in tests/compression/test_formats.py.
+"""
+
+from __future__ import annotations
+
+DEFAULT_SUMMARY_PROMPT = """You are the context-compression assistant of an agent platform. Rewrite the conversation below into \
+the high-value context that an agent continuing this work needs, under exactly these headings:
+
+## SESSION INTENT
+What the user is trying to achieve in this session.
+
+## USER REQUIREMENTS AND PREFERENCES
+Constraints, requirements and preferences the user stated.
+
+## PROGRESS AND DECISIONS
+What has been done, what was found, and the decisions taken (with their reasons).
+
+## ARTIFACTS AND REFERENCES
+Concrete file paths, saved tool-output paths, ids, URLs and names, copied verbatim.
+
+## NEXT STEPS
+What remains to be done. Write None when there is nothing.
+
+Rules: never repeat long tool output verbatim; never invent facts; record open risks and unanswered questions; \
+write in the user's language.
+
+<messages>
+{messages}
+</messages>
+
+Output only the summary, with no extra commentary."""
+
+# --- Paths (virtual, relative to the thread's workdir) -------------------------------------------
+
+OUTPUTS_DIR = "outputs"
+LARGE_TOOL_RESULTS_DIR = "outputs/large_tool_results"
+CONVERSATION_HISTORY_DIR = "outputs/conversation_history"
+TOOL_RESULT_FILE_TEMPLATE = "{directory}/{tool}-{digest}.txt"  # digest: sha256[:16]
+TOOL_RESULT_DIGEST_CHARS = 16
+FALLBACK_TOOL_FILE_NAME = "tool-result"
+HISTORY_FILE_TEMPLATE = "{directory}/{session_id}.md"
+SESSION_ID_PREFIX = "session_"
+
+# --- Markers in message additional_kwargs ---------------------------------------------------------
+
+TOOL_RESULT_SAVED_KEY = "tool_result_saved"  # value True on a receipt ToolMessage
+SUMMARY_MARKER_KEY = "lc_source"
+SUMMARY_MARKER_VALUE = "summarization"  # additional_kwargs={"lc_source": "summarization"}
+
+# --- Tool-call argument truncation (write_file / edit_file) ---------------------------------------
+
+TRUNCATED_ARG_TOOLS = frozenset({"write_file", "edit_file"})
+TRUNCATED_ARG_KEEP_CHARS = 20
+TRUNCATED_ARG_SUFFIX = "...(argument truncated for context view)"
+
+# --- Receipt of a saved tool result ---------------------------------------------------------------
+
+RECEIPT_HEADER = "[Tool result saved]"
+RECEIPT_TOOL_PREFIX = "Tool: "
+RECEIPT_UNKNOWN_TOOL = "unknown"
+RECEIPT_TOKENS_PREFIX = "Approx tokens: "
+RECEIPT_SHA256_PREFIX = "SHA-256: "
+RECEIPT_PATH_PREFIX = "Full output path: "
+RECEIPT_PREVIEW_HEADER = "Output preview:"
+RECEIPT_TRUNCATED_TEMPLATE = "[Truncated {n} chars. Read the full output from the saved file.]"
+RECEIPT_LINE_SEPARATOR = "\n"
+
+# --- Previews ------------------------------------------------------------------------------------
+
+PREVIEW_HEAD_LABEL = "[HEAD]\n"
+PREVIEW_MIDDLE_LABEL = "\n\n[MIDDLE]\n"
+PREVIEW_TAIL_LABEL = "\n\n[TAIL]\n"
+PREVIEW_CLIP_ELLIPSIS = "\u2026"  # joins head and tail of a clipped string in structured previews
+STRUCTURED_KIND_KB = "knowledge_base"
+STRUCTURED_KIND_WEB = "web_search"
+
+# --- Summary message and history file -------------------------------------------------------------
+
+SUMMARY_MESSAGE_TEMPLATE = (
+    "You are in the middle of a conversation that has been summarized.\n\n"
+    "The full conversation history has been saved to {file_path} should you need to refer back to it "
+    "for details.\n\n"
+    "A condensed summary follows:\n\n"
+    "<summary>\n{summary}\n</summary>"
+)
+SUMMARY_MESSAGE_NO_FILE_TEMPLATE = "Here is a summary of the conversation to date:\n\n{summary}"
+HISTORY_SECTION_TEMPLATE = "## Summarized at {timestamp}\n\n{messages}\n\n"

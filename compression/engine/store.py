@@ -1,0 +1,50 @@
+"""Where replaced content goes: the protocol the engine writes through, and an in-memory store for tests.
+
+The engine only knows virtual relative paths (``outputs/large_tool_results/...``). The Django-storage
+implementation, with the workdir boundary checks, lives in ``agent_platform.workdir``.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class StoreError(Exception):
+    """A file could not be written or read; the caller decides whether that is fatal."""
+
+
+class ResultStore(Protocol):
+    def exists(self, path: str) -> bool: ...
+
+    def read_text(self, path: str) -> str: ...
+
+    def write_text(self, path: str, content: str) -> None:
+        """Write ``content`` at ``path``; raise ``StoreError`` on failure."""
+
+    def append_text(self, path: str, content: str) -> None:
+        """Append ``content`` to ``path`` (creating it); raise ``StoreError`` on failure."""
+
+
+class MemoryStore:
+    """A dict-backed store for tests and benchmarks."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+        self.writes = 0
+
+    def exists(self, path: str) -> bool:
+        return path in self.files
+
+    def read_text(self, path: str) -> str:
+        try:
+            return self.files[path]
+        except KeyError as exc:
+            raise StoreError(f"No such file: {path}") from exc
+
+    def write_text(self, path: str, content: str) -> None:
+        self.writes += 1
+        self.files[path] = content
+
+    def append_text(self, path: str, content: str) -> None:
+        self.writes += 1
+        self.files[path] = self.files.get(path, "") + content

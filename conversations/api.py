@@ -1,0 +1,7 @@
+"""Threads API: /api/threads/..."""
+
+from __future__ import annotations
+
+from ninja import Router
+
+router = Router(tags=["threads"])

@@ -1,0 +1,121 @@
+"""Threads, their append-only transcript, and the runs that execute agents on them."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class Conversation(models.Model):
+    class Status(models.TextChoices):
+        ACTIVE = "active", _("Active")
+        DELETED = "deleted", _("Deleted")
+
+    thread_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+    )
+    agent = models.ForeignKey("agent_platform.Agent", on_delete=models.PROTECT, related_name="conversations")
+    title = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    last_activity_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    # The last token_usage figures, copied here so bulk selection never opens a checkpoint.
+    context_tokens = models.PositiveIntegerField(null=True, blank=True)
+    trigger_tokens = models.PositiveIntegerField(null=True, blank=True)
+    pressure_ratio = models.FloatField(null=True, blank=True, db_index=True)
+    summary_active = models.BooleanField(default=False)
+    usage_updated_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-last_activity_at"]
+        indexes = [models.Index(fields=["owner", "status", "-last_activity_at"])]
+
+    def __str__(self) -> str:
+        return self.title or str(self.thread_id)
+
+
+class AgentRun(models.Model):
+    class Kind(models.TextChoices):
+        CHAT = "chat", _("Chat")
+        RESUME = "resume", _("Resume")
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        INTERRUPTED = "interrupted", _("Interrupted (waiting on the user)")
+        SUCCEEDED = "succeeded", _("Succeeded")
+        FAILED = "failed", _("Failed")
+        CANCELLED = "cancelled", _("Cancelled")
+
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
+    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.CHAT)
+    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
+    input_message = models.ForeignKey(
+        "conversations.Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    resume_value = models.JSONField(null=True, blank=True)
+    # NULL, not "", so the per-thread uniqueness only binds runs that carry a client request id.
+    request_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001
+    error = models.TextField(blank=True)
+    events = models.JSONField(default=list, blank=True)  # compression events seen during the run
+    usage = models.JSONField(default=dict, blank=True)  # provider-reported usage for this run
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "request_id"],
+                condition=models.Q(request_id__isnull=False),
+                name="unique_run_request_id_per_conversation",
+            )
+        ]
+        indexes = [models.Index(fields=["conversation", "status"])]
+
+    def __str__(self) -> str:
+        return f"{self.kind} run {self.pk} ({self.status})"
+
+
+class Message(models.Model):
+    """One transcript entry. Append-only: compression never rewrites or deletes these rows."""
+
+    class Role(models.TextChoices):
+        USER = "user", _("User")
+        ASSISTANT = "assistant", _("Assistant")
+        TOOL = "tool", _("Tool")
+        SYSTEM = "system", _("System")
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
+    seq = models.PositiveIntegerField()
+    role = models.CharField(max_length=10, choices=Role.choices)
+    content = models.TextField(blank=True)
+    tool_calls = models.JSONField(default=list, blank=True)
+    tool_call_id = models.CharField(max_length=200, blank=True)
+    tool_name = models.CharField(max_length=200, blank=True)
+    lc_message_id = models.CharField(max_length=200, blank=True)
+    run = models.ForeignKey(
+        AgentRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "seq"]
+        constraints = [models.UniqueConstraint(fields=["conversation", "seq"], name="unique_message_seq")]
+
+    def __str__(self) -> str:
+        return f"#{self.seq} {self.role}"
+
+    def save(self, *args, **kwargs) -> None:
+        if self.pk is not None and not self._state.adding:
+            raise ValueError("The transcript is append-only: messages are never rewritten.")
+        super().save(*args, **kwargs)

@@ -1,0 +1,108 @@
+"""The admin permission matrix on compression fields, and clear form errors for bad config."""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Permission
+from django.urls import reverse
+
+from agent_platform.models import Agent
+
+pytestmark = pytest.mark.django_db
+
+
+def _change_url(agent: Agent) -> str:
+    return reverse("admin:agent_platform_agent_change", args=[agent.pk])
+
+
+def _form_data(agent: Agent, **overrides) -> dict:
+    data = {
+        "name": agent.name,
+        "slug": agent.slug,
+        "description": agent.description,
+        "system_prompt": agent.system_prompt,
+        "is_enabled": "on",
+        "provider": agent.provider,
+        "model_name": agent.model_name,
+        "base_url": agent.base_url,
+        "api_key_env": agent.api_key_env,
+        "temperature": agent.temperature,
+        "context_window": "",
+        "tools": agent.tools,
+        "capabilities": agent.capabilities,
+        "summary_threshold": agent.summary_threshold,
+        "summary_keep_messages": agent.summary_keep_messages,
+        "summary_prompt": agent.summary_prompt,
+        "summary_tool_result_token_limit": agent.summary_tool_result_token_limit,
+    }
+    data.update(overrides)
+    return data
+
+
+def _staff(django_user_model, *, tune: bool):
+    user = django_user_model.objects.create_user("ops", password="pw-ops-123", is_staff=True)
+    codenames = ["view_agent", "change_agent"] + (["tune_compression"] if tune else [])
+    user.user_permissions.set(Permission.objects.filter(codename__in=codenames))
+    return user
+
+
+def test_superuser_can_change_compression_fields(client, admin_user, agent):
+    client.force_login(admin_user)
+    response = client.post(_change_url(agent), _form_data(agent, summary_threshold=64))
+    assert response.status_code == 302
+    agent.refresh_from_db()
+    assert agent.summary_threshold == 64
+
+
+def test_staff_with_tune_permission_can_change_compression_fields(client, django_user_model, agent):
+    client.force_login(_staff(django_user_model, tune=True))
+    response = client.post(_change_url(agent), _form_data(agent, summary_keep_messages=3))
+    assert response.status_code == 302
+    agent.refresh_from_db()
+    assert agent.summary_keep_messages == 3
+
+
+def test_staff_without_tune_permission_sees_compression_fields_read_only(client, django_user_model, agent):
+    client.force_login(_staff(django_user_model, tune=False))
+    page = client.get(_change_url(agent))
+    assert page.status_code == 200
+    assert 'name="summary_threshold"' not in page.content.decode()
+    assert 'name="description"' in page.content.decode()
+
+    response = client.post(
+        _change_url(agent), _form_data(agent, summary_threshold=1, description="edited by ops")
+    )
+    assert response.status_code == 302
+    agent.refresh_from_db()
+    assert agent.description == "edited by ops"
+    assert agent.summary_threshold == 100  # the read-only field ignored the posted value
+
+
+def test_non_staff_cannot_reach_the_admin(client, user, agent):
+    client.force_login(user)
+    response = client.get(_change_url(agent))
+    assert response.status_code == 302
+    assert "/admin/login/" in response["Location"]
+
+
+def test_invalid_prompt_is_a_form_error_not_a_500(client, admin_user, agent):
+    client.force_login(admin_user)
+    response = client.post(_change_url(agent), _form_data(agent, summary_prompt="no placeholder"))
+    assert response.status_code == 200
+    assert "must contain {messages}" in response.content.decode()
+    agent.refresh_from_db()
+    assert "{messages}" in agent.summary_prompt
+
+
+def test_zero_threshold_is_a_form_error(client, admin_user, agent):
+    client.force_login(admin_user)
+    response = client.post(_change_url(agent), _form_data(agent, summary_threshold=0))
+    assert response.status_code == 200
+    assert "greater than 0" in response.content.decode()
+
+
+def test_change_page_shows_the_effective_trigger(client, admin_user, agent):
+    client.force_login(admin_user)
+    page = client.get(_change_url(agent)).content.decode()
+    assert "Effective trigger" in page
+    assert "102,400" in page

@@ -1,0 +1,64 @@
+"""API authentication: bearer tokens and sessions, JSON errors."""
+
+from __future__ import annotations
+
+import pytest
+from django.core.management import call_command
+
+pytestmark = pytest.mark.django_db
+
+
+def test_missing_token_gets_401_json(client):
+    response = client.get("/api/me")
+    assert response.status_code == 401
+    assert response.json()["code"] == "unauthorized"
+    assert response.json()["message"]
+
+
+def test_bad_token_gets_401_json(client, api_token):
+    response = client.get("/api/me", headers={"Authorization": "Bearer ap_not-a-real-token"})
+    assert response.status_code == 401
+    assert response.json()["code"] == "unauthorized"
+
+
+def test_revoked_token_gets_401(client, user, bearer):
+    from django.utils import timezone
+
+    user.api_tokens.update(revoked_at=timezone.now())
+    assert client.get("/api/me", headers=bearer).status_code == 401
+
+
+def test_token_of_inactive_user_gets_401(client, user, bearer):
+    user.is_active = False
+    user.save()
+    assert client.get("/api/me", headers=bearer).status_code == 401
+
+
+def test_valid_token_authenticates(client, user, bearer):
+    response = client.get("/api/me", headers=bearer)
+    assert response.status_code == 200
+    assert response.json()["username"] == "alice"
+
+
+def test_session_auth_works_for_reads(client, user):
+    client.force_login(user)
+    assert client.get("/api/me").json()["username"] == "alice"
+
+
+def test_create_api_token_command_prints_a_working_token(client, user, capsys):
+    call_command("create_api_token", "alice")
+    raw = capsys.readouterr().out.strip()
+    assert raw.startswith("ap_")
+    assert client.get("/api/me", headers={"Authorization": f"Bearer {raw}"}).status_code == 200
+
+
+def test_create_api_token_for_unknown_user_is_an_error():
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError):
+        call_command("create_api_token", "nobody")
+
+
+def test_openapi_docs_are_served(client, user):
+    client.force_login(user)
+    assert client.get("/api/openapi.json").status_code == 200

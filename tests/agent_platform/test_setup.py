@@ -1,0 +1,54 @@
+"""Migrations are in step with models; the demo seed is idempotent; deploy checks pass."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from io import StringIO
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from agent_platform.models import Agent
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.django_db
+def test_migrations_are_up_to_date():
+    out = StringIO()
+    call_command("makemigrations", "--check", "--dry-run", stdout=out)
+    assert "No changes detected" in out.getvalue()
+
+
+@pytest.mark.django_db
+def test_seed_is_idempotent_and_prints_the_login(django_user_model, settings):
+    settings.DEBUG = True
+    out = StringIO()
+    call_command("seed_demo", stdout=out)
+    call_command("seed_demo", stdout=out)
+    assert django_user_model.objects.filter(username="admin", is_superuser=True).count() == 1
+    assert Agent.objects.filter(slug="demo").count() == 1
+    assert "Admin login: admin / admin" in out.getvalue()
+
+
+def test_check_deploy_passes_with_a_production_environment():
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "agent_platform.settings",
+        "DEBUG": "false",
+        "SECRET_KEY": "x" * 64 + "-production-like-secret-key-with-enough-entropy-0123456789",
+        "ALLOWED_HOSTS": "agents.example.com",
+        "DATABASE_URL": "sqlite:////tmp/deploy-check.sqlite3",
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

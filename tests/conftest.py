@@ -1,0 +1,84 @@
+"""Shared fixtures: users, agents, API clients; and gating of tests that need real services.
+
+Tests marked ``postgres``, ``redis`` or ``browser`` are skipped locally when the service is absent, and
+fail instead when ``REQUIRE_SERVICES=1`` (set by .ci/run), so CI can never pass by skipping them.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+
+import pytest
+
+REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
+CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+
+
+def _redis_up() -> bool:
+    url = os.environ.get("REDIS_URL", "")
+    if not url:
+        return False
+    try:
+        with socket.create_connection(("127.0.0.1", 6379), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+def _missing_service(item: pytest.Item) -> str | None:
+    from django.conf import settings
+
+    if item.get_closest_marker("postgres") and "postgresql" not in settings.DATABASES["default"]["ENGINE"]:
+        return "needs PostgreSQL (set DATABASE_URL)"
+    if item.get_closest_marker("redis") and not _redis_up():
+        return "needs Redis (set REDIS_URL)"
+    if item.get_closest_marker("browser") and not shutil.which(CHROMIUM):
+        return f"needs Chromium at {CHROMIUM}"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    reason = _missing_service(item)
+    if reason is None:
+        return
+    if REQUIRE_SERVICES:
+        pytest.fail(f"REQUIRE_SERVICES=1 but this test {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def user(django_user_model):
+    return django_user_model.objects.create_user("alice", "alice@example.com", "pw-alice-123")
+
+
+@pytest.fixture
+def other_user(django_user_model):
+    return django_user_model.objects.create_user("bob", "bob@example.com", "pw-bob-123")
+
+
+@pytest.fixture
+def staff_user(django_user_model):
+    return django_user_model.objects.create_user("staff", "staff@example.com", "pw-staff-123", is_staff=True)
+
+
+@pytest.fixture
+def agent(db):
+    from agent_platform.models import Agent
+
+    return Agent.objects.create(name="Test agent", slug="test-agent")
+
+
+@pytest.fixture
+def api_token(user):
+    from agent_platform.services import api_token_issue
+
+    _token, raw = api_token_issue(user=user)
+    return raw
+
+
+@pytest.fixture
+def bearer(api_token):
+    """Headers for the test client: ``client.get(url, headers=bearer)``."""
+    return {"Authorization": f"Bearer {api_token}"}
