@@ -1,0 +1,436 @@
+"""Deterministic compaction (SPEC §6 step 2): tool-call argument truncation and tool-result offloading.
+
+A large ToolMessage is written whole to ``outputs/large_tool_results/<tool>-<sha256[:16]>.txt`` and
+replaced, in the returned view only, by a receipt with a preview. Nothing is ever trimmed without a
+saved copy: a message whose file cannot be written stays whole and is reported. Estimates and
+receipts are cached by content hash, so re-running on a state that grew by one message redoes no
+work for the unchanged messages.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from compression.engine.config import CompressionConfig
+from compression.engine.formats import (
+    FALLBACK_TOOL_FILE_NAME,
+    LARGE_TOOL_RESULTS_DIR,
+    RECEIPT_HEADER,
+    RECEIPT_LINE_SEPARATOR,
+    RECEIPT_PATH_PREFIX,
+    RECEIPT_PREVIEW_HEADER,
+    RECEIPT_SHA256_PREFIX,
+    RECEIPT_TOKENS_PREFIX,
+    RECEIPT_TOOL_PREFIX,
+    RECEIPT_TRUNCATED_TEMPLATE,
+    RECEIPT_UNKNOWN_TOOL,
+    TOOL_RESULT_DIGEST_CHARS,
+    TOOL_RESULT_FILE_TEMPLATE,
+    TOOL_RESULT_SAVED_KEY,
+    TRUNCATED_ARG_KEEP_CHARS,
+    TRUNCATED_ARG_SUFFIX,
+    TRUNCATED_ARG_TOOLS,
+)
+from compression.engine.previews import tool_result_preview
+from compression.engine.store import ResultStore
+from compression.engine.tokens import DEFAULT_PROFILE, TokenProfile, estimate_text, profile_for_model
+
+MAX_TOOL_FILE_NAME_CHARS = 64
+CACHE_SIZE = 16384
+
+
+@dataclass(frozen=True)
+class SavedToolResult:
+    message_id: str | None
+    tool_call_id: str
+    tool_name: str
+    path: str
+    sha256: str
+    tokens: int
+    written: bool  # False when an identical file already existed
+
+
+@dataclass(frozen=True)
+class FailedToolResult:
+    message_id: str | None
+    tool_call_id: str
+    tool_name: str
+    path: str
+    error: str
+
+
+@dataclass(frozen=True)
+class CompactionResult:
+    messages: list[BaseMessage]
+    saved: tuple[SavedToolResult, ...] = ()
+    failed: tuple[FailedToolResult, ...] = ()
+    truncated_tool_calls: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.saved or self.truncated_tool_calls)
+
+
+class _LRU:
+    """A small thread-safe LRU; values are immutable (ints, strings)."""
+
+    def __init__(self, maxsize: int) -> None:
+        self.maxsize = maxsize
+        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            value = self._data.get(key)
+            if value is not None:
+                self._data.move_to_end(key)
+            return value
+
+    def put(self, key: Any, value: Any) -> None:
+        with self._lock:
+            self._data[key] = value
+            self._data.move_to_end(key)
+            while len(self._data) > self.maxsize:
+                self._data.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._data.clear()
+
+
+_text_tokens = _LRU(CACHE_SIZE)  # (profile, sha256) -> estimate_text of the full text
+_receipts = _LRU(CACHE_SIZE)  # (profile, sha256, tool name, preview limit) -> receipt text
+
+
+def clear_caches() -> None:
+    _text_tokens.clear()
+    _receipts.clear()
+
+
+# --- content, hashes, names --------------------------------------------------------------------
+
+
+def _encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(_encode(text)).hexdigest()
+
+
+def tool_result_text(content: str | list[Any]) -> str:
+    """The exact text saved for a tool result: the string, the joined text blocks, or JSON of mixed blocks."""
+    if isinstance(content, str):
+        return content
+    texts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            texts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            texts.append(block["text"])
+        else:  # images and other blocks: keep everything, recoverably
+            return json.dumps(content, ensure_ascii=False, default=str)
+    return "\n".join(texts)
+
+
+def safe_tool_file_name(tool_name: str | None) -> str:
+    """``tool_name`` reduced to ``[A-Za-z0-9_.-]`` (no dot runs, no leading/trailing ``.-``), else ``tool-result``."""
+    reduced = re.sub(r"[^A-Za-z0-9_.-]+", "-", (tool_name or "").strip())
+    reduced = re.sub(r"\.{2,}", ".", reduced)[:MAX_TOOL_FILE_NAME_CHARS].strip(".-")
+    return reduced or FALLBACK_TOOL_FILE_NAME
+
+
+def tool_result_path(tool_name: str | None, sha256: str) -> str:
+    return TOOL_RESULT_FILE_TEMPLATE.format(
+        directory=LARGE_TOOL_RESULTS_DIR,
+        tool=safe_tool_file_name(tool_name),
+        digest=sha256[:TOOL_RESULT_DIGEST_CHARS],
+    )
+
+
+def text_tokens(text: str, *, sha256: str, profile: TokenProfile = DEFAULT_PROFILE) -> int:
+    """``estimate_text(text)``, cached by content hash."""
+    key = (profile, sha256)
+    cached = _text_tokens.get(key)
+    if cached is None:
+        cached = estimate_text(text, profile)
+        _text_tokens.put(key, cached)
+    return cached
+
+
+# --- receipts ----------------------------------------------------------------------------------
+
+
+def render_receipt(
+    *, tool_name: str | None, tokens: int, sha256: str, path: str, preview: str, omitted_chars: int
+) -> str:
+    lines = [
+        RECEIPT_HEADER,
+        RECEIPT_TOOL_PREFIX + (tool_name or RECEIPT_UNKNOWN_TOOL),
+        RECEIPT_TOKENS_PREFIX + str(tokens),
+        RECEIPT_SHA256_PREFIX + sha256,
+        RECEIPT_PATH_PREFIX + path,
+    ]
+    if preview:
+        lines += ["", RECEIPT_PREVIEW_HEADER, preview]
+    if omitted_chars > 0:
+        lines.append(RECEIPT_TRUNCATED_TEMPLATE.format(n=omitted_chars))
+    return RECEIPT_LINE_SEPARATOR.join(lines)
+
+
+def is_saved(message: BaseMessage) -> bool:
+    return message.additional_kwargs.get(TOOL_RESULT_SAVED_KEY) is True
+
+
+def should_offload(tokens: int, *, limit_tokens: int) -> bool:
+    """Offload when the estimate exceeds the limit; a limit of 0 (or less) offloads every tool result."""
+    return limit_tokens <= 0 or tokens > limit_tokens
+
+
+def offload_tool_message(
+    message: ToolMessage,
+    *,
+    store: ResultStore | None,
+    preview_tokens: int,
+    tool_name: str | None = None,
+    profile: TokenProfile = DEFAULT_PROFILE,
+) -> tuple[ToolMessage, SavedToolResult]:
+    """Save ``message``'s full text and return its receipt (same id, tool_call_id) and the record.
+
+    Raises ``OffloadError`` when the file cannot be written; an identical existing file is not rewritten.
+    """
+    text = tool_result_text(message.content)
+    return _offload(
+        message,
+        text=text,
+        digest=sha256_text(text),
+        store=store,
+        preview_tokens=preview_tokens,
+        tool_name=tool_name or message.name,
+        profile=profile,
+    )
+
+
+def _offload(
+    message: ToolMessage,
+    *,
+    text: str,
+    digest: str,
+    store: ResultStore | None,
+    preview_tokens: int,
+    tool_name: str | None,
+    profile: TokenProfile,
+) -> tuple[ToolMessage, SavedToolResult]:
+    name = tool_name
+    path = tool_result_path(name, digest)
+    tokens = text_tokens(text, sha256=digest, profile=profile)
+    written = _write_once(store, path, text)
+    key = (profile, digest, name, preview_tokens)
+    receipt = _receipts.get(key)
+    if receipt is None:
+        preview = tool_result_preview(
+            text, limit_tokens=preview_tokens, tool_name=name, profile=profile, text_tokens=tokens
+        )
+        receipt = render_receipt(
+            tool_name=name,
+            tokens=tokens,
+            sha256=digest,
+            path=path,
+            preview=preview.text,
+            omitted_chars=preview.omitted_chars,
+        )
+        _receipts.put(key, receipt)
+    replaced = message.model_copy(
+        update={
+            "content": receipt,
+            "additional_kwargs": {**message.additional_kwargs, TOOL_RESULT_SAVED_KEY: True},
+        }
+    )
+    saved = SavedToolResult(
+        message.id, message.tool_call_id, name or RECEIPT_UNKNOWN_TOOL, path, digest, tokens, written
+    )
+    return replaced, saved
+
+
+class OffloadError(Exception):
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"Failed to write tool result to {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+def _write_once(store: ResultStore | None, path: str, text: str) -> bool:
+    if store is None:
+        raise OffloadError(path, "no result store is available")
+    try:
+        if store.exists(path):
+            return False  # same name means same content hash
+        store.write_text(path, text)
+    except Exception as exc:  # any store failure keeps the message whole; it is reported, not raised further
+        if "already exists" in str(exc).lower():
+            return False
+        raise OffloadError(path, f"{type(exc).__name__}: {exc}") from exc
+    return True
+
+
+# --- tool-call argument truncation -------------------------------------------------------------
+
+
+def _truncate_value(value: Any, max_length: int) -> tuple[Any, bool]:
+    if isinstance(value, str):
+        replacement = value[:TRUNCATED_ARG_KEEP_CHARS] + TRUNCATED_ARG_SUFFIX
+        if len(value) > max_length and len(value) > len(replacement):
+            return replacement, True
+        return value, False
+    if isinstance(value, dict):
+        pairs = [(k, *_truncate_value(v, max_length)) for k, v in value.items()]
+        if any(changed for _, _, changed in pairs):
+            return {k: v for k, v, _ in pairs}, True
+        return value, False
+    if isinstance(value, list):
+        items = [_truncate_value(v, max_length) for v in value]
+        if any(changed for _, changed in items):
+            return [v for v, _ in items], True
+        return value, False
+    return value, False
+
+
+def _truncate_raw_arguments(arguments: str, max_length: int) -> str:
+    """Provider-format JSON arguments with long strings truncated; re-encoded when parseable."""
+    if len(arguments) <= max_length:
+        return arguments
+    try:
+        parsed = json.loads(arguments)
+    except (ValueError, RecursionError):
+        parsed = None
+    if isinstance(parsed, dict):
+        truncated, changed = _truncate_value(parsed, max_length)
+        return json.dumps(truncated, ensure_ascii=False) if changed else arguments
+    return _truncate_value(arguments, max_length)[0]
+
+
+def truncate_tool_call_args(message: AIMessage, *, max_length: int) -> tuple[AIMessage, int]:
+    """``write_file``/``edit_file`` string arguments longer than ``max_length`` become their first 20
+    characters + the marker, in ``tool_calls``, the raw provider ``additional_kwargs["tool_calls"]`` and
+    ``tool_use`` content blocks. Returns the same message when nothing changed, and the count of calls
+    truncated. ``max_length <= 0`` disables truncation."""
+    if max_length <= 0:
+        return message, 0
+    count = 0
+    update: dict[str, Any] = {}
+
+    new_calls = []
+    for call in message.tool_calls:
+        args, changed = (
+            _truncate_value(call.get("args") or {}, max_length)
+            if call.get("name") in TRUNCATED_ARG_TOOLS
+            else (None, False)
+        )
+        new_calls.append({**call, "args": args} if changed else call)
+        count += changed
+    if count:
+        update["tool_calls"] = new_calls
+
+    raw_calls = message.additional_kwargs.get("tool_calls")
+    if isinstance(raw_calls, list):
+        new_raw, raw_changed = [], False
+        for raw in raw_calls:
+            function = raw.get("function") if isinstance(raw, dict) else None
+            arguments = function.get("arguments") if isinstance(function, dict) else None
+            if function and function.get("name") in TRUNCATED_ARG_TOOLS and isinstance(arguments, str):
+                truncated = _truncate_raw_arguments(arguments, max_length)
+                if truncated is not arguments:
+                    raw = {**raw, "function": {**function, "arguments": truncated}}
+                    raw_changed = True
+            new_raw.append(raw)
+        if raw_changed:
+            update["additional_kwargs"] = {**message.additional_kwargs, "tool_calls": new_raw}
+            count = max(count, 1)
+
+    if isinstance(message.content, list):
+        new_blocks, blocks_changed = [], False
+        for block in message.content:
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_use"
+                and block.get("name") in TRUNCATED_ARG_TOOLS
+            ):
+                new_input, changed = _truncate_value(block.get("input"), max_length)
+                if changed:
+                    block = {**block, "input": new_input}
+                    blocks_changed = True
+            new_blocks.append(block)
+        if blocks_changed:
+            update["content"] = new_blocks
+            count = max(count, 1)
+
+    return (message.model_copy(update=update), count) if update else (message, 0)
+
+
+# --- the whole pass ----------------------------------------------------------------------------
+
+
+def compact_messages(
+    messages: Sequence[BaseMessage],
+    *,
+    config: CompressionConfig,
+    store: ResultStore | None,
+    profile: TokenProfile | None = None,
+) -> CompactionResult:
+    """A compacted copy of ``messages``: same order, ids and tool_call_ids.
+
+    ``result.messages`` is ``messages`` itself when nothing changed. Failed writes leave the message
+    whole and are listed in ``result.failed``.
+    """
+    profile = profile or profile_for_model(config.model_name)
+    limit = config.tool_result_token_limit
+    call_names: dict[str, str] = {}
+    out: list[BaseMessage] = []
+    saved: list[SavedToolResult] = []
+    failed: list[FailedToolResult] = []
+    truncated = 0
+    for message in messages:
+        new = message
+        if isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                if call.get("id"):
+                    call_names[call["id"]] = call.get("name") or ""
+            new, count = truncate_tool_call_args(message, max_length=config.tool_arg_max_length)
+            truncated += count
+        elif isinstance(message, ToolMessage) and not is_saved(message):
+            text = tool_result_text(message.content)
+            digest = sha256_text(text)
+            if should_offload(text_tokens(text, sha256=digest, profile=profile), limit_tokens=limit):
+                name = message.name or call_names.get(message.tool_call_id) or None
+                try:
+                    new, record = _offload(
+                        message,
+                        text=text,
+                        digest=digest,
+                        store=store,
+                        preview_tokens=limit,
+                        tool_name=name,
+                        profile=profile,
+                    )
+                    saved.append(record)
+                except OffloadError as exc:
+                    failed.append(
+                        FailedToolResult(
+                            message.id, message.tool_call_id, name or RECEIPT_UNKNOWN_TOOL, exc.path, str(exc)
+                        )
+                    )
+        out.append(new)
+    if not saved and not truncated:
+        return CompactionResult(
+            messages if isinstance(messages, list) else list(messages), failed=tuple(failed)
+        )
+    return CompactionResult(out, tuple(saved), tuple(failed), truncated)

@@ -1,0 +1,223 @@
+"""Summaries and their history: history-file sections, the summary message and prompt, strict summary
+validation, the ``_summarization_event`` (with its global cutoff) and effective-message reconstruction.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, TypedDict
+
+from langchain_core.messages import BaseMessage, HumanMessage, get_buffer_string
+
+from compression.engine.cutoff import is_summary_message
+from compression.engine.formats import (
+    CONVERSATION_HISTORY_DIR,
+    DEFAULT_SUMMARY_PROMPT,
+    HISTORY_FILE_TEMPLATE,
+    HISTORY_SECTION_TEMPLATE,
+    SESSION_ID_PREFIX,
+    SUMMARY_MARKER_KEY,
+    SUMMARY_MARKER_VALUE,
+    SUMMARY_MESSAGE_NO_FILE_TEMPLATE,
+    SUMMARY_MESSAGE_TEMPLATE,
+)
+from compression.engine.previews import generic_preview
+from compression.engine.tokens import DEFAULT_PROFILE, TokenProfile, estimate_text
+
+SUMMARY_EVENT_KEY = "_summarization_event"
+SESSION_ID_KEY = "_summarization_session_id"
+MESSAGES_PLACEHOLDER = "{messages}"
+_SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+__all__ = [
+    "SESSION_ID_KEY",
+    "SUMMARY_EVENT_KEY",
+    "EmptySummaryError",
+    "SummarizationEvent",
+    "SummaryError",
+    "build_summarization_event",
+    "build_summary_message",
+    "effective_messages",
+    "format_summary_prompt",
+    "global_cutoff",
+    "history_path",
+    "is_summary_message",
+    "new_session_id",
+    "render_history_section",
+    "summary_text",
+    "validate_summary_prompt",
+]
+
+
+class SummaryError(RuntimeError):
+    """A summary cannot be produced; state must not change."""
+
+
+class EmptySummaryError(SummaryError):
+    """The summary model answered with nothing usable."""
+
+
+class SummarizationEvent(TypedDict):
+    cutoff_index: int  # global index into state messages: messages[cutoff_index:] are kept verbatim
+    summary_message: HumanMessage
+    file_path: str | None
+
+
+# --- history file ------------------------------------------------------------------------------
+
+
+def new_session_id() -> str:
+    return f"{SESSION_ID_PREFIX}{uuid.uuid4().hex}"
+
+
+def history_path(session_id: str) -> str:
+    """``outputs/conversation_history/<session_id>.md``; rejects ids that are not ``[A-Za-z0-9_-]``."""
+    if not _SESSION_ID_RE.fullmatch(session_id or ""):
+        raise ValueError(f"Unsafe summarization session id: {session_id!r}")
+    return HISTORY_FILE_TEMPLATE.format(directory=CONVERSATION_HISTORY_DIR, session_id=session_id)
+
+
+def render_history_section(messages: Sequence[BaseMessage], *, now: datetime | None = None) -> str:
+    """A timestamped section for the history file; earlier summary messages are left out."""
+    kept = [m for m in messages if not is_summary_message(m)]
+    timestamp = (now or datetime.now(UTC)).isoformat()
+    return HISTORY_SECTION_TEMPLATE.format(
+        timestamp=timestamp, messages=get_buffer_string(kept, format="xml")
+    )
+
+
+# --- summary message and event -----------------------------------------------------------------
+
+
+def build_summary_message(summary: str, *, file_path: str | None) -> HumanMessage:
+    if file_path:
+        content = SUMMARY_MESSAGE_TEMPLATE.format(file_path=file_path, summary=summary)
+    else:
+        content = SUMMARY_MESSAGE_NO_FILE_TEMPLATE.format(summary=summary)
+    return HumanMessage(content=content, additional_kwargs={SUMMARY_MARKER_KEY: SUMMARY_MARKER_VALUE})
+
+
+def global_cutoff(previous: Mapping[str, Any] | None, local_cutoff: int) -> int:
+    """The state index for a cutoff found in effective messages (whose index 0 is the previous summary)."""
+    if not previous:
+        return local_cutoff
+    return int(previous["cutoff_index"]) + local_cutoff - 1
+
+
+def build_summarization_event(
+    *,
+    previous: Mapping[str, Any] | None,
+    local_cutoff: int,
+    summary_message: HumanMessage,
+    file_path: str | None,
+) -> SummarizationEvent:
+    return {
+        "cutoff_index": global_cutoff(previous, local_cutoff),
+        "summary_message": summary_message,
+        "file_path": file_path,
+    }
+
+
+def effective_messages(messages: Sequence[BaseMessage], event: Mapping[str, Any] | None) -> list[BaseMessage]:
+    """What the model sees: ``[summary, *messages[cutoff:]]`` after a summary, else all messages.
+
+    A malformed event is ignored (all messages are returned: nothing is ever hidden by mistake).
+    """
+    if not event:
+        return list(messages)
+    summary = event.get("summary_message")
+    cutoff = event.get("cutoff_index")
+    if not isinstance(summary, BaseMessage) or not isinstance(cutoff, int) or cutoff < 0:
+        return list(messages)
+    return [summary, *messages[cutoff:]]
+
+
+# --- summary prompt and result -----------------------------------------------------------------
+
+
+def validate_summary_prompt(prompt: str) -> None:
+    """Raise ``ValueError`` unless ``prompt`` contains ``{messages}`` and formats with it alone."""
+    if MESSAGES_PLACEHOLDER not in prompt:
+        raise ValueError("The summary prompt must contain {messages}.")
+    try:
+        prompt.format(messages="")
+    except (KeyError, IndexError, ValueError) as exc:
+        raise ValueError(
+            f"The summary prompt may use no placeholder other than {{messages}} (double other braces): {exc!r}"
+        ) from exc
+
+
+def _fill(prompt: str, rendered: str) -> str:
+    try:
+        return prompt.format(messages=rendered).rstrip()
+    except (KeyError, IndexError, ValueError):  # a prompt with stray braces: substitute literally
+        return prompt.replace(MESSAGES_PLACEHOLDER, rendered).rstrip()
+
+
+def format_summary_prompt(
+    messages: Sequence[BaseMessage],
+    *,
+    prompt: str = DEFAULT_SUMMARY_PROMPT,
+    max_tokens: int | None = None,
+    profile: TokenProfile = DEFAULT_PROFILE,
+) -> str:
+    """The summarizer's input: ``prompt`` filled with the messages as XML, trimmed to ``max_tokens``.
+
+    Trimming keeps a leading earlier summary and then the most recent messages that fit; if not even
+    the latest message fits, a HEAD/MIDDLE/TAIL preview of it is used. Raises ``SummaryError`` when
+    there is nothing to summarize or the prompt alone exceeds the budget.
+    """
+    if not messages:
+        raise SummaryError("There is no conversation history to summarize.")
+    rendered = get_buffer_string(messages, format="xml")
+    filled = _fill(prompt, rendered)
+    if max_tokens is None or estimate_text(filled, profile) <= max_tokens:
+        return filled
+    budget = max_tokens - estimate_text(_fill(prompt, ""), profile) - 1
+    if budget <= 0:
+        raise SummaryError("The summary prompt alone exceeds the summarizer's input budget.")
+
+    parts = [get_buffer_string([m], format="xml") for m in messages]
+    costs = [estimate_text(part, profile) + 1 for part in parts]  # +1: the separating newline
+    lead = [0] if is_summary_message(messages[0]) and len(parts) > 1 and costs[0] <= budget // 2 else []
+    spent = sum(costs[i] for i in lead)
+    kept: list[int] = []
+    for index in range(len(parts) - 1, len(lead) - 1, -1):
+        if spent + costs[index] > budget:
+            break
+        kept.insert(0, index)
+        spent += costs[index]
+
+    room = budget
+    while True:
+        if kept:
+            body = "\n".join(parts[i] for i in lead + kept)
+        else:  # not even the latest message fits whole: a preview of it
+            lead_cost = sum(costs[i] for i in lead)
+            latest = generic_preview(parts[-1], limit_tokens=max(room - lead_cost, 0), profile=profile)
+            body = "\n".join([*(parts[i] for i in lead), latest]) if latest else ""
+        if body and estimate_text(filled := _fill(prompt, body), profile) <= max_tokens:
+            return filled
+        # Estimates are not additive: drop the oldest kept message, then the earlier summary, then shrink.
+        if len(kept) > 1:
+            kept.pop(0)
+        elif lead:
+            lead = []
+        elif kept:
+            kept = []
+        elif room > 0:
+            room = int(room * 0.9)
+        else:
+            raise SummaryError("No part of the conversation fits the summarizer's input budget.")
+
+
+def summary_text(response: BaseMessage | str) -> str:
+    """The stripped summary text of a model response; raises ``EmptySummaryError`` when empty."""
+    text = response if isinstance(response, str) else str(response.text)
+    text = text.strip()
+    if not text:
+        raise EmptySummaryError("The summary model returned an empty summary.")
+    return text
