@@ -1,0 +1,1 @@
+"""Benchmarks (issue 8): print tables, never gate CI. Each module has ``run() -> list[dict]``."""

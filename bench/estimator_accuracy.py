@@ -1,0 +1,93 @@
+"""Issue 8, item 1: token-estimator accuracy per corpus, on the CHECK halves only.
+
+For every corpus and each reference tokenizer (OpenAI cl100k, Qwen) it reports the median and the
+p10/p90 of the relative error ``(estimate - true) / true`` for
+
+* ``ours``: ``estimate_text`` with the profile matching the tokenizer (``cl100k`` / ``qwen``),
+* ``default``: ``estimate_text`` with the conservative ``DEFAULT_PROFILE`` (unknown models),
+* ``chars/4``: ``ceil(len(text) / 4)``, what the seeds and ``count_tokens_approximately`` use,
+
+plus throughput in MB/s (UTF-8) of ours, of langchain_core's ``count_tokens_approximately`` and of
+the real tiktoken encoder. Target for ours: |median| <= 10% and p10/p90 within +-25% everywhere.
+
+    python -m bench.estimator_accuracy
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from bench import corpora, tokenizers
+from bench.common import best_time, machine_markdown, markdown_table, num, pct
+from compression.engine.tokens import DEFAULT_PROFILE, ESTIMATOR_NAME, PROFILES, estimate_text
+
+MEDIAN_TARGET = 0.10
+SPREAD_TARGET = 0.25
+
+
+def _stats(est: np.ndarray, true: np.ndarray) -> tuple[float, float, float]:
+    rel = (est - true) / np.maximum(true, 1)
+    return float(np.median(rel)), float(np.percentile(rel, 10)), float(np.percentile(rel, 90))
+
+
+def _throughput(texts: list[str]) -> dict[str, float]:
+    from langchain_core.messages import HumanMessage
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    mb = sum(len(t.encode("utf-8")) for t in texts) / 1e6
+    messages = [HumanMessage(content=t) for t in texts]
+    enc = tokenizers.cl100k()
+    return {
+        "ours_MBps": mb / best_time(lambda: [estimate_text(t, DEFAULT_PROFILE) for t in texts]),
+        "lc_approx_MBps": mb / best_time(lambda: [count_tokens_approximately([m]) for m in messages]),
+        "tiktoken_MBps": mb / best_time(lambda: [len(enc.encode_ordinary(t)) for t in texts]),
+    }
+
+
+def run(half: str = corpora.CHECK) -> list[dict]:
+    rows = []
+    for name in corpora.CORPORA:
+        texts = [s.text for s in corpora.samples(name, half)]
+        chars4 = np.array([math.ceil(len(t) / 4) for t in texts], float)
+        default = np.array([estimate_text(t, DEFAULT_PROFILE) for t in texts], float)
+        speed = _throughput(texts)
+        for ref, (count, profile_name) in tokenizers.REFERENCES.items():
+            true = np.array([count(t) for t in texts], float)
+            ours = np.array([estimate_text(t, PROFILES[profile_name]) for t in texts], float)
+            om, o10, o90 = _stats(ours, true)
+            dm, d10, d90 = _stats(default, true)
+            cm, c10, c90 = _stats(chars4, true)
+            ok = abs(om) <= MEDIAN_TARGET and -SPREAD_TARGET <= o10 and o90 <= SPREAD_TARGET
+            rows.append({
+                "corpus": name, "tokenizer": ref, "n": len(texts), "profile": profile_name,
+                "ours_median": om, "ours_p10": o10, "ours_p90": o90,
+                "default_median": dm, "default_p10": d10, "default_p90": d90,
+                "chars4_median": cm, "chars4_p10": c10, "chars4_p90": c90,
+                "target_met": "yes" if ok else "NO",
+                **(speed if ref == "cl100k" else dict.fromkeys(speed)),
+            })
+    return rows
+
+
+COLUMNS = ["corpus", "tokenizer", "n", "profile", "ours_median", "ours_p10", "ours_p90",
+           "default_median", "default_p10", "default_p90", "chars4_median", "chars4_p10", "chars4_p90",
+           "target_met", "ours_MBps", "lc_approx_MBps", "tiktoken_MBps"]
+
+
+def render(rows: list[dict]) -> str:
+    formats = {c: pct for c in COLUMNS if c.endswith(("median", "p10", "p90"))}
+    formats.update({c: num(1) for c in COLUMNS if c.endswith("MBps")})
+    return (
+        f"Estimator `{ESTIMATOR_NAME}` on the CHECK halves (fitted on the FIT halves); relative error "
+        f"(estimate - true) / true. Target for ours: |median| <= {MEDIAN_TARGET:.0%}, p10/p90 within "
+        f"+-{SPREAD_TARGET:.0%}. Samples: one message / tool output each, >= {corpora.MIN_CHARS} chars.\n\n"
+        + markdown_table(rows, COLUMNS, formats)
+    )
+
+
+if __name__ == "__main__":
+    result = run()
+    print(render(result))
+    print(machine_markdown())
