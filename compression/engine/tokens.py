@@ -1,18 +1,19 @@
 """Script-aware token estimation (SPEC §4).
 
-The estimate is a weighted sum of character-class counts taken in one linear pass of a few
-compiled regexes: CJK characters, full-width punctuation, other non-ASCII characters, Latin words
-(and their letters), digits (and digit groups), ASCII punctuation/JSON symbols (and their runs),
-newlines, indentation runs, and long random-looking strings (hashes, base64, hex ids), which
-tokenize far worse than words. The weights form a :class:`TokenProfile` per tokenizer family; the
-profile is chosen from the agent's model name (:func:`profile_for_model`), unknown models get the
-conservative :data:`DEFAULT_PROFILE`, which errs towards more tokens so compression triggers early.
+The estimate of a text is a weighted sum of character-class counts: CJK ideographs, CJK/full-width
+punctuation, other non-ASCII blocks, ASCII letters and letter runs (words), upper-case letters and
+lower->upper changes (camelCase, base64 and other random-looking strings split into many tokens),
+digits and digit runs, ASCII punctuation / JSON symbols and their runs, newlines and indentation.
+The counts come from one ``bytes.translate`` of the UTF-8 text plus a few ``bytes.count`` calls, all
+in C and linear (~50 MB/s). The weights form a :class:`TokenProfile` per tokenizer family; the
+profile is chosen from the agent's model name (:func:`profile_for_model`), and unknown models get
+the conservative :data:`DEFAULT_PROFILE`, which errs towards more tokens so compression triggers early.
 
 Weights are fitted by ``bench/fit_estimator.py`` on the FIT half of the real traces and checked by
 ``bench/estimator_accuracy.py`` on the CHECK half (never the same text).
 
-Per-message estimates are cached by (profile, content hash) in a bounded LRU, so a message that did
-not change is never re-estimated across model calls.
+Per-message estimates are cached by (profile, hash of content + name + tool calls + tool_call_id)
+in a bounded LRU, so a message that did not change is never re-estimated across model calls.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
@@ -81,6 +82,11 @@ class TokenProfile:
     def __post_init__(self) -> None:
         object.__setattr__(self, "_weights", tuple(getattr(self, k) for k in FEATURES))
 
+    def scaled(self, factor: float, name: str | None = None) -> TokenProfile:
+        """This profile with every text weight multiplied by ``factor`` (per-agent calibration)."""
+        weights = {k: getattr(self, k) * factor for k in FEATURES}
+        return replace(self, name=name or f"{self.name}*{factor:.3f}", **weights)
+
 
 # Fitted by ``python -m bench.fit_estimator`` on the FIT halves of the real traces (see its output).
 _FITTED: dict[str, dict[str, float]] = {
@@ -118,6 +124,8 @@ _QWEN = _profile("qwen", _FITTED["qwen"], message_overhead=4.0, image=1280)
 
 # The conservative profile (unknown models): fitted against max(cl100k, Qwen) per sample, then raised by
 # a margin for tokenizers we cannot measure (Claude, Gemini, Llama...), so it errs towards more tokens.
+# (Fitting the per-sample max rather than taking the per-class max of the family weights avoids
+# double-charging classes the families split differently: cl100k charges digit *runs*, Qwen digits.)
 CONSERVATIVE_MARGIN = 1.10
 _CONSERVATIVE = _profile(
     "conservative",
@@ -260,7 +268,10 @@ def estimate_text(text: str, profile: TokenProfile = DEFAULT_PROFILE) -> int:
 # Messages
 
 
-_IMAGE_TYPES = frozenset({"image", "image_url", "input_image"})
+# Media blocks cost a fixed amount (their base64 payload is not text the model reads as tokens).
+_MEDIA_TYPES = frozenset({"image", "image_url", "input_image", "audio", "input_audio", "video", "file"})
+# Tool-call blocks repeat ``message.tool_calls`` (Anthropic ``tool_use``); counted once, from tool_calls.
+_TOOL_CALL_TYPES = frozenset({"tool_use", "tool_call", "function_call", "server_tool_call"})
 
 
 def _dumps(value: Any) -> str:
@@ -270,7 +281,7 @@ def _dumps(value: Any) -> str:
         return str(value)
 
 
-def _content_tokens(content: Any, profile: TokenProfile) -> float:
+def _content_tokens(content: Any, profile: TokenProfile, skip_tool_calls: bool = False) -> float:
     if isinstance(content, str):
         return estimate_text(content, profile)
     total = 0.0
@@ -279,12 +290,12 @@ def _content_tokens(content: Any, profile: TokenProfile) -> float:
             total += estimate_text(block, profile)
         elif isinstance(block, dict):
             btype = block.get("type")
-            if btype in _IMAGE_TYPES or block.get("source_type") and btype in (None, "image"):
+            if btype in _MEDIA_TYPES or (btype is None and "source_type" in block):
                 total += profile.image
             elif btype == "text" and isinstance(block.get("text"), str):
                 total += estimate_text(block["text"], profile)
-            elif isinstance(block.get("text"), str) and len(block) <= 3:
-                total += estimate_text(block["text"], profile)
+            elif skip_tool_calls and btype in _TOOL_CALL_TYPES:
+                continue
             else:
                 total += estimate_text(_dumps(block), profile)
         else:
@@ -301,10 +312,10 @@ def _message_key(message: BaseMessage) -> str:
     ]
     tool_calls = getattr(message, "tool_calls", None)
     if tool_calls:
-        parts.append(_dumps([(tc.get("name"), tc.get("args")) for tc in tool_calls]))
+        parts.append(_dumps([(tc.get("name"), tc.get("args"), tc.get("id")) for tc in tool_calls]))
     invalid = getattr(message, "invalid_tool_calls", None)
     if invalid:
-        parts.append(_dumps([(tc.get("name"), tc.get("args")) for tc in invalid]))
+        parts.append(_dumps([(tc.get("name"), tc.get("args"), tc.get("id")) for tc in invalid]))
     legacy = message.additional_kwargs.get("function_call") if message.additional_kwargs else None
     if legacy:
         parts.append(_dumps(legacy))
@@ -312,14 +323,15 @@ def _message_key(message: BaseMessage) -> str:
 
 
 def _estimate_message_uncached(message: BaseMessage, profile: TokenProfile) -> int:
-    total = profile.message_overhead + _content_tokens(message.content, profile)
+    tool_calls = getattr(message, "tool_calls", None) or ()
+    total = profile.message_overhead + _content_tokens(message.content, profile, bool(tool_calls))
     total += estimate_text(message.type, profile)
     if message.name:
         total += estimate_text(message.name, profile) + 1
     tool_call_id = getattr(message, "tool_call_id", None)
     if tool_call_id:
         total += estimate_text(str(tool_call_id), profile)
-    for tc in getattr(message, "tool_calls", None) or ():
+    for tc in tool_calls:
         total += profile.tool_call_overhead + estimate_text(tc.get("name") or "", profile)
         total += estimate_text(_dumps(tc.get("args") or {}), profile)
         if tc.get("id"):
@@ -327,6 +339,8 @@ def _estimate_message_uncached(message: BaseMessage, profile: TokenProfile) -> i
     for tc in getattr(message, "invalid_tool_calls", None) or ():
         total += profile.tool_call_overhead + estimate_text(tc.get("name") or "", profile)
         total += estimate_text(str(tc.get("args") or ""), profile)
+        if tc.get("id"):
+            total += estimate_text(str(tc["id"]), profile)
     legacy = message.additional_kwargs.get("function_call") if message.additional_kwargs else None
     if legacy:
         total += profile.tool_call_overhead + estimate_text(_dumps(legacy), profile)
