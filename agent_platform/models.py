@@ -216,3 +216,7 @@ class ApiToken(models.Model):
     @staticmethod
     def hash(raw: str) -> str:
         return hashlib.sha256(raw.encode()).hexdigest()
+
+
+# Knowledge-base models live in their own module; importing them here registers them with the app.
+from agent_platform.knowledge.models import Chunk, Document, KnowledgeBase  # noqa: E402, F401

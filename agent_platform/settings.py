@@ -93,6 +93,9 @@ USE_TZ = True
 
 STATIC_URL = "static/"
 STATIC_ROOT = env.path("STATIC_ROOT", default=BASE_DIR / "staticfiles")
+# Uploaded knowledge-base documents (their text is also kept in the database).
+MEDIA_URL = "media/"
+MEDIA_ROOT = env.path("MEDIA_ROOT", default=VAR_DIR / "media")
 STATICFILES_DIRS = [BASE_DIR / "static"] if (BASE_DIR / "static").is_dir() else []
 
 # --- Redis: channel layer and Celery broker ---------------------------------------------------

@@ -6,6 +6,7 @@ from agent_platform.settings import BASE_DIR
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 WORKDIR_ROOT = BASE_DIR / "var" / "test-workdirs"
+MEDIA_ROOT = BASE_DIR / "var" / "test-media"
 CHECKPOINT_SQLITE_PATH = BASE_DIR / "var" / "test-checkpoints.sqlite3"
 OPENAI_API_KEY = ""
 OPENAI_BASE_URL = ""

@@ -1,0 +1,1 @@
+"""Knowledge bases: admin-managed documents, chunked and searched by the ``query_kb`` tool."""

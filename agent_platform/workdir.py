@@ -1,0 +1,189 @@
+"""One thread's workdir, reached through Django's storage API, behind virtual relative paths.
+
+The model (and the compression engine) only ever sees paths like ``outputs/large_tool_results/x.txt``.
+Every path is validated here against the workdir boundary, and no host path appears in a result or
+an error message.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from django.conf import settings
+from django.core.exceptions import SuspiciousFileOperation
+from django.core.files.base import ContentFile
+from django.core.files.storage import Storage
+from django.utils.module_loading import import_string
+
+from compression.engine.store import StoreError
+
+MAX_PATH_LENGTH = 400
+MAX_SEGMENT_LENGTH = 200
+_CONTROL_CHARS = re.compile(r"[\x00-\x1f\x7f]")
+_DRIVE_PREFIX = re.compile(r"^[A-Za-z]:")
+
+
+class WorkdirPathError(StoreError):
+    """A path outside the workdir boundary or with bytes we do not accept."""
+
+
+def resolve(path: str) -> str:
+    """The normalized virtual path for ``path`` (``""`` is the workdir root), or ``WorkdirPathError``.
+
+    Rejected: non-strings, empty paths, absolute paths (``/x``, ``C:\\x``, ``C:x``), backslashes, NUL and
+    other control characters, ``..`` segments, and over-long paths or segments. ``.`` segments,
+    repeated slashes and a trailing slash are dropped, so ``./a//b/`` is ``a/b`` and ``.`` is the root.
+    """
+    if not isinstance(path, str):
+        raise WorkdirPathError("The path must be a string.")
+    if path == "":
+        raise WorkdirPathError("The path is empty. Use '.' for the workdir root.")
+    if len(path) > MAX_PATH_LENGTH:
+        raise WorkdirPathError(f"The path is longer than {MAX_PATH_LENGTH} characters.")
+    if _CONTROL_CHARS.search(path):
+        raise WorkdirPathError("The path contains a NUL or control character.")
+    if "\\" in path:
+        raise WorkdirPathError("The path contains a backslash; use '/' between directories.")
+    if path.startswith("/") or path.startswith("~") or _DRIVE_PREFIX.match(path):
+        raise WorkdirPathError(
+            "Absolute paths are not allowed: use a path relative to the workdir, e.g. outputs/notes.md."
+        )
+    segments = []
+    for segment in path.split("/"):
+        if segment in ("", "."):
+            continue
+        if segment == "..":
+            raise WorkdirPathError("'..' is not allowed: paths must stay inside the workdir.")
+        if len(segment) > MAX_SEGMENT_LENGTH:
+            raise WorkdirPathError(f"A path segment is longer than {MAX_SEGMENT_LENGTH} characters.")
+        segments.append(segment)
+    return "/".join(segments)
+
+
+def _file_path(path: str) -> str:
+    name = resolve(path)
+    if not name:
+        raise WorkdirPathError("The workdir root is a directory, not a file.")
+    return name
+
+
+class Workdir:
+    """The files of one thread. Implements ``compression.engine.store.ResultStore``.
+
+    Errors are ``StoreError`` (``WorkdirPathError`` for a rejected path) whose message names only the
+    virtual path. Sub-agents share their parent's ``Workdir``.
+    """
+
+    def __init__(self, thread_id: object, *, storage: Storage | None = None) -> None:
+        self.thread_id = str(thread_id)
+        if storage is None:
+            storage_class = import_string(settings.WORKDIR_STORAGE)
+            storage = storage_class(location=str(Path(settings.WORKDIR_ROOT) / self.thread_id))
+        self.storage = storage
+
+    def __repr__(self) -> str:
+        return f"<Workdir thread={self.thread_id}>"
+
+    def exists(self, path: str) -> bool:
+        name = resolve(path)
+        if not name:
+            return True
+        try:
+            return self.storage.exists(name)
+        except (OSError, SuspiciousFileOperation):
+            return False
+
+    def read_text(self, path: str) -> str:
+        name = _file_path(path)
+        try:
+            with self.storage.open(name, "rb") as handle:
+                data = handle.read()
+        except FileNotFoundError as exc:
+            raise StoreError(f"File not found: {name}") from exc
+        except IsADirectoryError as exc:
+            raise StoreError(f"{name} is a directory; use ls to list it.") from exc
+        except (OSError, SuspiciousFileOperation) as exc:
+            raise StoreError(f"Could not read {name}: {_reason(exc)}") from exc
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise StoreError(f"{name} is not a UTF-8 text file.") from exc
+
+    def write_text(self, path: str, content: str) -> None:
+        name = _file_path(path)
+        data = content.encode("utf-8")
+        try:
+            # Storages never overwrite on save() (they pick a new name), so replace explicitly.
+            if self.storage.exists(name):
+                self.storage.delete(name)
+            saved = self.storage.save(name, ContentFile(data))
+        except IsADirectoryError as exc:
+            raise StoreError(f"{name} is a directory.") from exc
+        except (OSError, SuspiciousFileOperation) as exc:
+            raise StoreError(f"Could not write {name}: {_reason(exc)}") from exc
+        if saved != name:
+            self.storage.delete(saved)
+            raise StoreError(f"Could not write {name}: the storage chose another name.")
+
+    def append_text(self, path: str, content: str) -> None:
+        name = _file_path(path)
+        existing = self.read_text(name) if self.storage.exists(name) else ""
+        self.write_text(name, existing + content)
+
+    def edit_text(self, path: str, old: str, new: str, *, replace_all: bool = False) -> int:
+        """Replace ``old`` by ``new`` and return how many occurrences changed.
+
+        ``old`` must occur exactly once unless ``replace_all``; otherwise nothing is written.
+        """
+        name = _file_path(path)
+        if old == "":
+            raise StoreError("old_string is empty: give the exact text to replace.")
+        text = self.read_text(name)
+        count = text.count(old)
+        if count == 0:
+            raise StoreError(f"old_string was not found in {name}.")
+        if count > 1 and not replace_all:
+            raise StoreError(
+                f"old_string occurs {count} times in {name}: give more context to make it unique, "
+                "or set replace_all."
+            )
+        self.write_text(name, text.replace(old, new) if replace_all else text.replace(old, new, 1))
+        return count if replace_all else 1
+
+    def list_dir(self, path: str = ".") -> list[str]:
+        """Entries of a directory as virtual paths, directories first and ending in ``/``."""
+        name = resolve(path)
+        try:
+            dirs, files = self.storage.listdir(name)
+        except FileNotFoundError as exc:
+            if not name:
+                return []  # a thread that has not written anything yet
+            raise StoreError(f"Directory not found: {name}") from exc
+        except NotADirectoryError as exc:
+            raise StoreError(f"{name} is a file, not a directory; use read_file.") from exc
+        except (OSError, SuspiciousFileOperation) as exc:
+            raise StoreError(f"Could not list {name or '.'}: {_reason(exc)}") from exc
+        prefix = f"{name}/" if name else ""
+        return [f"{prefix}{d}/" for d in sorted(dirs)] + [f"{prefix}{f}" for f in sorted(files)]
+
+    def size(self, path: str) -> int:
+        name = _file_path(path)
+        try:
+            return self.storage.size(name)
+        except (OSError, SuspiciousFileOperation) as exc:
+            raise StoreError(f"Could not stat {name}: {_reason(exc)}") from exc
+
+
+def _reason(exc: BaseException) -> str:
+    # OSError's str() carries the host path; strerror does not.
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    if isinstance(exc, SuspiciousFileOperation):
+        return "the path is outside the workdir"
+    return type(exc).__name__
+
+
+def workdir_for(conversation) -> Workdir:
+    """The workdir of a conversation's thread (sub-agents reuse their parent's)."""
+    return Workdir(conversation.thread_id)
