@@ -19,7 +19,10 @@ def test_receipt_line_constants_are_pinned():
     assert formats.RECEIPT_SHA256_PREFIX == "SHA-256: "
     assert formats.RECEIPT_PATH_PREFIX == "Full output path: "
     assert formats.RECEIPT_PREVIEW_HEADER == "Output preview:"
-    assert formats.RECEIPT_TRUNCATED_TEMPLATE == "[Truncated {n} chars. Read the full output from the saved file.]"
+    assert (
+        formats.RECEIPT_TRUNCATED_TEMPLATE
+        == "[Truncated {n} chars. Read the full output from the saved file.]"
+    )
     assert formats.RECEIPT_LINE_SEPARATOR == "\n"
 
 
@@ -74,7 +77,10 @@ def test_full_receipt_is_pinned_byte_for_byte():
 
 def test_receipt_without_preview_or_truncation_has_only_the_header_lines():
     receipt = render_receipt(tool_name=None, tokens=1, sha256="0" * 64, path="p", preview="", omitted_chars=0)
-    assert receipt == f"[Tool result saved]\nTool: unknown\nApprox tokens: 1\nSHA-256: {'0' * 64}\nFull output path: p"
+    assert (
+        receipt
+        == f"[Tool result saved]\nTool: unknown\nApprox tokens: 1\nSHA-256: {'0' * 64}\nFull output path: p"
+    )
 
 
 def test_summary_message_is_pinned_byte_for_byte():
@@ -87,7 +93,10 @@ def test_summary_message_is_pinned_byte_for_byte():
         "<summary>\nS\n</summary>"
     )
     assert message.additional_kwargs == {"lc_source": "summarization"}
-    assert formats.SUMMARY_MESSAGE_NO_FILE_TEMPLATE == "Here is a summary of the conversation to date:\n\n{summary}"
+    assert (
+        formats.SUMMARY_MESSAGE_NO_FILE_TEMPLATE
+        == "Here is a summary of the conversation to date:\n\n{summary}"
+    )
 
 
 def test_history_section_is_pinned_byte_for_byte():

@@ -88,7 +88,9 @@ def test_web_search_preview_keeps_citations_and_reports_omitted_results():
     preview = structured_preview(text, tool_name="web_search", limit_tokens=180)
     assert preview is not None and estimate_text(preview) <= 180
     data = json.loads(preview)
-    assert data["kind"] == "web_search" and data["result_count"] == 12 and data["query"] == "what is pydantic ai"
+    assert (
+        data["kind"] == "web_search" and data["result_count"] == 12 and data["query"] == "what is pydantic ai"
+    )
     assert data["omitted_results"] == 12 - len(data["results"]) > 0
     first = {k: v for k, v in data["results"][0].items() if k != "content_preview"}
     assert first == {
@@ -185,7 +187,9 @@ def test_real_pinecone_matches_keep_ids_in_order(pinecone_matches):
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=80),
-    lambda children: st.lists(children, max_size=6) | st.dictionaries(st.text(max_size=12), children, max_size=6),
+    lambda children: (
+        st.lists(children, max_size=6) | st.dictionaries(st.text(max_size=12), children, max_size=6)
+    ),
     max_leaves=40,
 )
 records = st.fixed_dictionaries(
