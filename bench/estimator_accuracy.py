@@ -71,6 +71,70 @@ def run(half: str = corpora.CHECK) -> list[dict]:
     return rows
 
 
+def _conversation(n: int):
+    """``n`` messages cycling through the real samples of every corpus (user / assistant+tool call / tool)."""
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    texts = [s.text for name in corpora.CORPORA for s in corpora.samples(name)]
+    out = []
+    for i in range(n):
+        text = texts[(i * 7919) % len(texts)]
+        if i % 3 == 0:
+            out.append(HumanMessage(content=text))
+        elif i % 3 == 1:
+            call = {"name": "search", "args": {"query": text[:200]}, "id": f"call_{i}"}
+            out.append(AIMessage(content=text[:500], tool_calls=[call]))
+        else:
+            out.append(ToolMessage(content=text, tool_call_id=f"call_{i - 1}"))
+    return out
+
+
+def run_throughput(sizes=(100, 1_000, 10_000)) -> list[dict]:
+    """Whole-request estimates on states of ``sizes`` messages: ours cold (empty cache), ours warm
+    (state grown by one message, the rest cached), langchain_core ``count_tokens_approximately``."""
+    from langchain_core.messages import HumanMessage
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    from compression.engine import tokens
+
+    rows = []
+    for n in sizes:
+        state = _conversation(n)
+        grown = [*state, HumanMessage(content="And one more question, please.")]
+        mb = sum(len(str(m.content).encode("utf-8")) for m in state) / 1e6
+
+        def cold(state=state):
+            tokens.clear_cache()
+            tokens.estimate_messages(state)
+
+        cold_s = best_time(cold)
+        tokens.clear_cache()
+        tokens.estimate_messages(state)
+        warm_s = best_time(lambda grown=grown: tokens.estimate_messages(grown))
+        lc_s = best_time(lambda grown=grown: count_tokens_approximately(grown))
+        rows.append({
+            "messages": n, "MB": mb, "ours_cold_ms": cold_s * 1e3, "ours_warm_ms": warm_s * 1e3,
+            "lc_approx_ms": lc_s * 1e3, "cold_vs_lc": cold_s / lc_s, "warm_vs_lc": warm_s / lc_s,
+            "ours_cold_MBps": mb / cold_s,
+        })
+    tokens.clear_cache()
+    return rows
+
+
+THROUGHPUT_COLUMNS = ["messages", "MB", "ours_cold_ms", "ours_warm_ms", "lc_approx_ms", "cold_vs_lc",
+                      "warm_vs_lc", "ours_cold_MBps"]
+
+
+def render_throughput(rows: list[dict]) -> str:
+    formats = {c: num(2) for c in THROUGHPUT_COLUMNS}
+    formats["messages"] = str
+    return (
+        "Whole-request estimate (`estimate_messages`) on states of real messages: cold = empty cache, "
+        "warm = same state grown by one message (per-message LRU hits).\n\n"
+        + markdown_table(rows, THROUGHPUT_COLUMNS, formats)
+    )
+
+
 COLUMNS = ["corpus", "tokenizer", "n", "profile", "ours_median", "ours_p10", "ours_p90",
            "default_median", "default_p10", "default_p90", "chars4_median", "chars4_p10", "chars4_p90",
            "target_met", "ours_MBps", "lc_approx_MBps", "tiktoken_MBps"]
@@ -88,6 +152,6 @@ def render(rows: list[dict]) -> str:
 
 
 if __name__ == "__main__":
-    result = run()
-    print(render(result))
+    print(render(run()))
+    print(render_throughput(run_throughput()))
     print(machine_markdown())

@@ -12,19 +12,18 @@ the conservative :data:`DEFAULT_PROFILE`, which errs towards more tokens so comp
 Weights are fitted by ``bench/fit_estimator.py`` on the FIT half of the real traces and checked by
 ``bench/estimator_accuracy.py`` on the CHECK half (never the same text).
 
-Per-message estimates are cached by (profile, hash of content + name + tool calls + tool_call_id)
-in a bounded LRU, so a message that did not change is never re-estimated across model calls.
+Per-message estimates are cached by (profile, hash of content, name, tool calls, tool_call_id) in
+a bounded LRU, so a message that did not change is never re-estimated across model calls.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
@@ -81,6 +80,10 @@ class TokenProfile:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_weights", tuple(getattr(self, k) for k in FEATURES))
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self))))
+
+    def __hash__(self) -> int:  # cached: profiles are part of every cache key
+        return self._hash
 
     def scaled(self, factor: float, name: str | None = None) -> TokenProfile:
         """This profile with every text weight multiplied by ``factor`` (per-agent calibration)."""
@@ -226,41 +229,45 @@ def _runs(classes: bytes, table: bytes, symbol: bytes) -> int:
     return runs.count(b" " + symbol) + (runs[:1] == symbol)
 
 
-def text_features(text: str) -> dict[str, int]:
-    """Character-class counts of ``text`` (the estimator's features)."""
+def _features(text: str) -> tuple[int, ...]:
     c = text.encode("utf-8", "surrogatepass").translate(_CLASS_TABLE, _CONTINUATION)
+    count = c.count
     if text.isascii():
         cjk = cjk_punct = symbol = other = astral = 0
     else:
-        cjk, cjk_punct, symbol = c.count(b"c"), c.count(b"k"), c.count(b"g")
-        other, astral = c.count(b"l"), c.count(b"e")
-    lower, upper = c.count(b"a"), c.count(b"A")
-    return {
-        "cjk": cjk,
-        "cjk_punct": cjk_punct,
-        "symbol": symbol,
-        "other": other,
-        "astral": astral,
-        "letter": lower + upper,
-        "word": _runs(c, _LETTER_RUNS, b"a") if lower + upper else 0,
-        "upper": upper,
-        "case_change": c.count(b"aA") if upper else 0,
-        "digit": (digit := c.count(b"0")),
-        "digit_run": _runs(c, _DIGIT_RUNS, b"0") if digit else 0,
-        "punct": (punct := c.count(b".")),
-        "punct_run": _runs(c, _PUNCT_RUNS, b".") if punct else 0,
-        "newline": c.count(b"\n"),
-        "indent": c.count(b"\n "),
-        "space_pair": c.count(b"  "),
-    }
+        cjk, cjk_punct, symbol, other, astral = count(b"c"), count(b"k"), count(b"g"), count(b"l"), count(b"e")
+    lower, upper = count(b"a"), count(b"A")
+    letter, digit, punct = lower + upper, count(b"0"), count(b".")
+    return (
+        cjk,
+        cjk_punct,
+        symbol,
+        other,
+        astral,
+        letter,
+        _runs(c, _LETTER_RUNS, b"a") if letter else 0,
+        upper,
+        count(b"aA") if upper else 0,
+        digit,
+        _runs(c, _DIGIT_RUNS, b"0") if digit else 0,
+        punct,
+        _runs(c, _PUNCT_RUNS, b".") if punct else 0,
+        count(b"\n"),
+        count(b"\n "),
+        count(b"  "),
+    )
+
+
+def text_features(text: str) -> dict[str, int]:
+    """Character-class counts of ``text`` (the estimator's features), by name."""
+    return dict(zip(FEATURES, _features(text), strict=True))
 
 
 def estimate_text(text: str, profile: TokenProfile = DEFAULT_PROFILE) -> int:
     """Estimated tokens of ``text`` under ``profile``; 0 for empty text."""
     if not text:
         return 0
-    feats = text_features(text)
-    total = sum(n * w for n, w in zip(feats.values(), profile._weights, strict=True) if n)
+    total = sum(n * w for n, w in zip(_features(text), profile._weights, strict=True) if n)
     return max(1, math.ceil(total))
 
 
@@ -303,32 +310,51 @@ def _content_tokens(content: Any, profile: TokenProfile, skip_tool_calls: bool =
     return total
 
 
-def _message_key(message: BaseMessage) -> str:
-    parts = [
-        message.type,
-        message.content if isinstance(message.content, str) else _dumps(message.content),
-        message.name or "",
-        getattr(message, "tool_call_id", None) or "",
-    ]
-    tool_calls = getattr(message, "tool_calls", None)
-    if tool_calls:
-        parts.append(_dumps([(tc.get("name"), tc.get("args"), tc.get("id")) for tc in tool_calls]))
-    invalid = getattr(message, "invalid_tool_calls", None)
-    if invalid:
-        parts.append(_dumps([(tc.get("name"), tc.get("args"), tc.get("id")) for tc in invalid]))
-    legacy = message.additional_kwargs.get("function_call") if message.additional_kwargs else None
-    if legacy:
-        parts.append(_dumps(legacy))
-    return hashlib.blake2b("\x1f".join(parts).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+def _message_key(message: BaseMessage) -> tuple:
+    """A cache key for everything the estimate reads from ``message``.
+
+    Text is keyed by ``(hash(text), len(text))``: Python caches a string's (SipHash, 64-bit, per-process
+    seeded) hash on the string object, so re-checking an unchanged message on the next model call is
+    O(1) instead of re-hashing its content; a collision needs two different texts of the same length
+    with the same 64-bit hash.
+    """
+    fields_ = message.__dict__  # pydantic fields; avoids pydantic's slow __getattr__ for absent ones
+    content = fields_.get("content")
+    text = content if isinstance(content, str) else _dumps(content)
+    extra = None
+    tool_calls = fields_.get("tool_calls")
+    invalid = fields_.get("invalid_tool_calls")
+    kwargs = fields_.get("additional_kwargs")
+    legacy = kwargs.get("function_call") if kwargs else None
+    if tool_calls or invalid or legacy:
+        # repr, not JSON: cheaper, and an equal dict built in another key order only costs a cache miss.
+        extra = repr(
+            (
+                [(tc.get("name"), tc.get("args"), tc.get("id")) for tc in tool_calls or ()],
+                [(tc.get("name"), tc.get("args"), tc.get("id")) for tc in invalid or ()],
+                legacy,
+            )
+        )
+        extra = (hash(extra), len(extra))
+    return (
+        fields_.get("type") or message.type,
+        hash(text),
+        len(text),
+        fields_.get("name"),
+        fields_.get("tool_call_id"),
+        extra,
+    )
 
 
 def _estimate_message_uncached(message: BaseMessage, profile: TokenProfile) -> int:
-    tool_calls = getattr(message, "tool_calls", None) or ()
-    total = profile.message_overhead + _content_tokens(message.content, profile, bool(tool_calls))
-    total += estimate_text(message.type, profile)
-    if message.name:
-        total += estimate_text(message.name, profile) + 1
-    tool_call_id = getattr(message, "tool_call_id", None)
+    fields_ = message.__dict__
+    tool_calls = fields_.get("tool_calls") or ()
+    total = profile.message_overhead + _content_tokens(fields_.get("content"), profile, bool(tool_calls))
+    total += estimate_text(fields_.get("type") or message.type, profile)
+    name = fields_.get("name")
+    if name:
+        total += estimate_text(name, profile) + 1
+    tool_call_id = fields_.get("tool_call_id")
     if tool_call_id:
         total += estimate_text(str(tool_call_id), profile)
     for tc in tool_calls:
@@ -336,12 +362,13 @@ def _estimate_message_uncached(message: BaseMessage, profile: TokenProfile) -> i
         total += estimate_text(_dumps(tc.get("args") or {}), profile)
         if tc.get("id"):
             total += estimate_text(str(tc["id"]), profile)
-    for tc in getattr(message, "invalid_tool_calls", None) or ():
+    for tc in fields_.get("invalid_tool_calls") or ():
         total += profile.tool_call_overhead + estimate_text(tc.get("name") or "", profile)
         total += estimate_text(str(tc.get("args") or ""), profile)
         if tc.get("id"):
             total += estimate_text(str(tc["id"]), profile)
-    legacy = message.additional_kwargs.get("function_call") if message.additional_kwargs else None
+    kwargs = fields_.get("additional_kwargs")
+    legacy = kwargs.get("function_call") if kwargs else None
     if legacy:
         total += profile.tool_call_overhead + estimate_text(_dumps(legacy), profile)
     return math.ceil(total)
