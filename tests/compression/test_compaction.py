@@ -169,3 +169,22 @@ def test_structured_tool_result_gets_a_structured_preview(config, store, tavily_
     data = json.loads(preview)
     assert data["kind"] == "web_search" and data["result_count"] == len(tavily_payloads[0]["results"])
     assert estimate_text(preview) <= 200
+
+
+def test_a_state_grown_by_one_message_is_not_re_estimated_or_re_previewed(config, store, monkeypatch):
+    from compression.engine import compaction, previews
+
+    calls: list[int] = []
+
+    def counting(text, profile=compaction.DEFAULT_PROFILE):
+        calls.append(len(text))
+        return estimate_text(text, profile)
+
+    messages = _conversation("unique output for the cache test " * 300)
+    compact_messages(messages, config=config, store=store)
+    monkeypatch.setattr(compaction, "estimate_text", counting)
+    monkeypatch.setattr(previews, "estimate_text", counting)
+    grown = [*messages, ToolMessage("new small result", tool_call_id="call_9", id="t9")]
+    result = compact_messages(grown, config=config, store=store)
+    assert calls == [len("new small result")]  # only the new message was estimated
+    assert result.messages[2].content.startswith("[Tool result saved]") and store.writes == 1
