@@ -11,6 +11,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
+from agent_platform.knowledge import admin as knowledge_admin  # noqa: F401  (registers KB admin)
 from agent_platform.models import CAPABILITY_CHOICES, COMPRESSION_FIELDS, TOOL_CHOICES, Agent, ApiToken
 
 TUNE_COMPRESSION_PERMISSION = "agent_platform.tune_compression"

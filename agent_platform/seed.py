@@ -8,7 +8,14 @@ from dataclasses import dataclass, field
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from agent_platform.models import Agent
+from agent_platform.knowledge.demo import (
+    DEMO_DOCUMENTS,
+    DEMO_KB_DESCRIPTION,
+    DEMO_KB_NAME,
+    DEMO_KB_SLUG,
+)
+from agent_platform.knowledge.services import document_ingest
+from agent_platform.models import Agent, KnowledgeBase
 
 DEMO_AGENT_SLUG = "demo"
 
@@ -48,4 +55,17 @@ def demo_seed(*, password: str | None = None) -> SeedResult:
     )
     if created:
         result.created.append("demo agent")
+    _seed_knowledge_base(result)
     return result
+
+
+def _seed_knowledge_base(result: SeedResult) -> None:
+    kb, created = KnowledgeBase.objects.get_or_create(
+        slug=DEMO_KB_SLUG, defaults={"name": DEMO_KB_NAME, "description": DEMO_KB_DESCRIPTION}
+    )
+    if created:
+        result.created.append(f"knowledge base {DEMO_KB_SLUG}")
+    for title, source, text in DEMO_DOCUMENTS:
+        if not kb.documents.filter(title=title).exists():
+            document_ingest(kb=kb, title=title, source=source, text=text)
+            result.created.append(f"document {title!r}")

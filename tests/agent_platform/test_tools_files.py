@@ -1,0 +1,100 @@
+import uuid
+
+import pytest
+
+from agent_platform.tools.files import build_file_tools
+from agent_platform.workdir import Workdir
+
+TRAVERSAL_PATHS = ["../x", "a/../../x", "/etc/passwd", "C:\\x", "a\x00b"]
+
+
+@pytest.fixture
+def workdir(settings, tmp_path):
+    settings.WORKDIR_ROOT = tmp_path / "workdirs"
+    return Workdir(uuid.uuid4())
+
+
+@pytest.fixture
+def tools(workdir):
+    return build_file_tools(workdir)
+
+
+def _calls(path):
+    return {
+        "ls": {"path": path},
+        "read_file": {"path": path},
+        "write_file": {"path": path, "content": "pwned"},
+        "edit_file": {"path": path, "old_string": "a", "new_string": "b"},
+    }
+
+
+@pytest.mark.parametrize("path", TRAVERSAL_PATHS)
+def test_every_file_tool_rejects_traversal_and_absolute_paths(tools, path, tmp_path):
+    for name, args in _calls(path).items():
+        result = tools[name].invoke(args)
+        assert result.startswith("Error: "), (name, result)
+        assert str(tmp_path) not in result
+    assert not (tmp_path / "x").exists()
+    assert not any(p.name == "pwned" or p.read_text() == "pwned" for p in tmp_path.rglob("*") if p.is_file())
+
+
+def test_write_read_edit_round_trip(tools, workdir):
+    assert tools["write_file"].invoke({"path": "notes/plan.md", "content": "step one\nstep two\n"}) == (
+        "Wrote notes/plan.md (2 lines)."
+    )
+    assert tools["read_file"].invoke({"path": "notes/plan.md"}) == "     1\tstep one\n     2\tstep two"
+    result = tools["edit_file"].invoke(
+        {"path": "./notes/plan.md", "old_string": "step two", "new_string": "step 2"}
+    )
+    assert result == "Edited notes/plan.md: replaced 1 occurrence."
+    assert workdir.read_text("notes/plan.md") == "step one\nstep 2\n"
+    assert tools["ls"].invoke({}) == "notes/"
+    assert tools["ls"].invoke({"path": "notes"}) == "notes/plan.md"
+
+
+def test_write_file_refuses_to_overwrite_and_saved_outputs_are_read_only(tools, workdir):
+    saved = "outputs/large_tool_results/web_search-0123456789abcdef.txt"
+    workdir.write_text(saved, "original")
+    tools["write_file"].invoke({"path": "a.txt", "content": "1"})
+    assert "already exists" in tools["write_file"].invoke({"path": "a.txt", "content": "2"})
+    assert "read-only" in tools["write_file"].invoke({"path": saved, "content": "x"})
+    assert "read-only" in tools["edit_file"].invoke(
+        {"path": saved, "old_string": "original", "new_string": "x"}
+    )
+    assert workdir.read_text(saved) == "original"
+    assert workdir.read_text("a.txt") == "1"
+
+
+def test_read_file_pages_by_lines_and_says_when_there_is_more(tools, workdir):
+    workdir.write_text("big.txt", "".join(f"line {i}\n" for i in range(1, 11)))
+    page = tools["read_file"].invoke({"path": "big.txt", "offset": 3, "limit": 4})
+    assert page.splitlines() == [
+        "     4\tline 4",
+        "     5\tline 5",
+        "     6\tline 6",
+        "     7\tline 7",
+        "(showing lines 4-7 of 10; call read_file with offset=7 to read more)",
+    ]
+    last = tools["read_file"].invoke({"path": "big.txt", "offset": 7, "limit": 100})
+    assert last.splitlines()[-1] == "    10\tline 10"
+    assert "past the end" in tools["read_file"].invoke({"path": "big.txt", "offset": 10})
+
+
+def test_read_file_splits_very_long_lines_into_continuation_rows(tools, workdir):
+    workdir.write_text("long.json", "x" * 4500)
+    rows = tools["read_file"].invoke({"path": "long.json"}).splitlines()
+    assert [row.split("\t")[0].strip() for row in rows] == ["1", "1.1", "1.2"]
+    assert "".join(row.split("\t")[1] for row in rows) == "x" * 4500
+
+
+def test_missing_files_and_ambiguous_edits_are_clear_errors(tools, workdir):
+    assert tools["read_file"].invoke({"path": "nope.txt"}) == "Error: File not found: nope.txt"
+    assert tools["ls"].invoke({"path": "nope"}) == "Error: Directory not found: nope"
+    workdir.write_text("a.txt", "x x")
+    assert "2 times" in tools["edit_file"].invoke({"path": "a.txt", "old_string": "x", "new_string": "y"})
+    assert (
+        tools["edit_file"].invoke(
+            {"path": "a.txt", "old_string": "x", "new_string": "y", "replace_all": True}
+        )
+        == "Edited a.txt: replaced 2 occurrences."
+    )
