@@ -1,0 +1,65 @@
+"""Audit records: one row per compression, automatic, manual or bulk."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils.translation import gettext_lazy as _
+
+
+class CompressionRecord(models.Model):
+    class Trigger(models.TextChoices):
+        AUTO = "auto", _("Automatic (in a run)")
+        MANUAL = "manual", _("Manual")
+        BULK = "bulk", _("Bulk")
+        UNDO = "undo", _("Undo")
+
+    class Level(models.TextChoices):
+        NONE = "none", _("None")
+        COMPACTION = "compaction", _("Compaction")
+        SUMMARY = "summary", _("Summary")
+
+    class Status(models.TextChoices):
+        COMPLETED = "completed", _("Completed")
+        NO_OP = "no_op", _("No-op")
+        FAILED = "failed", _("Failed")
+
+    conversation = models.ForeignKey(
+        "conversations.Conversation", on_delete=models.CASCADE, related_name="compression_records"
+    )
+    run = models.ForeignKey(
+        "conversations.AgentRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    trigger = models.CharField(max_length=10, choices=Trigger.choices, db_index=True)
+    level = models.CharField(max_length=12, choices=Level.choices, default=Level.NONE)
+    status = models.CharField(max_length=12, choices=Status.choices, db_index=True)
+    reason = models.CharField(max_length=100, blank=True)
+    before_tokens = models.PositiveIntegerField(null=True, blank=True)
+    after_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cutoff_index = models.PositiveIntegerField(null=True, blank=True)
+    compressed_messages = models.PositiveIntegerField(null=True, blank=True)
+    file_path = models.CharField(max_length=500, blank=True)
+    saved_files = models.JSONField(default=list, blank=True)
+    summary_usage = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    # NULL (not "") so uniqueness binds only requests that carried an Idempotency-Key.
+    idempotency_key = models.CharField(max_length=200, null=True, blank=True, unique=True)  # noqa: DJ001
+    result = models.JSONField(default=dict, blank=True)  # the response body, replayed on an idempotent retry
+    started_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["conversation", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.trigger} {self.level} {self.status} on {self.conversation_id}"
+
+    @property
+    def tokens_saved(self) -> int:
+        if self.before_tokens is None or self.after_tokens is None:
+            return 0
+        return max(self.before_tokens - self.after_tokens, 0)
