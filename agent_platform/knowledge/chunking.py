@@ -15,7 +15,8 @@ _BREAKS = (
     re.compile(r"[.!?;](?=\s)|[。！？；…]"),
     re.compile(r"[，、,:：]|\s"),
 )
-_WORD_START = re.compile(r"[\s。！？；，、]")
+_SENTENCE_END = re.compile(r"[.!?;](?=\s)|[。！？；…\n]")
+_WORD_END = re.compile(r"[\s，、,]")
 
 
 @dataclass(frozen=True)
@@ -59,12 +60,16 @@ def _break_before(text: str, start: int, limit: int) -> int:
 
 
 def _overlap_start(text: str, start: int, end: int) -> int:
-    """Move an overlap start forward to the next word or sentence start, if there is one before ``end``."""
+    """Move an overlap start forward to the next sentence start, else the next word start, if there is
+    one before ``end``; text without either (a long CJK clause) keeps the exact start."""
     start = max(start, 0)
-    if start == 0 or _WORD_START.match(text[start - 1]):
-        return _skip_space(text, start)
-    found = _WORD_START.search(text, start, end)
-    return _skip_space(text, found.end()) if found else start
+    for pattern in (_SENTENCE_END, _WORD_END):
+        if start == 0 or pattern.match(text, start - 1):
+            return _skip_space(text, start)
+        found = pattern.search(text, start, end)
+        if found and _skip_space(text, found.end()) < end:
+            return _skip_space(text, found.end())
+    return start
 
 
 def _skip_space(text: str, position: int) -> int:

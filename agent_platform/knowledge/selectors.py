@@ -53,12 +53,18 @@ def kb_list() -> QuerySet[KnowledgeBase]:
     return KnowledgeBase.objects.order_by("name")
 
 
-def kb_search(*, query: str, kb: KnowledgeBase | None = None, limit: int = 8) -> list[ChunkHit]:
+def kb_search(
+    *, query: str, kb: KnowledgeBase | None = None, limit: int = 8, portable: bool | None = None
+) -> list[ChunkHit]:
+    """The best chunks for ``query``, best first. ``portable`` forces the database-independent ranking
+    (the default picks PostgreSQL's when the database is PostgreSQL)."""
     query = (query or "").strip()
     if not query or limit <= 0:
         return []
     chunks = Chunk.objects.all() if kb is None else Chunk.objects.filter(kb=kb)
-    if connection.vendor == "postgresql":
+    if portable is None:
+        portable = connection.vendor != "postgresql"
+    if not portable:
         return _search_postgres(chunks, query, limit)
     return _search_portable(chunks, query, limit)
 
@@ -75,11 +81,12 @@ def _search_postgres(chunks: QuerySet[Chunk], query: str, limit: int) -> list[Ch
     vector = SearchVector("content", config=SEARCH_CONFIG)
     ranked = (
         chunks.annotate(
+            vector=vector,
             # normalization 32 maps the rank into [0, 1) so it adds up with the similarity.
             text_rank=Cast(SearchRank(vector, search_query, normalization=32), FloatField()),
             similarity=TrigramWordSimilarity(query, "content"),
         )
-        .filter(Q(similarity__gte=TRIGRAM_MIN_SIMILARITY) | Q(text_rank__gt=0))
+        .filter(Q(vector=search_query) | Q(similarity__gte=TRIGRAM_MIN_SIMILARITY))
         .annotate(score=F("text_rank") * 2 + F("similarity"))
         .select_related("document")
         .order_by("-score", "document_id", "index")[:limit]

@@ -1,0 +1,57 @@
+import uuid
+from typing import TypedDict
+
+import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.types import Command
+
+from agent_platform.models import TOOL_NAMES
+from agent_platform.tools import BUILT_HERE, build_tools
+from agent_platform.tools.ask_user import build_ask_user_tool
+from agent_platform.workdir import Workdir
+
+
+class State(TypedDict, total=False):
+    answer: str
+
+
+def test_ask_user_interrupts_and_returns_the_resumed_answer():
+    ask_user = build_ask_user_tool()
+
+    def node(state: State) -> State:
+        return {"answer": ask_user.invoke({"question": "Which budget, 50K or 100K?"})}
+
+    builder = StateGraph(State)
+    builder.add_node("ask", node)
+    builder.add_edge(START, "ask")
+    builder.add_edge("ask", END)
+    graph = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t1"}}
+
+    paused = graph.invoke({}, config)
+    assert [item.value for item in paused["__interrupt__"]] == [{"question": "Which budget, 50K or 100K?"}]
+    assert graph.get_state(config).next == ("ask",)
+
+    resumed = graph.invoke(Command(resume="100K, please"), config)
+    assert resumed["answer"] == "100K, please"
+
+    other = {"configurable": {"thread_id": "t2"}}
+    graph.invoke({}, other)
+    assert graph.invoke(Command(resume={"answer": "50K"}), other)["answer"] == "50K"
+
+
+@pytest.mark.django_db
+def test_build_tools_returns_the_enabled_tools_with_model_names(agent, settings, tmp_path):
+    settings.WORKDIR_ROOT = tmp_path
+    workdir = Workdir(uuid.uuid4())
+    assert set(BUILT_HERE) == set(TOOL_NAMES) - {"task"}
+    all_tools = build_tools(agent=agent, conversation=None, workdir=workdir)
+    assert [tool.name for tool in all_tools] == [name for name in TOOL_NAMES if name != "task"]
+    agent.tools = ["read_file", "query_kb", "task"]
+    assert [tool.name for tool in build_tools(agent=agent, conversation=None, workdir=workdir)] == [
+        "read_file",
+        "query_kb",
+    ]
+    agent.tools = []
+    assert build_tools(agent=agent, conversation=None, workdir=workdir) == []
