@@ -14,4 +14,5 @@ WEB_SEARCH_BASE_URL = ""
 WEB_SEARCH_API_KEY = ""
 # Socket tests run in one process; Celery-through-Redis tests opt in explicitly.
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
-RUN_EXECUTION = "inprocess"
+# Runs execute inline after commit, so tests are deterministic; one test covers the threaded path.
+RUN_EXECUTION = "eager"

@@ -1,7 +1,75 @@
-"""Threads API: /api/threads/..."""
+"""Threads API: /api/threads/... Thin operations, one service or selector call each; sync (session auth)."""
 
 from __future__ import annotations
 
-from ninja import Router
+import uuid
+
+from django.http import HttpRequest
+from ninja import Query, Router, Schema, Status
+
+from conversations import selectors, services
+from conversations.schemas import (
+    IntakeOut,
+    MessageIn,
+    MessageOut,
+    ResumeIn,
+    StateOut,
+    ThreadCreateIn,
+    ThreadOut,
+)
 
 router = Router(tags=["threads"])
+
+
+class MessageFilters(Schema):
+    after_seq: int = 0
+    limit: int = selectors.MESSAGE_PAGE_MAX
+
+
+@router.post("", response={201: ThreadOut})
+def thread_create(request: HttpRequest, payload: ThreadCreateIn):
+    return Status(
+        201, services.thread_create(user=request.user, agent_slug=payload.agent, title=payload.title)
+    )
+
+
+@router.get("", response=list[ThreadOut])
+def thread_list(request: HttpRequest):
+    return selectors.thread_list(user=request.user)
+
+
+@router.get("/{thread_id}", response=ThreadOut)
+def thread_get(request: HttpRequest, thread_id: uuid.UUID):
+    return selectors.thread_get(thread_id=thread_id, user=request.user)
+
+
+@router.delete("/{thread_id}", response={204: None})
+def thread_delete(request: HttpRequest, thread_id: uuid.UUID):
+    services.thread_soft_delete(thread_id=thread_id, user=request.user)
+    return Status(204, None)
+
+
+@router.get("/{thread_id}/messages", response=list[MessageOut])
+def message_list(request: HttpRequest, thread_id: uuid.UUID, filters: Query[MessageFilters]):
+    conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    return selectors.message_list(conversation=conversation, after_seq=filters.after_seq, limit=filters.limit)
+
+
+@router.post("/{thread_id}/messages", response={202: IntakeOut})
+def message_create(request: HttpRequest, thread_id: uuid.UUID, payload: MessageIn):
+    result = services.message_intake(
+        thread_id=thread_id, user=request.user, content=payload.content, request_id=payload.request_id
+    )
+    return Status(202, {"message": result.message, "run": result.run})
+
+
+@router.post("/{thread_id}/resume", response={202: IntakeOut})
+def thread_resume(request: HttpRequest, thread_id: uuid.UUID, payload: ResumeIn):
+    result = services.run_resume(thread_id=thread_id, user=request.user, answer=payload.answer)
+    return Status(202, {"message": result.message, "run": result.run})
+
+
+@router.get("/{thread_id}/state", response=StateOut)
+def thread_state(request: HttpRequest, thread_id: uuid.UUID):
+    conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    return selectors.thread_state(conversation=conversation)

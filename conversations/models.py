@@ -67,6 +67,10 @@ class AgentRun(models.Model):
     error = models.TextField(blank=True)
     events = models.JSONField(default=list, blank=True)  # compression events seen during the run
     usage = models.JSONField(default=dict, blank=True)  # provider-reported usage for this run
+    # Crash recovery: who claimed the run, when it last showed progress, and how often it was claimed.
+    worker = models.CharField(max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

@@ -2,4 +2,10 @@
 
 from __future__ import annotations
 
-websocket_urlpatterns: list = []
+from django.urls import path
+
+from conversations.consumers import ThreadConsumer
+
+websocket_urlpatterns = [
+    path("ws/threads/<uuid:thread_id>/", ThreadConsumer.as_asgi()),
+]

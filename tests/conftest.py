@@ -12,6 +12,8 @@ import socket
 
 import pytest
 
+pytest_plugins = ["tests.support.fixtures"]
+
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 

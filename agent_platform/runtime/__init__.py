@@ -1,0 +1,1 @@
+"""The agent runtime: chat models, the thread checkpointer and graph assembly."""

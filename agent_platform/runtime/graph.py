@@ -1,0 +1,113 @@
+"""Graph assembly, in one place: an Agent's admin configuration plus a thread give a compiled agent.
+
+The middleware stack has named slots (``agent_middleware``); the model, tools, system prompt and
+checkpointer come from the agent and the thread.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.tools import BaseTool
+from langgraph.graph.state import CompiledStateGraph
+
+from agent_platform.models import Agent
+from agent_platform.runtime import models as chat_models
+from agent_platform.runtime.checkpointer import checkpointer_get
+from agent_platform.workdir import Workdir, workdir_for
+
+# Tools a sub-agent never gets: no recursion, and it cannot pause for the user inside a tool call.
+SUBAGENT_EXCLUDED_TOOLS = frozenset({"task", "ask_user"})
+RECURSION_LIMIT = 50
+SUBAGENT_PROMPT_SUFFIX = (
+    "\n\nYou are a sub-agent working on one delegated task. Do it with your tools and reply with a "
+    "complete, self-contained final answer: the caller only sees that answer."
+)
+_SHARED_CHECKPOINTER = object()
+
+
+def thread_config(conversation: Any, **configurable: Any) -> dict[str, Any]:
+    """The LangGraph config of a thread: its checkpoint lives under ``Conversation.thread_id``."""
+    return {
+        "configurable": {"thread_id": str(conversation.thread_id), **configurable},
+        "recursion_limit": RECURSION_LIMIT,
+    }
+
+
+def agent_middleware(
+    *, agent: Agent, conversation: Any, workdir: Workdir, model: BaseChatModel
+) -> list[AgentMiddleware]:
+    """The agent's middleware stack, outermost first. Named slots, filled by the compression work:
+
+    1. compression: ``compression.agent_middleware.compression_middleware_for(agent=..., conversation=...,
+       workdir=..., model=...)`` (automatic compaction and summaries, SPEC 6);
+    2. token usage: ``compression.agent_middleware.token_usage_middleware_for(agent=..., model=...)``
+       (pressure figures in state ``token_usage``, SPEC 7), inside compression so it measures what the
+       model is actually sent.
+
+    Until those exist the stack is empty. Sub-agents get a stack of their own built here too.
+    """
+    return []
+
+
+def build_agent_graph(
+    *,
+    agent: Agent,
+    conversation: Any,
+    checkpointer: Any = _SHARED_CHECKPOINTER,
+    model: BaseChatModel | None = None,
+    subagent: bool = False,
+    workdir: Workdir | None = None,
+    tools: list[BaseTool] | None = None,
+) -> CompiledStateGraph:
+    """A compiled ``create_agent`` graph for ``agent`` on ``conversation``'s thread.
+
+    ``checkpointer`` defaults to the process's thread checkpointer (sub-agents: none, they keep no
+    state). ``model`` defaults to the agent's configured chat model; ``tools`` to the agent's enabled
+    tools plus ``task``. Sub-agents share the parent's workdir and get the same middleware stack.
+    """
+    if checkpointer is _SHARED_CHECKPOINTER:
+        checkpointer = False if subagent else checkpointer_get()
+    model = model if model is not None else chat_models.chat_model_for(agent)
+    workdir = workdir if workdir is not None else workdir_for(conversation)
+    if tools is None:
+        tools = agent_tools(
+            agent=agent, conversation=conversation, workdir=workdir, model=model, subagent=subagent
+        )
+    system_prompt = (agent.system_prompt or "") + (SUBAGENT_PROMPT_SUFFIX if subagent else "")
+    return create_agent(
+        model,
+        tools,
+        system_prompt=system_prompt.strip() or None,
+        middleware=agent_middleware(agent=agent, conversation=conversation, workdir=workdir, model=model),
+        checkpointer=checkpointer,
+        name=f"{agent.slug}-subagent" if subagent else agent.slug,
+    )
+
+
+def agent_tools(
+    *, agent: Agent, conversation: Any, workdir: Workdir, model: BaseChatModel, subagent: bool = False
+) -> list[BaseTool]:
+    from agent_platform.tools import build_tools
+
+    tools = build_tools(agent=agent, conversation=conversation, workdir=workdir)
+    if subagent:
+        return [tool for tool in tools if tool.name not in SUBAGENT_EXCLUDED_TOOLS]
+    if "task" in (agent.tools or []):
+        from agent_platform.runtime.subagent import build_task_tool
+
+        tools.append(build_task_tool(agent=agent, conversation=conversation, workdir=workdir, model=model))
+    return tools
+
+
+def state_graph_for(conversation: Any) -> CompiledStateGraph:
+    """The thread's graph for reading or writing its checkpoint: same state schema, no model calls.
+
+    The offline model stands in for the agent's own, so reading state never needs an API key.
+    """
+    from agent_platform.runtime.offline import OfflineChatModel
+
+    return build_agent_graph(agent=conversation.agent, conversation=conversation, model=OfflineChatModel())

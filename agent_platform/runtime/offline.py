@@ -1,0 +1,270 @@
+"""The offline deterministic chat model (SPEC 2.1): honest, rule-routed to tools, extractive summaries.
+
+It exists so that everything except language quality works without a network: tool routing,
+answers quoted from tool results, and summaries under the five required headings.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import re
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from agent_platform.model_catalog import OFFLINE_MODEL_NAME
+from compression.engine.tokens import estimate_text
+
+OFFLINE_NOTICE = "(Offline model: no language model is configured, so I route to tools by simple rules.)"
+SUMMARY_HEADINGS = (
+    "## SESSION INTENT",
+    "## USER REQUIREMENTS AND PREFERENCES",
+    "## PROGRESS AND DECISIONS",
+    "## ARTIFACTS AND REFERENCES",
+    "## NEXT STEPS",
+)
+
+# (tool, pattern) in priority order; the first rule whose tool is bound wins.
+_ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("ask_user", re.compile(r"\bask me\b|问我", re.I)),
+    ("task", re.compile(r"\bdelegate\b|\bsub-?agent\b|子代理", re.I)),
+    (
+        "read_file",
+        re.compile(r"\bread\s+(?:the\s+)?(?:file\s+)?(?P<path>[\w./-]+\.\w+|[\w.-]+/[\w./-]+)", re.I),
+    ),
+    ("ls", re.compile(r"\blist (?:the )?files\b|\bls\b|列出文件", re.I)),
+    ("web_search", re.compile(r"\bweb\b|\binternet\b|\bnews\b|网上|网络|新闻", re.I)),
+    ("query_kb", re.compile(r"\bsearch\b|\bfind\b|\bknowledge\b|\bkb\b|文档|知识库|查找|搜索", re.I)),
+)
+_MESSAGES_BLOCK = re.compile(r"<messages>\s*(.*?)\s*</messages>", re.S)
+_XML_MESSAGE = re.compile(r'<message type="(?P<type>\w+)"[^>]*>(?P<body>.*?)</message>', re.S)
+_XML_TOOL_CALL = re.compile(r'<tool_call id="[^"]*" name="(?P<name>[^"]*)">', re.S)
+_XML_TOOL_CALL_ELEMENT = re.compile(r"<tool_call\b.*?</tool_call>", re.S)
+_URL = re.compile(r"https?://[^\s\"'<>)\]]+")
+_PATH = re.compile(r"(?<![\w/:.])(?:/?[\w.-]+/)+[\w.-]+\.\w+")
+_ID = re.compile(
+    r"\"(?:id|kb_id|file_id|thread_id|run_id|tool_call_id)\"\s*:\s*\"?([\w.:-]+)"
+    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
+)
+_REQUIREMENT = re.compile(
+    r"\b(must|should|need|needs|prefer|please|don't|do not|never|always|want)\b|请|需要|必须|不要|希望", re.I
+)
+
+
+def _clip(text: str, limit: int = 240) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _tool_name(tool: Any) -> str:
+    return convert_to_openai_tool(tool)["function"]["name"]
+
+
+class OfflineChatModel(BaseChatModel):
+    """Deterministic, network-free chat model. ``bind_tools`` returns a copy routed to those tools."""
+
+    model_name: str = OFFLINE_MODEL_NAME
+    tool_names: tuple[str, ...] = ()
+    tool_schemas: dict[str, dict] = {}
+
+    @property
+    def _llm_type(self) -> str:
+        return "offline-extractive"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model_name": self.model_name}
+
+    def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> OfflineChatModel:
+        schemas = {}
+        for tool in tools:
+            spec = convert_to_openai_tool(tool)["function"]
+            schemas[spec["name"]] = spec.get("parameters") or {}
+        return self.model_copy(update={"tool_names": tuple(schemas), "tool_schemas": schemas})
+
+    # --- the one pure core ---------------------------------------------------------------------
+
+    def reply(self, messages: Sequence[BaseMessage]) -> AIMessage:
+        last = messages[-1] if messages else HumanMessage("")
+        if isinstance(last, ToolMessage):
+            return AIMessage(content=self._answer_from_tools(messages))
+        text = last.text if isinstance(last.content, (str, list)) else str(last.content)
+        if _MESSAGES_BLOCK.search(text) and "## SESSION INTENT" in text:
+            return AIMessage(content=extractive_summary(text))
+        call = self._route(text, position=len(messages))
+        if call is not None:
+            return AIMessage(content="", tool_calls=[call])
+        return AIMessage(content=f"{OFFLINE_NOTICE} You said: “{_clip(text, 300)}”. {self._hint()}")
+
+    def _hint(self) -> str:
+        if not self.tool_names:
+            return "No tools are available to me here."
+        return "Mention searching, the web, listing or reading files, or “ask me” to use my tools: " + (
+            ", ".join(self.tool_names) + "."
+        )
+
+    def _route(self, text: str, *, position: int) -> dict | None:
+        for tool, pattern in _ROUTES:
+            if tool not in self.tool_names:
+                continue
+            match = pattern.search(text)
+            if match is None:
+                continue
+            # Deterministic, and unique within a thread: the position of the request is part of it.
+            digest = hashlib.sha256(f"{position}\x1f{text}".encode()).hexdigest()[:24]
+            return {"name": tool, "args": self._arguments(tool, text, match), "id": f"call_{digest}"}
+        return None
+
+    def _arguments(self, tool: str, text: str, match: re.Match[str]) -> dict[str, Any]:
+        params = (self.tool_schemas.get(tool) or {}).get("properties", {})
+        if tool == "read_file":
+            return {"path": match.group("path")}
+        if tool == "ls":
+            return {"path": "."} if "path" in (self.tool_schemas.get(tool) or {}).get("required", []) else {}
+        if tool == "ask_user":
+            return {"question": f"{_clip(text, 200)} — what would you like me to do?"}
+        if tool == "task":
+            return {"description": text.strip()}
+        key = "query" if "query" in params or not params else next(iter(params))
+        return {key: text.strip()}
+
+    def _answer_from_tools(self, messages: Sequence[BaseMessage]) -> str:
+        results: list[ToolMessage] = []
+        for message in reversed(messages):
+            if not isinstance(message, ToolMessage):
+                break
+            results.insert(0, message)
+        lines = [f"{OFFLINE_NOTICE} Here is what the tools returned:"]
+        for result in results:
+            lines.append(f"- {result.name or 'tool'}: {_describe_tool_result(result.text)}")
+        return "\n".join(lines)
+
+    # --- BaseChatModel hooks -------------------------------------------------------------------
+
+    def _usage(self, messages: Sequence[BaseMessage], reply: AIMessage) -> dict[str, int]:
+        prompt = sum(
+            estimate_text(m.text if isinstance(m.content, (str, list)) else "") + 4 for m in messages
+        )
+        output = estimate_text(reply.text) + 4 * len(reply.tool_calls)
+        return {"input_tokens": prompt, "output_tokens": output, "total_tokens": prompt + output}
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        reply = self.reply(messages)
+        reply.usage_metadata = self._usage(messages, reply)
+        reply.response_metadata = {"model_name": self.model_name, "finish_reason": "stop"}
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        reply = self.reply(messages)
+        for word in re.findall(r"\S+\s*|\s+", reply.text):
+            chunk = ChatGenerationChunk(message=AIMessageChunk(content=word))
+            if run_manager:
+                run_manager.on_llm_new_token(word, chunk=chunk)
+            yield chunk
+        for index, call in enumerate(reply.tool_calls):
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(
+                    content="",
+                    tool_call_chunks=[
+                        {
+                            "name": call["name"],
+                            "args": json.dumps(call["args"]),
+                            "id": call["id"],
+                            "index": index,
+                        }
+                    ],
+                )
+            )
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                usage_metadata=self._usage(messages, reply),
+                response_metadata={"model_name": self.model_name, "finish_reason": "stop"},
+                chunk_position="last",
+            )
+        )
+
+
+def _describe_tool_result(text: str) -> str:
+    try:
+        payload = json.loads(text)
+    except (TypeError, ValueError):
+        return _clip(text, 400) or "(empty result)"
+    if isinstance(payload, list):
+        payload = {"results": payload}
+    if not isinstance(payload, dict):
+        return _clip(text, 400)
+    if payload.get("error"):
+        return f"error: {_clip(payload['error'], 300)}"
+    results = payload.get("results")
+    if not isinstance(results, list):
+        return _clip(text, 400)
+    if not results:
+        return "no results."
+    quoted = []
+    for item in results[:5]:
+        if not isinstance(item, dict):
+            quoted.append(_clip(str(item), 160))
+            continue
+        label = item.get("title") or item.get("source") or item.get("url") or "untitled"
+        ref = item.get("id") or item.get("url") or ""
+        body = item.get("content") or item.get("snippet") or item.get("text") or ""
+        quoted.append(f"“{_clip(label, 80)}” [{ref}]: {_clip(body, 160)}")
+    return f"{len(results)} result(s): " + "; ".join(quoted)
+
+
+def extractive_summary(prompt: str) -> str:
+    """A summary under the five required headings, built only from text found in the ``<messages>`` block."""
+    block = _MESSAGES_BLOCK.search(prompt)
+    body = block.group(1) if block else prompt
+    entries = [(m["type"], html.unescape(m["body"]).strip()) for m in _XML_MESSAGE.finditer(body)]
+    if not entries:
+        entries = [("human", line) for line in body.splitlines() if line.strip()]
+    human = [text for kind, text in entries if kind == "human"]
+    ai_texts = [_XML_TOOL_CALL_ELEMENT.sub("", text).strip() for kind, text in entries if kind == "ai"]
+    tools_called = [
+        m["name"] for kind, text in entries if kind == "ai" for m in _XML_TOOL_CALL.finditer(text)
+    ]
+
+    intent = _clip(human[0], 400) if human else "None"
+    requirements = [f"- {_clip(t, 200)}" for t in human if _REQUIREMENT.search(t)] or ["- None stated."]
+    progress = [f"- Assistant: {_clip(t, 200)}" for t in ai_texts if t][-6:]
+    if tools_called:
+        progress.insert(0, "- Tools used: " + ", ".join(dict.fromkeys(tools_called)))
+    artifacts: list[str] = []
+    for pattern in (_URL, _PATH):
+        artifacts.extend(pattern.findall(body))
+    for match in _ID.finditer(body):
+        artifacts.append(match.group(1) or match.group(0))
+    references = [f"- {item}" for item in dict.fromkeys(a.rstrip(".,;") for a in artifacts)][:40] or [
+        "- None"
+    ]
+    last_kind = entries[-1][0] if entries else ""
+    next_steps = f"- Answer: {_clip(human[-1], 300)}" if human and last_kind == "human" else "None"
+    sections = [
+        (SUMMARY_HEADINGS[0], intent),
+        (SUMMARY_HEADINGS[1], "\n".join(requirements)),
+        (SUMMARY_HEADINGS[2], "\n".join(progress) or "- Nothing done yet."),
+        (SUMMARY_HEADINGS[3], "\n".join(references)),
+        (SUMMARY_HEADINGS[4], next_steps),
+    ]
+    return "\n\n".join(f"{heading}\n{text}" for heading, text in sections)

@@ -1,0 +1,37 @@
+"""The only reader and writer of agent checkpoints: through the compiled graph's get/update_state."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import StateSnapshot
+
+
+class AgentStateRepository:
+    """A thread's checkpointed agent state. Never touches the checkpoint tables directly."""
+
+    def __init__(self, graph: CompiledStateGraph, thread_id: object) -> None:
+        if not graph.checkpointer:
+            raise ValueError("AgentStateRepository needs a graph compiled with a checkpointer.")
+        self.graph = graph
+        self.config: dict[str, Any] = {"configurable": {"thread_id": str(thread_id)}}
+
+    def snapshot(self) -> StateSnapshot:
+        return self.graph.get_state(self.config)
+
+    def get_values(self) -> dict[str, Any]:
+        return dict(self.snapshot().values or {})
+
+    def update(self, values: dict[str, Any], *, as_node: str = "model") -> dict[str, Any]:
+        """Apply ``values`` through the channels' reducers as if ``as_node`` wrote them."""
+        return self.graph.update_state(self.config, values, as_node=as_node)
+
+    async def asnapshot(self) -> StateSnapshot:
+        return await self.graph.aget_state(self.config)
+
+    async def aget_values(self) -> dict[str, Any]:
+        return dict((await self.asnapshot()).values or {})
+
+    async def aupdate(self, values: dict[str, Any], *, as_node: str = "model") -> dict[str, Any]:
+        return await self.graph.aupdate_state(self.config, values, as_node=as_node)

@@ -1,0 +1,69 @@
+"""Live events to a thread's Channels group, sent only outside an open transaction.
+
+Event shapes (JSON primitives only), delivered to sockets as ``{"type": <type>, **payload}``:
+
+- ``run.status``      ``{run_id, status, error?, question?}`` (``question`` when ``interrupted``)
+- ``run.token``       ``{run_id, text}``: a streamed piece of the assistant's reply
+- ``message.created`` ``{message: {id, seq, role, content, tool_calls, tool_call_id, tool_name, run_id}}``
+- ``compression``     ``{status: started|completed|failed, level, before_tokens, after_tokens, ...}``
+- ``state``           ``{token_usage: {...}}``: fresh pressure figures
+
+Agent middleware emits ``compression`` and ``state`` events on LangGraph's ``custom`` stream as dicts
+with a ``"type"`` key (``get_stream_writer()({"type": "compression", "status": "started", ...})``);
+the run executor relays those here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync
+from channels.layers import get_channel_layer
+from django.db import transaction
+
+logger = logging.getLogger(__name__)
+
+RUN_STATUS = "run.status"
+RUN_TOKEN = "run.token"
+MESSAGE_CREATED = "message.created"
+COMPRESSION = "compression"
+STATE = "state"
+EVENT_TYPES = frozenset({RUN_STATUS, RUN_TOKEN, MESSAGE_CREATED, COMPRESSION, STATE})
+# The Channels message type; ThreadConsumer.thread_event receives it.
+CHANNELS_MESSAGE_TYPE = "thread.event"
+
+
+def thread_group(thread_id: object) -> str:
+    """The one Channels group name of a thread."""
+    return f"thread.{thread_id}"
+
+
+def json_safe(value: Any) -> Any:
+    """``value`` reduced to JSON primitives (unknown objects become strings)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def _send(thread_id: str, event: dict[str, Any]) -> None:
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    try:
+        async_to_sync(layer.group_send)(
+            thread_group(thread_id), {"type": CHANNELS_MESSAGE_TYPE, "event": event}
+        )
+    except Exception:  # noqa: BLE001 - a lost live event must never fail the run that emitted it
+        logger.exception("Could not broadcast a %s event to thread %s", event.get("type"), thread_id)
+
+
+def broadcast(thread_id: object, type: str, **payload: Any) -> None:  # noqa: A002 - the event's own word
+    """Send an event to the thread's sockets now, or on commit when inside an atomic block."""
+    if type not in EVENT_TYPES:
+        raise ValueError(f"Unknown event type {type!r}")
+    event = json_safe({"type": type, **payload})
+    thread_id = str(thread_id)
+    if transaction.get_connection().in_atomic_block:
+        transaction.on_commit(lambda: _send(thread_id, event))
+    else:
+        _send(thread_id, event)

@@ -1,0 +1,78 @@
+"""Schemas of the threads API: ``...In`` bodies and ``...Out`` responses."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+from ninja import Field, Schema
+
+
+class ThreadCreateIn(Schema):
+    agent: str = Field(..., min_length=1, max_length=50, description="The agent's slug.")
+    title: str = Field("", max_length=200)
+
+
+class ThreadOut(Schema):
+    thread_id: uuid.UUID
+    title: str
+    agent: str
+    status: str
+    created_at: datetime
+    last_activity_at: datetime
+
+    @staticmethod
+    def resolve_agent(obj) -> str:
+        return obj.agent.slug
+
+
+class MessageIn(Schema):
+    content: str = Field(..., min_length=1, max_length=100_000)
+    request_id: str | None = Field(None, min_length=1, max_length=100)
+
+
+class ResumeIn(Schema):
+    answer: str = Field(..., min_length=1, max_length=100_000)
+
+
+class MessageOut(Schema):
+    id: int
+    seq: int
+    role: str
+    content: str
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str
+    tool_name: str
+    run_id: int | None
+    created_at: datetime
+
+
+class RunOut(Schema):
+    id: int
+    kind: str
+    status: str
+    error: str
+    usage: dict[str, Any]
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class IntakeOut(Schema):
+    message: MessageOut
+    run: RunOut
+
+
+class InterruptOut(Schema):
+    question: str | None
+
+
+class StateOut(Schema):
+    thread_id: uuid.UUID
+    token_usage: dict[str, Any] | None
+    running: bool
+    queued: bool
+    interrupted: bool
+    interrupt: InterruptOut | None
+    latest_run: RunOut | None

@@ -1,0 +1,103 @@
+"""Reads of threads, transcripts and runs. Owner-only: another user's thread does not exist."""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import QuerySet
+
+from conversations.errors import ThreadNotFound
+from conversations.models import AgentRun, Conversation, Message
+
+MESSAGE_PAGE_MAX = 500
+
+
+def thread_list(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
+    return Conversation.objects.filter(owner=user, status=Conversation.Status.ACTIVE).select_related("agent")
+
+
+def thread_get(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> Conversation:
+    """The caller's active thread, else ``ThreadNotFound`` (missing, deleted and foreign look the same)."""
+    try:
+        return thread_list(user=user).get(thread_id=thread_id)
+    except (Conversation.DoesNotExist, ValueError) as exc:
+        raise ThreadNotFound() from exc
+
+
+def thread_can_subscribe(
+    *, thread_id: uuid.UUID | str, user: AbstractBaseUser | AnonymousUser | None
+) -> bool:
+    """Whether ``user`` may watch the thread's live events: its owner, or staff."""
+    if user is None or not user.is_authenticated:
+        return False
+    threads = Conversation.objects.filter(thread_id=thread_id, status=Conversation.Status.ACTIVE)
+    return threads.exists() if user.is_staff else threads.filter(owner=user).exists()
+
+
+def message_list(
+    *, conversation: Conversation, after_seq: int = 0, limit: int = MESSAGE_PAGE_MAX
+) -> QuerySet[Message]:
+    limit = max(1, min(limit, MESSAGE_PAGE_MAX))
+    return conversation.messages.filter(seq__gt=after_seq).order_by("seq")[:limit]
+
+
+def run_latest(*, conversation: Conversation) -> AgentRun | None:
+    return conversation.runs.order_by("-created_at", "-id").first()
+
+
+def run_next_queued(*, conversation_id: int) -> AgentRun | None:
+    return (
+        AgentRun.objects.filter(conversation_id=conversation_id, status=AgentRun.Status.QUEUED)
+        .order_by("created_at", "id")
+        .first()
+    )
+
+
+def interrupt_question(run: AgentRun | None) -> str | None:
+    """The question an ``interrupted`` run is waiting on (recorded by the executor), else None."""
+    if run is None or run.status != AgentRun.Status.INTERRUPTED:
+        return None
+    for event in reversed(run.events or []):
+        if isinstance(event, dict) and event.get("type") == "interrupt":
+            return event.get("question")
+    return None
+
+
+def thread_busy_flags(*, conversation: Conversation) -> dict[str, object]:
+    """``running``, ``queued``, ``interrupted`` (the latest run waits on the user) and its question."""
+    statuses = set(
+        conversation.runs.filter(status__in=AgentRun.ACTIVE_STATUSES).values_list("status", flat=True)
+    )
+    latest = run_latest(conversation=conversation)
+    interrupted = latest is not None and latest.status == AgentRun.Status.INTERRUPTED
+    return {
+        "running": AgentRun.Status.RUNNING in statuses,
+        "queued": AgentRun.Status.QUEUED in statuses,
+        "interrupted": interrupted,
+        "interrupt_question": interrupt_question(latest) if interrupted else None,
+    }
+
+
+def thread_token_usage(*, conversation: Conversation) -> dict | None:
+    """The thread's ``token_usage`` as last written to its checkpoint by the token-usage middleware."""
+    from agent_platform.runtime.graph import state_graph_for
+    from compression.state_repository import AgentStateRepository
+
+    values = AgentStateRepository(state_graph_for(conversation), conversation.thread_id).get_values()
+    usage = values.get("token_usage")
+    return usage if isinstance(usage, dict) else None
+
+
+def thread_state(*, conversation: Conversation) -> dict[str, object]:
+    """Token usage from the checkpoint plus busy flags, for GET state and the page's meter."""
+    flags = thread_busy_flags(conversation=conversation)
+    return {
+        "thread_id": conversation.thread_id,
+        "token_usage": thread_token_usage(conversation=conversation),
+        "running": flags["running"],
+        "queued": flags["queued"],
+        "interrupted": flags["interrupted"],
+        "interrupt": {"question": flags["interrupt_question"]} if flags["interrupted"] else None,
+        "latest_run": run_latest(conversation=conversation),
+    }

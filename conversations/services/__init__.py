@@ -1,0 +1,28 @@
+"""Use cases of threads and runs (writes). Reads are in ``conversations.selectors``."""
+
+from conversations.services.dispatch import run_dispatch_next, run_start
+from conversations.services.execution import run_claim, run_execute
+from conversations.services.intake import IntakeResult, message_intake, run_resume
+from conversations.services.recovery import RecoveryReport, runs_recover
+from conversations.services.threads import (
+    message_append,
+    thread_create,
+    thread_lock,
+    thread_soft_delete,
+)
+
+__all__ = [
+    "IntakeResult",
+    "RecoveryReport",
+    "message_append",
+    "message_intake",
+    "run_claim",
+    "run_dispatch_next",
+    "run_execute",
+    "run_resume",
+    "run_start",
+    "runs_recover",
+    "thread_create",
+    "thread_lock",
+    "thread_soft_delete",
+]

@@ -1,0 +1,58 @@
+"""Starting runs: one at a time per thread, oldest first, on Celery, a thread, or inline (tests)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from django.conf import settings
+from django.db import close_old_connections, connections
+
+from conversations.models import AgentRun
+from conversations.selectors import run_next_queued
+
+logger = logging.getLogger(__name__)
+
+EXECUTION_MODES = ("celery", "inprocess", "eager")
+
+
+def run_dispatch_next(*, conversation_id: int) -> int | None:
+    """Start the thread's oldest queued run unless one is running; returns the dispatched run id.
+
+    Call outside a transaction (on commit). Starting the same run twice is harmless: only one claim wins.
+    """
+    if AgentRun.objects.filter(conversation_id=conversation_id, status=AgentRun.Status.RUNNING).exists():
+        return None
+    run = run_next_queued(conversation_id=conversation_id)
+    if run is None:
+        return None
+    run_start(run_id=run.pk)
+    return run.pk
+
+
+def run_start(*, run_id: int) -> None:
+    mode = settings.RUN_EXECUTION
+    if mode == "celery":
+        from conversations.tasks import run_execute_task
+
+        run_execute_task.delay(run_id)
+    elif mode == "inprocess":
+        threading.Thread(target=_execute_in_thread, args=(run_id,), name=f"run-{run_id}", daemon=True).start()
+    elif mode == "eager":
+        from conversations.services.execution import run_execute
+
+        run_execute(run_id=run_id)
+    else:
+        raise ValueError(f"RUN_EXECUTION must be one of {EXECUTION_MODES}, not {mode!r}")
+
+
+def _execute_in_thread(run_id: int) -> None:
+    from conversations.services.execution import run_execute
+
+    close_old_connections()
+    try:
+        run_execute(run_id=run_id)
+    except Exception:  # noqa: BLE001 - a thread has no caller to report to
+        logger.exception("Run %s failed outside its own error handling", run_id)
+    finally:
+        connections.close_all()

@@ -1,0 +1,253 @@
+"""Executing one run: claim it, stream the agent graph, relay events, record the transcript and outcome."""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import F
+from django.utils import timezone
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
+from langgraph.types import Command
+
+from conversations import events
+from conversations.models import AgentRun, Conversation, Message
+from conversations.selectors import run_next_queued
+from conversations.services.dispatch import run_dispatch_next
+from conversations.services.threads import conversation_lock, message_append
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_EVERY = timedelta(seconds=15)
+ERROR_MAX_CHARS = 2000
+USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def run_claim(*, run_id: int) -> bool:
+    """Move the run from ``queued`` to ``running`` if it is its thread's next run and none is running.
+
+    Under the thread's row lock, so two workers never run one thread at once; the conditional UPDATE
+    makes a duplicate delivery of the same run a no-op.
+    """
+    run = AgentRun.objects.filter(pk=run_id).only("conversation_id", "status").first()
+    if run is None or run.status != AgentRun.Status.QUEUED:
+        return False
+    with conversation_lock(conversation_id=run.conversation_id):
+        siblings = AgentRun.objects.filter(conversation_id=run.conversation_id)
+        if siblings.filter(status=AgentRun.Status.RUNNING).exists():
+            return False
+        next_run = run_next_queued(conversation_id=run.conversation_id)
+        if next_run is None or next_run.pk != run_id:
+            return False
+        now = timezone.now()
+        return bool(
+            siblings.filter(pk=run_id, status=AgentRun.Status.QUEUED).update(
+                status=AgentRun.Status.RUNNING,
+                started_at=now,
+                heartbeat_at=now,
+                worker=worker_name(),
+                attempts=F("attempts") + 1,
+            )
+        )
+
+
+def run_execute(*, run_id: int) -> None:
+    """Execute a queued run to its end, then start the thread's next one. Idempotent through status."""
+    conversation_id = AgentRun.objects.filter(pk=run_id).values_list("conversation_id", flat=True).first()
+    if conversation_id is None:
+        return
+    if run_claim(run_id=run_id):
+        run = AgentRun.objects.select_related("conversation__agent", "input_message").get(pk=run_id)
+        events.broadcast(run.conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
+        try:
+            _RunRelay(run).execute()
+        except Exception as exc:  # noqa: BLE001 - any failure becomes the run's recorded error
+            logger.exception("Run %s failed", run_id)
+            _finish(run, AgentRun.Status.FAILED, error=_error_text(exc))
+    run_dispatch_next(conversation_id=conversation_id)
+
+
+def _error_text(exc: BaseException) -> str:
+    message = getattr(exc, "message", None) or str(exc) or exc.__class__.__name__
+    return f"{exc.__class__.__name__}: {message}"[:ERROR_MAX_CHARS]
+
+
+def _finish(run: AgentRun, status: str, *, error: str = "", question: str | None = None) -> None:
+    now = timezone.now()
+    updated = AgentRun.objects.filter(pk=run.pk, status=AgentRun.Status.RUNNING).update(
+        status=status, error=error, finished_at=now, events=run.events, usage=run.usage
+    )
+    if not updated:  # recovered or cancelled meanwhile: its new owner reports it
+        return
+    run.status, run.error, run.finished_at = status, error, now
+    Conversation.objects.filter(pk=run.conversation_id).update(last_activity_at=now)
+    payload: dict[str, Any] = {"run_id": run.pk, "status": status}
+    if error:
+        payload["error"] = error
+    if question is not None:
+        payload["question"] = question
+    events.broadcast(run.conversation.thread_id, events.RUN_STATUS, **payload)
+
+
+def _text(message: BaseMessage) -> str:
+    return message.content if isinstance(message.content, str) else message.text
+
+
+def _interrupt_question(interrupts: Any) -> str:
+    for item in interrupts or ():
+        value = getattr(item, "value", item)
+        if isinstance(value, dict):
+            value = value.get("question", value)
+        return str(value)
+    return ""
+
+
+class _RunRelay:
+    """One run's stream: tokens, custom events and new messages go to the group and the transcript."""
+
+    def __init__(self, run: AgentRun) -> None:
+        self.run = run
+        self.conversation = run.conversation
+        self.thread_id = self.conversation.thread_id
+        self.seen: set[str] = set()
+        self.token_usage: dict[str, Any] | None = None
+        self.last_heartbeat = timezone.now()
+
+    def execute(self) -> None:
+        from agent_platform.runtime.graph import build_agent_graph, thread_config
+
+        graph = build_agent_graph(agent=self.conversation.agent, conversation=self.conversation)
+        config = thread_config(self.conversation)
+        snapshot = graph.get_state(config)
+        self.seen = {m.id for m in snapshot.values.get("messages", []) if m.id}
+        payload = self._input(pending_interrupt=bool(snapshot.interrupts))
+        interrupted: Any = None
+        for mode, chunk in graph.stream(payload, config, stream_mode=["messages", "custom", "updates"]):
+            self._heartbeat()
+            if mode == "messages":
+                self._on_token(*chunk)
+            elif mode == "custom":
+                self._on_custom(chunk)
+            elif mode == "updates":
+                interrupted = self._on_updates(chunk) or interrupted
+        if interrupted is None:
+            interrupted = graph.get_state(config).interrupts or None
+        self._record_pressure()
+        if interrupted:
+            question = _interrupt_question(interrupted)
+            self.run.events = [*self.run.events, {"type": "interrupt", "question": question}]
+            _finish(self.run, AgentRun.Status.INTERRUPTED, question=question)
+        else:
+            _finish(self.run, AgentRun.Status.SUCCEEDED)
+
+    def _input(self, *, pending_interrupt: bool) -> Any:
+        if self.run.kind == AgentRun.Kind.RESUME:
+            return Command(resume=self.run.resume_value)
+        message = self.run.input_message
+        if message is None:
+            raise ValueError("The run has no input message.")
+        if pending_interrupt:  # the thread waits on ask_user: this message is the answer
+            return Command(resume=message.content)
+        self.seen.add(message.lc_message_id)
+        return {"messages": [HumanMessage(content=message.content, id=message.lc_message_id)]}
+
+    def _heartbeat(self) -> None:
+        now = timezone.now()
+        if now - self.last_heartbeat >= HEARTBEAT_EVERY:
+            self.last_heartbeat = now
+            AgentRun.objects.filter(pk=self.run.pk).update(heartbeat_at=now)
+
+    def _on_token(self, message: Any, metadata: dict[str, Any]) -> None:
+        # Only the agent's own model node: tool output and sub-agents' models are not the reply.
+        if not isinstance(message, AIMessageChunk) or metadata.get("langgraph_node") != "model":
+            return
+        if "|" in str(metadata.get("langgraph_checkpoint_ns", "")):
+            return
+        text = _text(message)
+        if text:
+            events.broadcast(self.thread_id, events.RUN_TOKEN, run_id=self.run.pk, text=text)
+
+    def _on_custom(self, chunk: Any) -> None:
+        if not isinstance(chunk, dict) or chunk.get("type") not in (events.COMPRESSION, events.STATE):
+            return
+        event = events.json_safe(chunk)
+        kind = event.pop("type")
+        if kind == events.COMPRESSION:
+            self.run.events = [*self.run.events, {"type": kind, **event}]
+            AgentRun.objects.filter(pk=self.run.pk).update(events=self.run.events)
+        events.broadcast(self.thread_id, kind, **event)
+
+    def _on_updates(self, chunk: dict[str, Any]) -> Any:
+        interrupted = None
+        for node, update in chunk.items():
+            if node == "__interrupt__":
+                interrupted = update
+                continue
+            for part in update if isinstance(update, (list, tuple)) else [update]:
+                if not isinstance(part, dict):
+                    continue
+                for message in part.get("messages") or []:
+                    self._on_message(message)
+                if isinstance(part.get("token_usage"), dict):
+                    self.token_usage = part["token_usage"]
+                    events.broadcast(self.thread_id, events.STATE, token_usage=self.token_usage)
+        return interrupted
+
+    def _on_message(self, message: Any) -> None:
+        if not isinstance(message, (AIMessage, ToolMessage)) or not message.id or message.id in self.seen:
+            return  # same id again: a compaction replaced a message in place, not a new one
+        self.seen.add(message.id)
+        if isinstance(message, AIMessage):
+            self._add_usage(message)
+            fields = {
+                "role": Message.Role.ASSISTANT,
+                "tool_calls": [
+                    {"id": call.get("id"), "name": call["name"], "args": call.get("args", {})}
+                    for call in message.tool_calls
+                ],
+            }
+        else:
+            fields = {
+                "role": Message.Role.TOOL,
+                "tool_call_id": message.tool_call_id,
+                "tool_name": message.name,
+            }
+        with conversation_lock(conversation_id=self.conversation.pk):
+            message_append(
+                conversation=self.conversation,
+                content=_text(message),
+                run=self.run,
+                lc_message_id=message.id,
+                **fields,
+            )
+
+    def _add_usage(self, message: AIMessage) -> None:
+        usage = message.usage_metadata
+        if not usage:
+            return
+        totals = dict(self.run.usage or {})
+        for key in USAGE_KEYS:
+            totals[key] = int(totals.get(key, 0)) + int(usage.get(key) or 0)
+        totals["model_calls"] = int(totals.get("model_calls", 0)) + 1
+        self.run.usage = totals
+        AgentRun.objects.filter(pk=self.run.pk).update(usage=totals)
+
+    def _record_pressure(self) -> None:
+        """Copy the latest pressure figures onto the thread, so bulk selection never opens a checkpoint."""
+        usage = self.token_usage
+        if not usage:
+            return
+        Conversation.objects.filter(pk=self.conversation.pk).update(
+            context_tokens=usage.get("next_llm_input_tokens"),
+            trigger_tokens=usage.get("summary_trigger_tokens"),
+            pressure_ratio=usage.get("summary_pressure_ratio"),
+            summary_active=bool(usage.get("summary_active")),
+            usage_updated_at=timezone.now(),
+        )

@@ -1,0 +1,92 @@
+"""Message intake and resume: append to the transcript and enqueue a run, under the thread's row lock."""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.utils import timezone
+
+from conversations import events
+from conversations.errors import EmptyMessage, NotInterrupted
+from conversations.models import AgentRun, Conversation, Message
+from conversations.selectors import run_latest
+from conversations.services.dispatch import run_dispatch_next
+from conversations.services.threads import message_append, thread_lock
+
+
+@dataclass(frozen=True)
+class IntakeResult:
+    message: Message
+    run: AgentRun
+    created: bool  # False when a retried request_id returned the first result
+
+
+def _enqueue(
+    *,
+    conversation: Conversation,
+    content: str,
+    kind: str,
+    request_id: str | None,
+    resume_value: object = None,
+) -> IntakeResult:
+    run = AgentRun.objects.create(
+        conversation=conversation, kind=kind, request_id=request_id, resume_value=resume_value
+    )
+    message = message_append(
+        conversation=conversation,
+        role=Message.Role.USER,
+        content=content,
+        run=run,
+        lc_message_id=f"user-{uuid.uuid4()}",
+    )
+    run.input_message = message
+    run.save(update_fields=["input_message"])
+    Conversation.objects.filter(pk=conversation.pk).update(last_activity_at=timezone.now())
+    events.broadcast(conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
+    conversation_id = conversation.pk
+    transaction.on_commit(lambda: run_dispatch_next(conversation_id=conversation_id))
+    return IntakeResult(message=message, run=run, created=True)
+
+
+def message_intake(
+    *, thread_id: uuid.UUID | str, user: AbstractBaseUser, content: str, request_id: str | None = None
+) -> IntakeResult:
+    """Append the user's message and queue a run for it; runs execute one at a time, FIFO.
+
+    Holds the thread's row lock (bounded wait, then ``ThreadBusy``), so a message never interleaves with
+    a compression. With ``request_id``, a retry returns the first result and queues nothing. The run is
+    dispatched after commit. If the thread is waiting on ``ask_user``, that run takes this message as
+    the answer.
+    """
+    content = (content or "").strip()
+    if not content:
+        raise EmptyMessage()
+    with thread_lock(thread_id=thread_id, user=user) as conversation:
+        if request_id:
+            first = conversation.runs.filter(request_id=request_id).select_related("input_message").first()
+            if first is not None:
+                return IntakeResult(message=first.input_message, run=first, created=False)
+        return _enqueue(
+            conversation=conversation, content=content, kind=AgentRun.Kind.CHAT, request_id=request_id
+        )
+
+
+def run_resume(*, thread_id: uuid.UUID | str, user: AbstractBaseUser, answer: str) -> IntakeResult:
+    """Answer the thread's pending ``ask_user`` question: only when its latest run is ``interrupted``."""
+    answer = (answer or "").strip()
+    if not answer:
+        raise EmptyMessage("The answer is empty.")
+    with thread_lock(thread_id=thread_id, user=user) as conversation:
+        latest = run_latest(conversation=conversation)
+        if latest is None or latest.status != AgentRun.Status.INTERRUPTED:
+            raise NotInterrupted()
+        return _enqueue(
+            conversation=conversation,
+            content=answer,
+            kind=AgentRun.Kind.RESUME,
+            request_id=None,
+            resume_value=answer,
+        )

@@ -1,0 +1,139 @@
+"""Threads and their transcript: create, soft-delete, the row lock, and appending messages."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import OperationalError, connection, transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from agent_platform.models import Agent
+from conversations import events
+from conversations.errors import AgentNotFound, ThreadBusy, ThreadNotFound
+from conversations.models import AgentRun, Conversation, Message
+
+LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL: lock_timeout expired, or NOWAIT found the row locked
+
+
+def thread_create(*, user: AbstractBaseUser, agent_slug: str, title: str = "") -> Conversation:
+    agent = Agent.objects.filter(slug=agent_slug, is_enabled=True).first()
+    if agent is None:
+        raise AgentNotFound()
+    return Conversation.objects.create(owner=user, agent=agent, title=title.strip())
+
+
+def _is_postgres() -> bool:
+    return connection.vendor == "postgresql"
+
+
+def _lock_row(queryset, *, nowait: bool, timeout_ms: int | None) -> Conversation:
+    """``select_for_update`` the one row of ``queryset``; PostgreSQL waits at most ``timeout_ms``."""
+    if not _is_postgres():  # SQLite serializes writers itself; SELECT ... FOR UPDATE is a no-op there
+        return queryset.select_for_update().get()
+    try:
+        with connection.cursor() as cursor:
+            previous = None
+            if not nowait and timeout_ms is not None:
+                cursor.execute("SELECT current_setting('lock_timeout')")
+                previous = cursor.fetchone()[0]
+                cursor.execute("SELECT set_config('lock_timeout', %s, true)", [f"{int(timeout_ms)}ms"])
+            # of=("self",): lock the thread row only, never the joined agent row.
+            row = queryset.select_for_update(nowait=nowait, of=("self",)).get()
+            if previous is not None:  # only this statement waits bounded; the caller's block is unchanged
+                cursor.execute("SELECT set_config('lock_timeout', %s, true)", [previous])
+            return row
+    except OperationalError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) == LOCK_NOT_AVAILABLE:
+            raise ThreadBusy() from exc
+        raise
+
+
+@contextmanager
+def thread_lock(
+    *,
+    thread_id: uuid.UUID | str,
+    user: AbstractBaseUser,
+    nowait: bool = False,
+    timeout_ms: int | None = None,
+) -> Iterator[Conversation]:
+    """Hold the caller's thread row locked (``SELECT ... FOR UPDATE``) for the ``with`` block.
+
+    Opens ``transaction.atomic()``; the lock is released when the block's transaction ends. Raises
+    ``ThreadNotFound`` for a missing, deleted or foreign thread (no existence leak) and ``ThreadBusy``
+    when the lock is not obtained within ``timeout_ms`` (default ``THREAD_LOCK_TIMEOUT_MS``) or at once
+    with ``nowait``.
+    """
+    timeout = settings.THREAD_LOCK_TIMEOUT_MS if timeout_ms is None else timeout_ms
+    with transaction.atomic():
+        queryset = Conversation.objects.filter(
+            thread_id=thread_id, owner=user, status=Conversation.Status.ACTIVE
+        ).select_related("agent")
+        try:
+            conversation = _lock_row(queryset, nowait=nowait, timeout_ms=timeout)
+        except (Conversation.DoesNotExist, ValueError) as exc:
+            raise ThreadNotFound() from exc
+        yield conversation
+
+
+@contextmanager
+def conversation_lock(*, conversation_id: int) -> Iterator[Conversation]:
+    """The run executor's lock: the row by primary key, whatever its owner or status; waits."""
+    with transaction.atomic():
+        yield _lock_row(Conversation.objects.filter(pk=conversation_id), nowait=False, timeout_ms=None)
+
+
+def message_payload(message: Message) -> dict[str, object]:
+    return {
+        "id": message.pk,
+        "seq": message.seq,
+        "role": message.role,
+        "content": message.content,
+        "tool_calls": message.tool_calls,
+        "tool_call_id": message.tool_call_id,
+        "tool_name": message.tool_name,
+        "run_id": message.run_id,
+        "created_at": message.created_at.isoformat(),
+    }
+
+
+def message_append(
+    *,
+    conversation: Conversation,
+    role: str,
+    content: str,
+    run: AgentRun | None = None,
+    tool_calls: list | None = None,
+    tool_call_id: str = "",
+    tool_name: str = "",
+    lc_message_id: str = "",
+) -> Message:
+    """Append the next message of the transcript. The caller holds the thread's row lock."""
+    last = conversation.messages.aggregate(last=Max("seq"))["last"] or 0
+    message = Message.objects.create(
+        conversation=conversation,
+        seq=last + 1,
+        role=role,
+        content=content,
+        run=run,
+        tool_calls=tool_calls or [],
+        tool_call_id=tool_call_id or "",
+        tool_name=tool_name or "",
+        lc_message_id=lc_message_id or "",
+    )
+    events.broadcast(conversation.thread_id, events.MESSAGE_CREATED, message=message_payload(message))
+    return message
+
+
+def thread_soft_delete(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> None:
+    """Hide the thread from its owner and cancel its queued runs; the transcript is kept."""
+    with thread_lock(thread_id=thread_id, user=user) as conversation:
+        conversation.status = Conversation.Status.DELETED
+        conversation.save(update_fields=["status", "updated_at"])
+        conversation.runs.filter(status=AgentRun.Status.QUEUED).update(
+            status=AgentRun.Status.CANCELLED, finished_at=timezone.now()
+        )

@@ -1,0 +1,90 @@
+"""Fixtures of thread tests: a thread, an API client logged in as its owner, scriptable chat models."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+import pytest
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Replies from ``script`` in order (strings or AIMessages); ``gate`` (if set) blocks each call."""
+
+    script: list[Any]
+    calls: list[list[BaseMessage]] = []
+    gate: Any = None
+    started: Any = None
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ScriptedChatModel:
+        return self
+
+    def _next(self, messages: list[BaseMessage]) -> AIMessage:
+        self.calls.append(list(messages))
+        if self.started is not None:
+            self.started.set()
+        if self.gate is not None:
+            assert self.gate.wait(10), "the test never opened the gate"
+        item = self.script.pop(0) if self.script else "(script exhausted)"
+        if isinstance(item, Exception):
+            raise item
+        message = item if isinstance(item, AIMessage) else AIMessage(content=item)
+        return message.model_copy(
+            update={"usage_metadata": {"input_tokens": 10, "output_tokens": 2, "total_tokens": 12}}
+        )
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self._next(messages))])
+
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs) -> Iterator[ChatGenerationChunk]:
+        reply = self._next(messages)
+        for word in reply.text.split(" "):
+            yield ChatGenerationChunk(message=AIMessageChunk(content=word + " "))
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                tool_call_chunks=[
+                    {
+                        "name": c["name"],
+                        "args": __import__("json").dumps(c["args"]),
+                        "id": c["id"],
+                        "index": i,
+                    }
+                    for i, c in enumerate(reply.tool_calls)
+                ],
+                usage_metadata=reply.usage_metadata,
+            )
+        )
+
+
+@pytest.fixture
+def scripted_model(monkeypatch) -> Callable[..., ScriptedChatModel]:
+    """Make every agent use a ScriptedChatModel; returns the factory so tests can script it."""
+
+    def install(*script: Any, gate: threading.Event | None = None) -> ScriptedChatModel:
+        model = ScriptedChatModel(script=list(script), calls=[], gate=gate, started=threading.Event())
+        monkeypatch.setattr("agent_platform.runtime.models.chat_model_for", lambda agent: model)
+        return model
+
+    return install
+
+
+@pytest.fixture
+def thread(user, agent):
+    from conversations.services import thread_create
+
+    return thread_create(user=user, agent_slug=agent.slug, title="Test thread")
+
+
+@pytest.fixture
+def owner_client(client, user):
+    client.force_login(user)
+    return client

@@ -1,0 +1,185 @@
+"""A local OpenAI-protocol stub server: ``POST /v1/chat/completions`` from a scripted queue.
+
+Each scripted reply is served as a JSON completion, or as SSE chunks when the request has
+``"stream": true`` (with a final usage chunk when ``stream_options.include_usage`` is set); errors are
+served with any status and JSON body. Every request body is recorded for assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class ScriptedReply:
+    content: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)  # [{"id", "name", "arguments"(dict)}]
+    usage: dict[str, int] | None = None
+    error_status: int | None = None
+    error_body: dict[str, Any] | None = None
+
+
+class OpenAIStub:
+    def __init__(self, model: str = "gpt-4o-mini") -> None:
+        self.model = model
+        self.queue: deque[ScriptedReply] = deque()
+        self.requests: list[dict[str, Any]] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="openai-stub", daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def start(self) -> OpenAIStub:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # --- scripting ------------------------------------------------------------------------------
+
+    def reply(self, content: str, *, usage: dict[str, int] | None = None) -> OpenAIStub:
+        self.queue.append(ScriptedReply(content=content, usage=usage))
+        return self
+
+    def tool_call(
+        self, name: str, arguments: dict[str, Any], *, call_id: str | None = None, content: str = ""
+    ) -> OpenAIStub:
+        call = {"id": call_id or f"call_{len(self.queue)}_{name}", "name": name, "arguments": arguments}
+        self.queue.append(ScriptedReply(content=content, tool_calls=[call]))
+        return self
+
+    def error(self, status: int, body: dict[str, Any]) -> OpenAIStub:
+        self.queue.append(ScriptedReply(error_status=status, error_body=body))
+        return self
+
+    def context_overflow(
+        self, message: str = "This model's maximum context length is 8192 tokens."
+    ) -> OpenAIStub:
+        return self.error(
+            400,
+            {
+                "error": {
+                    "message": message,
+                    "type": "invalid_request_error",
+                    "code": "context_length_exceeded",
+                }
+            },
+        )
+
+    def _next(self, body: dict[str, Any]) -> ScriptedReply:
+        with self._lock:
+            self.requests.append(body)
+            if not self.queue:
+                return ScriptedReply(
+                    error_status=500,
+                    error_body={"error": {"message": "openai stub: no scripted reply left", "type": "stub"}},
+                )
+            return self.queue.popleft()
+
+
+def _usage(reply: ScriptedReply, body: dict[str, Any]) -> dict[str, int]:
+    if reply.usage:
+        return reply.usage
+    prompt = max(1, len(json.dumps(body.get("messages", []))) // 4)
+    completion = max(1, len(reply.content) // 4 + 5 * len(reply.tool_calls))
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+
+
+def _tool_calls(reply: ScriptedReply) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": call["id"],
+            "type": "function",
+            "function": {"name": call["name"], "arguments": json.dumps(call["arguments"])},
+        }
+        for call in reply.tool_calls
+    ]
+
+
+def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+            pass
+
+        def _json(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if self.path.rstrip("/") != "/v1/chat/completions":
+                self._json(404, {"error": {"message": f"stub has no {self.path}", "type": "not_found"}})
+                return
+            reply = stub._next(body)
+            if reply.error_status is not None:
+                self._json(reply.error_status, reply.error_body or {})
+            elif body.get("stream"):
+                self._stream(reply, body)
+            else:
+                self._complete(reply, body)
+
+        def _base(self) -> dict[str, Any]:
+            return {"id": f"chatcmpl-{time.time_ns()}", "created": int(time.time()), "model": stub.model}
+
+        def _complete(self, reply: ScriptedReply, body: dict[str, Any]) -> None:
+            message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+            if reply.tool_calls:
+                message["tool_calls"] = _tool_calls(reply)
+            finish = "tool_calls" if reply.tool_calls else "stop"
+            self._json(
+                200,
+                {
+                    **self._base(),
+                    "object": "chat.completion",
+                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                    "usage": _usage(reply, body),
+                },
+            )
+
+        def _stream(self, reply: ScriptedReply, body: dict[str, Any]) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            base = {**self._base(), "object": "chat.completion.chunk"}
+
+            def emit(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> None:
+                choices = [{"index": 0, "delta": delta, "finish_reason": finish}] if delta is not None else []
+                chunk = {**base, "choices": choices, **extra}
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+
+            emit({"role": "assistant", "content": ""})
+            words = reply.content.split(" ") if reply.content else []
+            for index, word in enumerate(words):
+                emit({"content": word + (" " if index < len(words) - 1 else "")})
+            for index, call in enumerate(_tool_calls(reply)):
+                emit({"tool_calls": [{"index": index, **call}]})
+            emit({}, "tool_calls" if reply.tool_calls else "stop")
+            if (body.get("stream_options") or {}).get("include_usage"):
+                emit(None, usage=_usage(reply, body))
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+            self.close_connection = True
+
+    return Handler
