@@ -48,6 +48,21 @@ def query_terms(query: str) -> list[str]:
     return list(dict.fromkeys(terms))
 
 
+def split_query(query: str) -> tuple[list[str], list[str]]:
+    """A query's distinct words (lower-cased, not stemmed, stop words dropped unless nothing else is
+    left) and its CJK bigrams: the inputs of the PostgreSQL ranking, which stems words itself."""
+    words: list[str] = []
+    bigrams: list[str] = []
+    for match in _TOKEN.finditer(query.lower()):
+        run = match.group()
+        if _CJK_RUN.match(run):
+            bigrams.extend([run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)])
+        else:
+            words.append(run)
+    kept = [word for word in words if word not in STOP_WORDS] or words
+    return list(dict.fromkeys(kept)), list(dict.fromkeys(bigrams))
+
+
 def bm25_scores(
     terms: list[str], documents: Iterable[str], *, corpus_size: int, average_length: float | None = None
 ) -> list[float]:

@@ -1,27 +1,29 @@
 """Reads of knowledge bases: ``kb_search`` ranks chunks for a query.
 
-On PostgreSQL: full-text rank (``websearch_to_tsquery``, English stemming) plus ``pg_trgm`` word
-similarity, so a Chinese query, which the word parser does not segment, still finds its chunk. On
-other databases: BM25 in Python over the chunks that contain a query term (words and CJK bigrams).
+On PostgreSQL: full-text rank (any query word, plus all of them in websearch syntax; English
+stemming), ``pg_trgm`` word similarity, and the share of the query's CJK bigrams a chunk contains, so
+a Chinese query, which the word parser does not segment, still finds its chunk. On other databases:
+BM25 in Python over the chunks that contain a query term (words and CJK bigrams).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import reduce
-from operator import or_
+from operator import add, or_
 
 from django.db import connection
-from django.db.models import F, FloatField, Q, QuerySet
+from django.db.models import Case, F, FloatField, Q, QuerySet, Value, When
 from django.db.models.functions import Cast
 
 from agent_platform.knowledge.models import Chunk, KnowledgeBase
-from agent_platform.knowledge.ranking import bm25_scores, query_terms
+from agent_platform.knowledge.ranking import bm25_scores, query_terms, split_query
 
 SEARCH_CONFIG = "english"
 TRIGRAM_MIN_SIMILARITY = 0.3
 MAX_QUERY_TERMS = 24
 MAX_CANDIDATES = 2000
+MAX_QUERY_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -58,7 +60,7 @@ def kb_search(
 ) -> list[ChunkHit]:
     """The best chunks for ``query``, best first. ``portable`` forces the database-independent ranking
     (the default picks PostgreSQL's when the database is PostgreSQL)."""
-    query = (query or "").strip()
+    query = (query or "").strip()[:MAX_QUERY_CHARS]
     if not query or limit <= 0:
         return []
     chunks = Chunk.objects.all() if kb is None else Chunk.objects.filter(kb=kb)
@@ -77,17 +79,37 @@ def _search_postgres(chunks: QuerySet[Chunk], query: str, limit: int) -> list[Ch
         TrigramWordSimilarity,
     )
 
-    search_query = SearchQuery(query, search_type="websearch", config=SEARCH_CONFIG)
-    vector = SearchVector("content", config=SEARCH_CONFIG)
-    ranked = (
-        chunks.annotate(
+    words, bigrams = split_query(query)
+    words, bigrams = words[:MAX_QUERY_TERMS], bigrams[:MAX_QUERY_TERMS]
+    chunks = chunks.annotate(similarity=TrigramWordSimilarity(query, "content"))
+    match = Q(similarity__gte=TRIGRAM_MIN_SIMILARITY)
+    score = F("similarity")
+    if words:
+        # Any word matches (a question in plain language still finds its chunk); chunks with more of
+        # the words, or with all of them as websearch syntax asks, rank higher. Normalization 32 keeps
+        # each rank in [0, 1).
+        vector = SearchVector("content", config=SEARCH_CONFIG)
+        any_word = reduce(or_, (SearchQuery(word, config=SEARCH_CONFIG) for word in words))
+        all_words = SearchQuery(query, search_type="websearch", config=SEARCH_CONFIG)
+        chunks = chunks.annotate(
             vector=vector,
-            # normalization 32 maps the rank into [0, 1) so it adds up with the similarity.
-            text_rank=Cast(SearchRank(vector, search_query, normalization=32), FloatField()),
-            similarity=TrigramWordSimilarity(query, "content"),
+            text_rank=Cast(SearchRank(vector, any_word, normalization=32), FloatField())
+            + Cast(SearchRank(vector, all_words, normalization=32), FloatField()),
         )
-        .filter(Q(vector=search_query) | Q(similarity__gte=TRIGRAM_MIN_SIMILARITY))
-        .annotate(score=F("text_rank") * 2 + F("similarity"))
+        match |= Q(vector=any_word)
+        score = score + F("text_rank") * 2
+    if bigrams:
+        # The word parser keeps a run of Chinese as one token, and pg_trgm ignores CJK under the C
+        # locale, so also score the share of the query's CJK bigrams a chunk contains.
+        hits = [
+            Case(When(content__contains=bigram, then=Value(1.0)), default=Value(0.0)) for bigram in bigrams
+        ]
+        chunks = chunks.annotate(cjk_coverage=reduce(add, hits) / Value(float(len(bigrams))))
+        match |= Q(cjk_coverage__gt=0)
+        score = score + F("cjk_coverage")
+    ranked = (
+        chunks.filter(match)
+        .annotate(score=score)
         .select_related("document")
         .order_by("-score", "document_id", "index")[:limit]
     )

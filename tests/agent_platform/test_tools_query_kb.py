@@ -33,8 +33,11 @@ DECOYS = [
 QUERIES = [
     ("how are large tool results saved and read back", "Saved files and reading them back"),
     ("compression", "Context compression"),
+    ("search the knowledge base for compression", "Context compression"),
+    ("What is the effective trigger of the budget?", "The token budget"),
     ("令牌预算", "令牌预算"),
     ("上下文压缩", "上下文压缩"),
+    ("请在知识库中搜索上下文压缩是怎么工作的", "上下文压缩"),
     ("PostgreSQL 数据库", "部署说明"),
 ]
 
@@ -101,3 +104,9 @@ def test_query_kb_tool_reports_an_unknown_knowledge_base(corpus):
     result = json.loads(build_query_kb_tool().invoke({"query": "budget", "kb": "nope"}))
     assert result["results"] == [] and "Unknown knowledge base 'nope'" in result["error"]
     assert "platform-guide" in result["error"]
+
+
+@pytest.mark.parametrize("query", ["the", "???", "a" * 3000, "'\" OR 1=1 --", "上"])
+def test_odd_queries_do_not_fail(corpus, query):
+    assert isinstance(kb_search(query=query), list)
+    assert isinstance(kb_search(query=query, portable=True), list)
