@@ -46,8 +46,11 @@ class ScriptedChatModel(BaseChatModel):
 
     def _stream(self, messages, stop=None, run_manager=None, **kwargs) -> Iterator[ChatGenerationChunk]:
         reply = self._next(messages)
-        for word in reply.text.split(" "):
-            yield ChatGenerationChunk(message=AIMessageChunk(content=word + " "))
+        words = reply.text.split(" ")
+        for index, word in enumerate(words):
+            yield ChatGenerationChunk(
+                message=AIMessageChunk(content=word + (" " if index < len(words) - 1 else ""))
+            )
         yield ChatGenerationChunk(
             message=AIMessageChunk(
                 content="",

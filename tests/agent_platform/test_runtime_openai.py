@@ -1,0 +1,113 @@
+"""The real OpenAI client path (langchain-openai ChatOpenAI) against a local OpenAI-protocol stub."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_platform.models import Agent
+from agent_platform.runtime.models import ModelConfigurationError, chat_model_for
+from conversations.models import AgentRun
+from conversations.services import message_intake, thread_create
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def openai_agent(openai_stub, monkeypatch):
+    monkeypatch.setenv("STUB_API_KEY", "sk-test")
+    return Agent.objects.create(
+        name="Stubbed",
+        slug="stubbed",
+        provider=Agent.Provider.OPENAI,
+        model_name="gpt-4o-mini",
+        base_url=openai_stub.base_url,
+        api_key_env="STUB_API_KEY",
+        temperature=0.0,
+        tools=["ls", "read_file", "write_file"],
+    )
+
+
+def _run(user, agent, content, capture):
+    thread = thread_create(user=user, agent_slug=agent.slug)
+    with capture(execute=True):
+        result = message_intake(thread_id=thread.thread_id, user=user, content=content)
+    result.run.refresh_from_db()
+    return thread, result.run
+
+
+def test_tool_call_round_trip_streams_through_the_openai_client(
+    user, openai_agent, openai_stub, django_capture_on_commit_callbacks, monkeypatch
+):
+    sent: list[dict] = []
+    monkeypatch.setattr("conversations.events._send", lambda thread_id, event: sent.append(event))
+    openai_stub.tool_call("write_file", {"path": "notes/a.md", "content": "hello"}, call_id="call_w1")
+    openai_stub.reply("I wrote notes/a.md for you.")
+    thread, run = _run(user, openai_agent, "write a note", django_capture_on_commit_callbacks)
+
+    assert run.status == AgentRun.Status.SUCCEEDED, run.error
+    first, second = openai_stub.requests
+    assert first["stream"] is True and first["stream_options"] == {"include_usage": True}
+    assert first["model"] == "gpt-4o-mini"
+    assert {t["function"]["name"] for t in first["tools"]} == {"ls", "read_file", "write_file"}
+    assert first["messages"][-1] == {"role": "user", "content": "write a note"}
+    tool_result = second["messages"][-1]
+    assert tool_result["role"] == "tool" and tool_result["tool_call_id"] == "call_w1"
+
+    roles = list(thread.messages.order_by("seq").values_list("role", "tool_name"))
+    assert roles == [("user", ""), ("assistant", ""), ("tool", "write_file"), ("assistant", "")]
+    assert thread.messages.get(role="assistant", tool_calls=[]).content == "I wrote notes/a.md for you."
+    tokens = [e["text"] for e in sent if e["type"] == "run.token"]
+    assert len(tokens) > 1 and "".join(tokens) == "I wrote notes/a.md for you."
+    assert run.usage["model_calls"] == 2 and run.usage["input_tokens"] > 0  # usage from the final SSE chunk
+
+
+def test_a_provider_error_fails_the_run_with_its_message(
+    user, openai_agent, openai_stub, django_capture_on_commit_callbacks
+):
+    openai_stub.error(400, {"error": {"message": "model does not exist", "type": "invalid_request_error"}})
+    _thread, run = _run(user, openai_agent, "hi", django_capture_on_commit_callbacks)
+    assert run.status == AgentRun.Status.FAILED
+    assert "model does not exist" in run.error
+
+
+def test_non_streaming_invoke_gets_json_completions_and_tool_calls(openai_agent, openai_stub):
+    openai_stub.tool_call("ls", {"path": "."}, call_id="call_ls")
+    model = chat_model_for(openai_agent)
+    reply = model.invoke("list files")
+    assert reply.tool_calls == [{"name": "ls", "args": {"path": "."}, "id": "call_ls", "type": "tool_call"}]
+    assert "stream" not in openai_stub.requests[0] or openai_stub.requests[0]["stream"] is False
+    assert reply.usage_metadata["total_tokens"] > 0
+
+
+def test_the_stub_serves_context_overflow_errors(openai_agent, openai_stub):
+    import openai
+
+    openai_stub.context_overflow()
+    with pytest.raises(openai.BadRequestError) as excinfo:
+        chat_model_for(openai_agent).invoke("hi")
+    assert excinfo.value.code == "context_length_exceeded"
+
+
+def test_agent_settings_reach_the_client(openai_agent, openai_stub):
+    model = chat_model_for(openai_agent)
+    assert model.model_name == "gpt-4o-mini"
+    assert model.openai_api_base == openai_stub.base_url
+    assert model.openai_api_key.get_secret_value() == "sk-test"
+    assert model.stream_usage is True and model.temperature == 0.0
+
+
+def test_an_openai_agent_without_key_or_base_url_is_a_clear_error(monkeypatch, settings):
+    settings.OPENAI_API_KEY = ""
+    settings.OPENAI_BASE_URL = ""
+    monkeypatch.delenv("NO_SUCH_KEY", raising=False)
+    agent = Agent(
+        slug="keyless", provider=Agent.Provider.OPENAI, model_name="gpt-4o", api_key_env="NO_SUCH_KEY"
+    )
+    with pytest.raises(ModelConfigurationError, match="NO_SUCH_KEY"):
+        chat_model_for(agent)
+
+
+def test_the_offline_agent_gets_the_offline_model(agent):
+    from agent_platform.runtime.offline import OfflineChatModel
+
+    assert isinstance(chat_model_for(agent), OfflineChatModel)

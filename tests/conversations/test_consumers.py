@@ -1,0 +1,79 @@
+"""The thread socket: owner and staff subscribe; anyone else is closed with 4403; events are relayed."""
+
+from __future__ import annotations
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+
+from conversations.events import broadcast
+from conversations.routing import websocket_urlpatterns
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _communicator(thread, user):
+    from channels.auth import AuthMiddlewareStack
+
+    application = AuthMiddlewareStack(URLRouter(websocket_urlpatterns))
+    communicator = WebsocketCommunicator(application, f"/ws/threads/{thread.thread_id}/")
+    communicator.scope["user"] = user
+    return communicator
+
+
+async def _connect(thread, user):
+    communicator = _communicator(thread, user)
+    connected, _ = await communicator.connect()
+    assert connected
+    return communicator
+
+
+async def test_another_user_is_closed_with_4403(thread, other_user):
+    communicator = await _connect(thread, other_user)
+    assert await communicator.receive_output(timeout=2) == {"type": "websocket.close", "code": 4403}
+    await communicator.wait()
+
+
+async def test_anonymous_is_closed_with_4403(thread):
+    from django.contrib.auth.models import AnonymousUser
+
+    communicator = await _connect(thread, AnonymousUser())
+    assert (await communicator.receive_output(timeout=2))["code"] == 4403
+
+
+async def test_owner_receives_run_events_as_json(thread, user):
+    from conversations.services import message_intake
+
+    communicator = await _connect(thread, user)
+    await sync_to_async(message_intake)(thread_id=thread.thread_id, user=user, content="hello")
+    received = []
+    while not (received and received[-1].get("status") == "succeeded"):
+        received.append(await communicator.receive_json_from(timeout=5))
+    types = [event["type"] for event in received]
+    assert types[:2] == ["message.created", "run.status"]
+    assert {"run.token", "message.created"} <= set(types)
+    assert received[-1]["type"] == "run.status"
+    await communicator.disconnect()
+
+
+async def test_staff_may_watch_any_thread_and_gets_compression_and_state_events(thread, staff_user):
+    communicator = await _connect(thread, staff_user)
+    await sync_to_async(broadcast)(
+        thread.thread_id,
+        "compression",
+        status="started",
+        level="compaction",
+        before_tokens=10,
+        after_tokens=10,
+    )
+    await sync_to_async(broadcast)(thread.thread_id, "state", token_usage={"summary_pressure_ratio": 0.5})
+    assert await communicator.receive_json_from(timeout=2) == {
+        "type": "compression",
+        "status": "started",
+        "level": "compaction",
+        "before_tokens": 10,
+        "after_tokens": 10,
+    }
+    assert (await communicator.receive_json_from(timeout=2))["token_usage"] == {"summary_pressure_ratio": 0.5}
+    await communicator.disconnect()
