@@ -5,6 +5,7 @@ from django.urls import include, path
 from agent_platform.api import api
 
 urlpatterns = [
+    path("admin/pressure/", include("conversations.admin_views")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),

@@ -6,4 +6,17 @@ app_name = "conversations"
 
 urlpatterns = [
     path("", views.thread_list, name="thread-list"),
+    path("threads/new", views.thread_new, name="thread-new"),
+    path("threads/<uuid:thread_id>/", views.thread_detail, name="thread-detail"),
+    path("threads/<uuid:thread_id>/delete", views.thread_delete, name="thread-delete"),
+    path("threads/<uuid:thread_id>/messages", views.message_send, name="message-send"),
+    path("threads/<uuid:thread_id>/answer", views.question_answer, name="question-answer"),
+    path("threads/<uuid:thread_id>/fragments/messages", views.fragment_messages, name="fragment-messages"),
+    path("threads/<uuid:thread_id>/fragments/state", views.fragment_state, name="fragment-state"),
+    path(
+        "threads/<uuid:thread_id>/fragments/compression",
+        views.fragment_compression,
+        name="fragment-compression",
+    ),
+    path("threads/<uuid:thread_id>/files/<path:path>", views.workdir_file, name="workdir-file"),
 ]

@@ -1,15 +1,236 @@
-"""Server-rendered chat pages."""
+"""Server-rendered chat pages and the fragments the page reloads when its socket says something changed.
+
+Commands go over HTTP (forms, or fetch from ``static/js/thread.js``); events arrive over the thread's
+WebSocket. Each fragment (``_message.html``, ``_state_panel.html``, ``_run_status.html``,
+``_compression_status.html``) renders both on page load and when the page fetches it after an event.
+"""
 
 from __future__ import annotations
 
+import uuid
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
-from django.views.decorators.http import require_GET
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.utils.translation import gettext as _
+from django.views.decorators.http import require_GET, require_POST
+
+from agent_platform.errors import ApplicationError, NotFound
+from agent_platform.selectors import agent_list_enabled
+from agent_platform.workdir import workdir_for
+from compression.engine.store import StoreError
+from conversations import pages, selectors, services
+from conversations.models import Conversation
+
+# fetch() from thread.js sends this header; plain form posts redirect instead.
+FETCH_HEADER = "x-requested-with"
+FETCH_VALUE = "fetch"
+
+
+def _is_fetch(request: HttpRequest) -> bool:
+    return request.headers.get(FETCH_HEADER, "").lower() == FETCH_VALUE
+
+
+def _not_found_as_404(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """Missing, deleted and foreign threads all answer 404 (no existence leak)."""
+
+    @wraps(view)
+    def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        try:
+            return view(request, *args, **kwargs)
+        except NotFound as exc:
+            raise Http404(exc.message) from exc
+
+    return wrapper
+
+
+def _command_response(
+    request: HttpRequest, thread_id: uuid.UUID, error: ApplicationError | None
+) -> HttpResponse:
+    """After a form command: fetch gets 202 (or the error's status and text); a plain post redirects."""
+    if _is_fetch(request):
+        if error is None:
+            return HttpResponse(status=202)
+        return HttpResponse(_error_text(error), status=error.status, content_type="text/plain; charset=utf-8")
+    if error is not None:
+        messages.error(request, _error_text(error))
+    return redirect("conversations:thread-detail", thread_id=thread_id)
+
+
+def _error_text(error: ApplicationError) -> str:
+    if error.code == "thread_busy":
+        return _("The thread is busy right now. Try again in a moment.")
+    if error.code in ("empty_message",):
+        return _("Write something first.")
+    if error.code == "not_interrupted":
+        return _("The agent is no longer waiting for an answer.")
+    return error.message
+
+
+def _state_context(conversation: Conversation) -> dict[str, Any]:
+    state = selectors.thread_state(conversation=conversation)
+    token_usage = state.get("token_usage") or {}
+    latest_run = state.get("latest_run")
+    busy = bool(state["running"] or state["queued"] or state["interrupted"])
+    return {
+        "conversation": conversation,
+        "state": state,
+        "token_usage": token_usage,
+        "pressure": pages.pressure_from_usage(token_usage),
+        "latest_run": latest_run,
+        "busy": busy,
+        "question": (state.get("interrupt") or {}).get("question") if state["interrupted"] else None,
+        "compression": pages.compression_status_from(_last_compression(token_usage, latest_run)),
+    }
+
+
+def _last_compression(token_usage: dict[str, Any], latest_run: Any) -> dict[str, Any] | None:
+    """The newest compression the server knows of: in the latest run's events, else a manual result."""
+    for event in reversed(getattr(latest_run, "events", None) or []):
+        if isinstance(event, dict) and event.get("type") == "compression":
+            return event
+    manual = token_usage.get("compression")
+    return manual if isinstance(manual, dict) else None
 
 
 @login_required
 @require_GET
 def thread_list(request: HttpRequest) -> HttpResponse:
-    conversations = request.user.conversations.filter(status="active").select_related("agent")
-    return render(request, "conversations/thread_list.html", {"conversations": conversations})
+    return render(
+        request,
+        "conversations/thread_list.html",
+        {"conversations": selectors.thread_list(user=request.user), "agents": agent_list_enabled()},
+    )
+
+
+@login_required
+@require_POST
+def thread_new(request: HttpRequest) -> HttpResponse:
+    try:
+        conversation = services.thread_create(
+            user=request.user,
+            agent_slug=request.POST.get("agent", ""),
+            title=request.POST.get("title", "")[:200],
+        )
+    except ApplicationError as error:
+        messages.error(request, error.message)
+        return redirect("conversations:thread-list")
+    return redirect("conversations:thread-detail", thread_id=conversation.thread_id)
+
+
+@login_required
+@require_POST
+@_not_found_as_404
+def thread_delete(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    services.thread_soft_delete(thread_id=thread_id, user=request.user)
+    messages.success(request, _("Thread deleted."))
+    return redirect("conversations:thread-list")
+
+
+@login_required
+@require_GET
+@_not_found_as_404
+def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    context = _state_context(conversation)
+    context["messages_list"] = list(selectors.message_list(conversation=conversation))
+    return render(request, "conversations/thread_detail.html", context)
+
+
+@login_required
+@require_POST
+@_not_found_as_404
+def message_send(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    try:
+        services.message_intake(
+            thread_id=thread_id,
+            user=request.user,
+            content=request.POST.get("content", ""),
+            request_id=request.POST.get("request_id") or None,
+        )
+    except NotFound:
+        raise
+    except ApplicationError as error:
+        return _command_response(request, thread_id, error)
+    return _command_response(request, thread_id, None)
+
+
+@login_required
+@require_POST
+@_not_found_as_404
+def question_answer(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    try:
+        services.run_resume(thread_id=thread_id, user=request.user, answer=request.POST.get("answer", ""))
+    except NotFound:
+        raise
+    except ApplicationError as error:
+        return _command_response(request, thread_id, error)
+    return _command_response(request, thread_id, None)
+
+
+@login_required
+@require_GET
+@_not_found_as_404
+def fragment_messages(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    """Transcript entries after ``?after=<seq>``, each a ``_message.html``."""
+    conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    try:
+        after = max(0, int(request.GET.get("after", "0")))
+    except ValueError:
+        after = 0
+    return render(
+        request,
+        "conversations/_messages.html",
+        {
+            "conversation": conversation,
+            "messages_list": selectors.message_list(conversation=conversation, after_seq=after),
+        },
+    )
+
+
+@login_required
+@require_GET
+@_not_found_as_404
+def fragment_state(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    """The state panel and the run status together; the page swaps each by its id."""
+    conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    context = _state_context(conversation)
+    html = render_to_string("conversations/_state_panel.html", context, request=request)
+    html += render_to_string("conversations/_run_status.html", context, request=request)
+    return HttpResponse(html)
+
+
+@login_required
+@require_GET
+@_not_found_as_404
+def fragment_compression(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    """The compression status line for a live event's fields (``?status=completed&level=...``)."""
+    conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    return render(
+        request,
+        "conversations/_compression_status.html",
+        {"conversation": conversation, "compression": pages.compression_status_from(request.GET.dict())},
+    )
+
+
+@login_required
+@require_GET
+@_not_found_as_404
+def workdir_file(request: HttpRequest, thread_id: uuid.UUID, path: str) -> HttpResponse:
+    """A saved workdir file (e.g. a receipt's full output), for the thread's owner only."""
+    conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    try:
+        text = workdir_for(conversation).read_text(path)
+    except StoreError as exc:  # includes paths outside the workdir boundary
+        raise Http404(_("No such file.")) from exc
+    # Plain text whatever the extension: user content is shown, never run as HTML.
+    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    # User content: never let the browser sniff it into HTML.
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Disposition"] = "inline"
+    return response

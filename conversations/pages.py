@@ -1,0 +1,193 @@
+"""What the chat pages show, computed from primitives: pressure meter and hint, receipts, collapsing.
+
+Pure functions (no ORM, no request): the UI only projects the token-usage figures (SPEC 7).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from compression.engine.formats import (
+    RECEIPT_HEADER,
+    RECEIPT_PATH_PREFIX,
+    RECEIPT_PREVIEW_HEADER,
+    RECEIPT_SHA256_PREFIX,
+    RECEIPT_TOKENS_PREFIX,
+    RECEIPT_TOOL_PREFIX,
+)
+
+# The hint is a derived line for people only; it never triggers anything (0.849 no, 0.85 yes).
+HINT_RATIO = 0.85
+WARNING_RATIO = 0.75
+DANGER_RATIO = 0.9
+# Tool results and arguments longer than this are collapsed behind <details>.
+COLLAPSE_CHARS = 600
+COLLAPSE_LINES = 10
+COMPRESSION_STATUSES = ("started", "completed", "failed", "no_op")
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return None if value is None or isinstance(value, bool) else int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _ratio(value: Any) -> float | None:
+    try:
+        return None if value is None or isinstance(value, bool) else float(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _percent(part: int | None, whole: int | None) -> float:
+    if not part or not whole or whole <= 0:
+        return 0.0
+    return round(min(1.0, max(0.0, part / whole)) * 100, 1)
+
+
+@dataclass(frozen=True)
+class Pressure:
+    """The state panel's meter: next input tokens against the trigger ``T`` and the context window."""
+
+    measured: bool
+    tokens: int | None = None
+    trigger: int | None = None
+    window: int | None = None
+    ratio: float | None = None
+    trigger_percent: float = 0.0
+    window_percent: float = 0.0
+    tone: str = "ok"
+    suggest: bool = False
+    summary_active: bool = False
+
+
+def pressure_from_usage(token_usage: Mapping[str, Any] | None) -> Pressure:
+    """Project ``token_usage`` (SPEC 7) for the meter; the hint is ``summary_pressure_ratio >= 0.85``."""
+    if not token_usage:
+        return Pressure(measured=False)
+    tokens = _int(token_usage.get("next_llm_input_tokens"))
+    if tokens is None:
+        tokens = _int(token_usage.get("llm_input_tokens"))
+    trigger = _int(token_usage.get("summary_trigger_tokens"))
+    window = _int(token_usage.get("context_window"))
+    ratio = _ratio(token_usage.get("summary_pressure_ratio"))
+    if ratio is None and tokens is not None and trigger:
+        ratio = round(tokens / trigger, 4)
+    if tokens is None and ratio is None:
+        return Pressure(measured=False, summary_active=bool(token_usage.get("summary_active")))
+    tone = "danger" if (ratio or 0) >= DANGER_RATIO else "warning" if (ratio or 0) >= WARNING_RATIO else "ok"
+    return Pressure(
+        measured=True,
+        tokens=tokens,
+        trigger=trigger,
+        window=window,
+        ratio=ratio,
+        trigger_percent=_percent(tokens, trigger),
+        window_percent=_percent(tokens, window),
+        tone=tone,
+        suggest=ratio is not None and ratio >= HINT_RATIO,
+        summary_active=bool(token_usage.get("summary_active")),
+    )
+
+
+def format_tokens(value: Any) -> str:
+    """``950``, ``12.3K``, ``1.05M``: 1000-based with three significant digits."""
+    number = _int(value)
+    if number is None:
+        return "–"
+    if abs(number) < 1000:
+        return str(number)
+    for divisor, suffix in ((1_000_000, "M"), (1000, "K")):
+        if abs(number) >= divisor:
+            scaled = f"{number / divisor:.3g}"
+            if "e" in scaled:  # .3g switches to exponents from 1000 upwards
+                scaled = f"{number / divisor:.0f}"
+            return f"{scaled}{suffix}"
+    return str(number)
+
+
+@dataclass(frozen=True)
+class Receipt:
+    """A ``[Tool result saved]`` receipt: where the full output lives."""
+
+    tool: str
+    approx_tokens: str
+    sha256: str
+    path: str
+    preview: str
+
+
+def receipt_parse(content: str) -> Receipt | None:
+    """The receipt fields of a saved-result message, or None when ``content`` is not a receipt."""
+    if not isinstance(content, str) or not content.startswith(RECEIPT_HEADER):
+        return None
+    fields = {
+        RECEIPT_TOOL_PREFIX: "",
+        RECEIPT_TOKENS_PREFIX: "",
+        RECEIPT_SHA256_PREFIX: "",
+        RECEIPT_PATH_PREFIX: "",
+    }
+    lines = content.split("\n")
+    preview_lines: list[str] | None = None
+    for line in lines[1:]:
+        if preview_lines is not None:
+            preview_lines.append(line)
+            continue
+        if line == RECEIPT_PREVIEW_HEADER:
+            preview_lines = []
+            continue
+        for prefix in fields:
+            if line.startswith(prefix) and not fields[prefix]:
+                fields[prefix] = line[len(prefix) :].strip()
+    if not fields[RECEIPT_PATH_PREFIX]:
+        return None
+    return Receipt(
+        tool=fields[RECEIPT_TOOL_PREFIX],
+        approx_tokens=fields[RECEIPT_TOKENS_PREFIX],
+        sha256=fields[RECEIPT_SHA256_PREFIX],
+        path=fields[RECEIPT_PATH_PREFIX],
+        preview="\n".join(preview_lines or []).strip(),
+    )
+
+
+def is_long(text: Any) -> bool:
+    if not isinstance(text, str):
+        return False
+    return len(text) > COLLAPSE_CHARS or text.count("\n") >= COLLAPSE_LINES
+
+
+def first_line(text: Any, limit: int = 120) -> str:
+    line = (text or "").strip().split("\n", 1)[0] if isinstance(text, str) else ""
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+@dataclass(frozen=True)
+class CompressionStatus:
+    status: str
+    level: str = ""
+    before_tokens: int | None = None
+    after_tokens: int | None = None
+    error: str = ""
+    reason: str = ""
+    file_path: str = ""
+
+
+def compression_status_from(data: Mapping[str, Any] | None) -> CompressionStatus | None:
+    """A compression event or manual-compression result reduced to what the status line shows."""
+    if not data:
+        return None
+    status = str(data.get("status") or "")
+    if status not in COMPRESSION_STATUSES:
+        return None
+    return CompressionStatus(
+        status=status,
+        level=str(data.get("level") or ""),
+        before_tokens=_int(data.get("before_tokens")),
+        after_tokens=_int(data.get("after_tokens")),
+        error=str(data.get("error") or data.get("message") or "")[:500],
+        reason=str(data.get("reason") or "")[:200],
+        file_path=str(data.get("file_path") or ""),
+    )

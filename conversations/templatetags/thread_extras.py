@@ -1,0 +1,64 @@
+"""Template filters of the chat pages: token counts, receipts, collapsing, tool-call arguments."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django import template
+from django.utils.translation import gettext as _
+
+from conversations import pages
+
+register = template.Library()
+
+
+@register.filter
+def tokens(value: Any) -> str:
+    return pages.format_tokens(value)
+
+
+@register.filter
+def receipt(content: Any) -> pages.Receipt | None:
+    return pages.receipt_parse(content)
+
+
+@register.filter
+def is_long(text: Any) -> bool:
+    return pages.is_long(text)
+
+
+@register.filter
+def first_line(text: Any) -> str:
+    return pages.first_line(text)
+
+
+@register.filter
+def pretty_json(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return value
+    return json.dumps(value, ensure_ascii=False, indent=2, default=str)
+
+
+@register.filter
+def percent(ratio: Any) -> str:
+    """``0.8512`` → ``85.1%``."""
+    try:
+        return f"{float(ratio) * 100:.1f}%"
+    except (TypeError, ValueError):
+        return "–"
+
+
+@register.filter
+def level_label(level: Any) -> str:
+    """A compression level in the reader's language."""
+    labels = {
+        "compaction": _("compaction"),
+        "summary": _("summary"),
+        "summarization": _("summary"),
+        "manual": _("manual summary"),
+    }
+    return str(labels.get(str(level or ""), level or _("summary")))

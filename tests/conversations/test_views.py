@@ -1,0 +1,434 @@
+"""Chat pages and fragments: login, owner-only, the 0.85 hint, busy buttons, receipts, files, i18n."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.urls import reverse
+
+from agent_platform.workdir import workdir_for
+from conversations.models import AgentRun, Conversation, Message
+from conversations.pages import format_tokens, pressure_from_usage, receipt_parse
+from tests.conversations.page_support import state_has_token_usage, usage_at, write_token_usage
+
+pytestmark = pytest.mark.django_db
+
+RECEIPT = (
+    "[Tool result saved]\n"
+    "Tool: web_search\n"
+    "Approx tokens: 5120\n"
+    "SHA-256: " + "a" * 64 + "\n"
+    "Full output path: outputs/large_tool_results/web_search-0123456789abcdef.txt\n"
+    "\n"
+    "Output preview:\n"
+    "[HEAD]\nfirst lines\n"
+    "[Truncated 9000 chars. Read the full output from the saved file.]"
+)
+
+
+@pytest.fixture
+def seed_token_usage(monkeypatch):
+    """Seed a thread's ``token_usage`` through the state repository (the token-usage middleware's key).
+
+    While the graph has no ``token_usage`` channel yet, the selector that reads it is stubbed instead.
+    """
+    seeded: dict[str, dict] = {}
+
+    def seed(conversation, usage: dict) -> None:
+        if state_has_token_usage(conversation):
+            write_token_usage(conversation, usage)
+            return
+        seeded[str(conversation.thread_id)] = usage
+        monkeypatch.setattr(
+            "conversations.selectors.thread_token_usage",
+            lambda *, conversation: seeded.get(str(conversation.thread_id)),
+        )
+
+    return seed
+
+
+def _detail(thread) -> str:
+    return reverse("conversations:thread-detail", kwargs={"thread_id": thread.thread_id})
+
+
+def _state(thread) -> str:
+    return reverse("conversations:fragment-state", kwargs={"thread_id": thread.thread_id})
+
+
+def _file(thread, path: str) -> str:
+    return reverse("conversations:workdir-file", kwargs={"thread_id": thread.thread_id, "path": path})
+
+
+# --- access ------------------------------------------------------------------------------------
+
+
+def test_every_page_requires_login(client, thread):
+    urls = [
+        reverse("conversations:thread-list"),
+        _detail(thread),
+        _state(thread),
+        reverse("conversations:fragment-messages", kwargs={"thread_id": thread.thread_id}),
+        _file(thread, "outputs/x.txt"),
+    ]
+    for url in urls:
+        response = client.get(url)
+        assert response.status_code == 302, url
+        assert response["Location"].startswith(reverse("login")), url
+
+
+def test_another_users_thread_is_404_on_every_page(client, other_user, thread):
+    client.force_login(other_user)
+    kwargs = {"thread_id": thread.thread_id}
+    for response in (
+        client.get(_detail(thread)),
+        client.get(_state(thread)),
+        client.get(reverse("conversations:fragment-messages", kwargs=kwargs)),
+        client.get(reverse("conversations:fragment-compression", kwargs=kwargs) + "?status=started"),
+        client.post(reverse("conversations:message-send", kwargs=kwargs), {"content": "hi"}),
+        client.post(reverse("conversations:question-answer", kwargs=kwargs), {"answer": "x"}),
+        client.post(reverse("conversations:thread-delete", kwargs=kwargs)),
+    ):
+        assert response.status_code == 404
+    assert not Message.objects.exists()
+    assert Conversation.objects.get(pk=thread.pk).status == Conversation.Status.ACTIVE
+
+
+def test_thread_list_shows_only_my_threads_and_the_agent_picker(owner_client, thread, other_user, agent):
+    from conversations.services import thread_create
+
+    thread_create(user=other_user, agent_slug=agent.slug, title="Bob's secret")
+    html = owner_client.get(reverse("conversations:thread-list")).content.decode()
+    assert "Test thread" in html
+    assert "Bob&#x27;s secret" not in html and "Bob's secret" not in html
+    assert f'<option value="{agent.slug}">' in html
+
+
+def test_new_thread_form_creates_through_the_service_and_redirects(owner_client, user, agent):
+    response = owner_client.post(reverse("conversations:thread-new"), {"agent": agent.slug, "title": "Plan"})
+    conversation = Conversation.objects.get(owner=user)
+    assert response.status_code == 302
+    assert response["Location"] == _detail(conversation)
+    assert conversation.title == "Plan" and conversation.agent == agent
+
+
+def test_new_thread_with_an_unknown_agent_goes_back_with_an_error(owner_client):
+    response = owner_client.post(reverse("conversations:thread-new"), {"agent": "nope"}, follow=True)
+    assert response.status_code == 200
+    assert not Conversation.objects.exists()
+    assert "No such agent" in response.content.decode()
+
+
+# --- the hint ----------------------------------------------------------------------------------
+
+
+def test_hint_shows_at_exactly_0_85(owner_client, thread, seed_token_usage):
+    seed_token_usage(thread, usage_at(0.85))
+    html = owner_client.get(_detail(thread)).content.decode()
+    assert 'id="compression-hint"' in html
+    assert 'id="compress-button"' in html
+    assert "85.0%" in html
+
+
+def test_hint_does_not_show_at_0_849(owner_client, thread, seed_token_usage):
+    seed_token_usage(thread, usage_at(0.849))
+    html = owner_client.get(_detail(thread)).content.decode()
+    assert 'id="compression-hint"' not in html
+    assert 'id="compress-button"' not in html
+    # the meter is there all the same
+    assert 'id="meter-trigger"' in html
+
+
+def test_state_fragment_has_the_same_hint_rule(owner_client, thread, seed_token_usage):
+    seed_token_usage(thread, usage_at(0.849))
+    assert 'id="compression-hint"' not in owner_client.get(_state(thread)).content.decode()
+    seed_token_usage(thread, usage_at(0.85))
+    html = owner_client.get(_state(thread)).content.decode()
+    assert 'id="compression-hint"' in html
+    # one response, both fragments the page swaps by id
+    assert 'id="state-panel"' in html and 'id="run-status"' in html
+
+
+def test_meter_shows_tokens_against_the_trigger_and_the_window(owner_client, thread, seed_token_usage):
+    seed_token_usage(thread, usage_at(0.5, trigger=102400, window=128000))
+    html = owner_client.get(_detail(thread)).content.decode()
+    assert re.search(r'id="meter-trigger" style="width: 50\.0%"', html)
+    # 51200 of 128000 = 40%
+    assert re.search(r'id="meter-window" style="width: 40\.0%"', html)
+    assert "51.2K" in html and "102K" in html and "128K" in html
+
+
+def test_without_a_measurement_the_panel_says_so(owner_client, thread):
+    html = owner_client.get(_detail(thread)).content.decode()
+    assert "No measurement yet" in html
+    assert 'id="compression-hint"' not in html
+
+
+@pytest.mark.parametrize(
+    ("status", "flag"),
+    [
+        (AgentRun.Status.RUNNING, "running"),
+        (AgentRun.Status.QUEUED, "queued"),
+        (AgentRun.Status.INTERRUPTED, "interrupted"),
+    ],
+)
+def test_compress_button_is_disabled_while_the_thread_is_busy(
+    owner_client, thread, status, flag, seed_token_usage
+):
+    seed_token_usage(thread, usage_at(0.9))
+    AgentRun.objects.create(conversation=thread, status=status)
+    html = owner_client.get(_state(thread)).content.decode()
+    assert re.search(r'id="compress-button"[^>]*disabled', html), flag
+    assert f'data-{flag}="true"' in html
+    assert 'data-busy="true"' in html
+
+
+def test_compress_button_is_enabled_when_idle(owner_client, thread, seed_token_usage):
+    seed_token_usage(thread, usage_at(0.9))
+    AgentRun.objects.create(conversation=thread, status=AgentRun.Status.SUCCEEDED)
+    html = owner_client.get(_state(thread)).content.decode()
+    assert re.search(r'id="compress-button"[^>]*>', html)
+    assert not re.search(r'id="compress-button"[^>]*disabled', html)
+
+
+def test_an_interrupted_run_shows_its_question_with_an_answer_form(owner_client, thread):
+    AgentRun.objects.create(
+        conversation=thread,
+        status=AgentRun.Status.INTERRUPTED,
+        events=[{"type": "interrupt", "question": "Which city?"}],
+    )
+    html = owner_client.get(_detail(thread)).content.decode()
+    assert "Which city?" in html
+    assert 'id="answer-form"' in html
+
+
+# --- transcript --------------------------------------------------------------------------------
+
+
+def _add(thread, **fields) -> Message:
+    seq = thread.messages.count() + 1
+    return Message.objects.create(conversation=thread, seq=seq, **fields)
+
+
+def test_transcript_shows_tool_calls_and_collapses_long_results(owner_client, thread):
+    _add(thread, role="user", content="find the report")
+    _add(
+        thread,
+        role="assistant",
+        content="",
+        tool_calls=[{"id": "c1", "name": "query_kb", "args": {"query": "report"}}],
+    )
+    _add(thread, role="tool", content="short result", tool_name="query_kb", tool_call_id="c1")
+    _add(thread, role="tool", content="line\n" * 50, tool_name="query_kb", tool_call_id="c2")
+    html = owner_client.get(_detail(thread)).content.decode()
+    assert "Calls query_kb" in html and "&quot;query&quot;: &quot;report&quot;" in html
+    assert '<details class="collapsed">' in html  # the 50-line result
+    assert "<pre>short result</pre>" in html  # the short one shown whole
+
+
+def test_a_receipt_links_to_the_saved_file(owner_client, thread):
+    _add(thread, role="tool", content=RECEIPT, tool_name="web_search", tool_call_id="c1")
+    html = owner_client.get(_detail(thread)).content.decode()
+    href = _file(thread, "outputs/large_tool_results/web_search-0123456789abcdef.txt")
+    assert f'href="{href}"' in html
+
+
+def test_messages_fragment_returns_only_messages_after_the_given_seq(owner_client, thread):
+    for text in ("one", "two", "three"):
+        _add(thread, role="user", content=text)
+    url = reverse("conversations:fragment-messages", kwargs={"thread_id": thread.thread_id})
+    html = owner_client.get(url + "?after=1").content.decode()
+    assert 'id="message-1"' not in html
+    assert 'id="message-2"' in html and 'id="message-3"' in html
+
+
+def test_compression_fragment_renders_an_event(owner_client, thread):
+    url = reverse("conversations:fragment-compression", kwargs={"thread_id": thread.thread_id})
+    html = owner_client.get(
+        url, {"status": "completed", "level": "summary", "before_tokens": 90000, "after_tokens": 12000}
+    ).content.decode()
+    assert "Compression completed (summary): 90K → 12K tokens" in html
+    html = owner_client.get(url, {"status": "failed", "error": "<b>boom</b>"}).content.decode()
+    assert "Compression failed:" in html and "&lt;b&gt;boom&lt;/b&gt;" in html
+
+
+# --- commands ----------------------------------------------------------------------------------
+
+
+def test_composer_post_queues_a_run_and_the_offline_agent_answers(
+    owner_client, thread, django_capture_on_commit_callbacks
+):
+    url = reverse("conversations:message-send", kwargs={"thread_id": thread.thread_id})
+    with django_capture_on_commit_callbacks(execute=True):
+        response = owner_client.post(url, {"content": "hello there"}, headers={"X-Requested-With": "fetch"})
+    assert response.status_code == 202
+    roles = list(thread.messages.order_by("seq").values_list("role", flat=True))
+    assert roles[0] == "user" and "assistant" in roles  # runs execute eagerly on commit in test settings
+
+
+def test_composer_without_javascript_redirects_back(owner_client, thread):
+    url = reverse("conversations:message-send", kwargs={"thread_id": thread.thread_id})
+    response = owner_client.post(url, {"content": "hello"})
+    assert response.status_code == 302 and response["Location"] == _detail(thread)
+
+
+def test_empty_message_is_a_422_with_a_readable_reason(owner_client, thread):
+    url = reverse("conversations:message-send", kwargs={"thread_id": thread.thread_id})
+    response = owner_client.post(url, {"content": "   "}, headers={"X-Requested-With": "fetch"})
+    assert response.status_code == 422
+    assert response.content.decode() == "Write something first."
+
+
+def test_answer_when_nothing_is_asked_is_a_409(owner_client, thread):
+    url = reverse("conversations:question-answer", kwargs={"thread_id": thread.thread_id})
+    response = owner_client.post(url, {"answer": "Paris"}, headers={"X-Requested-With": "fetch"})
+    assert response.status_code == 409
+
+
+def test_page_posts_need_the_csrf_token(client, user, thread):
+    from django.test import Client
+
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(user)
+    url = reverse("conversations:message-send", kwargs={"thread_id": thread.thread_id})
+    assert strict.post(url, {"content": "hi"}).status_code == 403
+
+
+# --- saved files -------------------------------------------------------------------------------
+
+
+def test_owner_reads_a_saved_file_as_plain_text(owner_client, thread):
+    workdir_for(thread).write_text("outputs/large_tool_results/x.txt", "<script>full output</script>")
+    response = owner_client.get(_file(thread, "outputs/large_tool_results/x.txt"))
+    assert response.status_code == 200
+    assert response["Content-Type"] == "text/plain; charset=utf-8"
+    assert response["X-Content-Type-Options"] == "nosniff"
+    assert response.content.decode() == "<script>full output</script>"
+
+
+def test_another_user_and_staff_get_404_for_a_saved_file(client, other_user, staff_user, thread):
+    workdir_for(thread).write_text("outputs/secret.txt", "secret")
+    for someone in (other_user, staff_user):
+        client.force_login(someone)
+        assert client.get(_file(thread, "outputs/secret.txt")).status_code == 404
+
+
+@pytest.mark.parametrize(
+    "path", ["../other/outputs/x.txt", "outputs/../../x.txt", "outputs/missing.txt", "outputs"]
+)
+def test_paths_outside_the_workdir_or_missing_are_404(owner_client, thread, path):
+    workdir_for(thread).write_text("outputs/present.txt", "here")
+    assert owner_client.get(f"/threads/{thread.thread_id}/files/{path}").status_code == 404
+
+
+def test_a_deleted_threads_files_are_gone(owner_client, user, thread):
+    from conversations.services import thread_soft_delete
+
+    workdir_for(thread).write_text("outputs/x.txt", "x")
+    thread_soft_delete(thread_id=thread.thread_id, user=user)
+    assert owner_client.get(_file(thread, "outputs/x.txt")).status_code == 404
+
+
+# --- i18n --------------------------------------------------------------------------------------
+
+
+def test_pages_render_in_simplified_chinese_after_set_language(owner_client, thread, seed_token_usage):
+    seed_token_usage(thread, usage_at(0.9))
+    response = owner_client.post(reverse("set_language"), {"language": "zh-hans", "next": _detail(thread)})
+    assert response.status_code == 302
+    html = owner_client.get(_detail(thread)).content.decode()
+    assert '<html lang="zh-hans">' in html
+    assert "压缩上下文" in html  # the button
+    assert "发送" in html  # the composer
+    assert "Compress context" not in html
+
+
+def test_english_is_the_default(owner_client, thread, seed_token_usage):
+    seed_token_usage(thread, usage_at(0.9))
+    html = owner_client.get(_detail(thread)).content.decode()
+    assert '<html lang="en">' in html and "Compress context" in html
+
+
+# --- staff pressure page -----------------------------------------------------------------------
+
+
+def test_pressure_page_is_staff_only(client, user):
+    client.force_login(user)
+    response = client.get(reverse("admin-pressure"))
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_pressure_page_lists_threads_by_pressure_with_a_histogram_per_agent(client, staff_user, user, agent):
+    from agent_platform.models import Agent
+    from conversations.services import thread_create
+
+    second = Agent.objects.create(name="Second agent", slug="second")
+    ratios = {"low": 0.2, "hot": 0.93, "over": 1.4}
+    for title, ratio in ratios.items():
+        conversation = thread_create(user=user, agent_slug=agent.slug, title=title)
+        Conversation.objects.filter(pk=conversation.pk).update(pressure_ratio=ratio, context_tokens=1000)
+    other = thread_create(user=user, agent_slug=second.slug, title="other")
+    Conversation.objects.filter(pk=other.pk).update(pressure_ratio=0.5)
+    thread_create(user=user, agent_slug=agent.slug, title="never measured")
+
+    client.force_login(staff_user)
+    html = client.get(reverse("admin-pressure")).content.decode()
+    assert html.count('<figure class="pressure-chart">') == 2
+    rows = re.findall(r"/admin/conversations/conversation/\d+/change/\">([^<]+)</a>", html)
+    assert rows == ["over", "hot", "other", "low"]
+    assert "1 not measured yet" in html
+
+    filtered = client.get(reverse("admin-pressure"), {"agent": second.slug}).content.decode()
+    assert re.findall(r"/change/\">([^<]+)</a>", filtered) == ["other"]
+
+
+def test_pressure_bins_put_the_trigger_and_above_in_the_last_bin():
+    from conversations.admin_views import BIN_COUNT, pressure_bin
+
+    assert pressure_bin(0.0) == 0
+    assert pressure_bin(0.849) == 8
+    assert pressure_bin(0.85) == 8
+    assert pressure_bin(0.9) == 9
+    assert pressure_bin(1.0) == BIN_COUNT - 1
+    assert pressure_bin(3.2) == BIN_COUNT - 1
+
+
+# --- pure projections --------------------------------------------------------------------------
+
+
+def test_pressure_projection_boundary_and_fallbacks():
+    assert pressure_from_usage({"summary_pressure_ratio": 0.85, "next_llm_input_tokens": 1}).suggest
+    assert not pressure_from_usage({"summary_pressure_ratio": 0.849, "next_llm_input_tokens": 1}).suggest
+    # no ratio recorded: computed from next/T, rounded like the middleware does
+    computed = pressure_from_usage({"next_llm_input_tokens": 8704, "summary_trigger_tokens": 10240})
+    assert computed.ratio == 0.85 and computed.suggest
+    # next_llm_input_tokens falls back to llm_input_tokens
+    assert pressure_from_usage({"llm_input_tokens": 10, "summary_trigger_tokens": 100}).tokens == 10
+    assert not pressure_from_usage(None).measured
+    assert (
+        pressure_from_usage(
+            {"summary_pressure_ratio": 2.0, "next_llm_input_tokens": 5, "summary_trigger_tokens": 2}
+        ).trigger_percent
+        == 100.0
+    )
+
+
+def test_token_formatting():
+    assert [format_tokens(v) for v in (None, 950, 1000, 12345, 102400, 1_050_000)] == [
+        "–",
+        "950",
+        "1K",
+        "12.3K",
+        "102K",
+        "1.05M",
+    ]
+
+
+def test_receipt_parsing():
+    receipt = receipt_parse(RECEIPT)
+    assert receipt is not None
+    assert receipt.tool == "web_search" and receipt.approx_tokens == "5120"
+    assert receipt.path == "outputs/large_tool_results/web_search-0123456789abcdef.txt"
+    assert receipt.preview.startswith("[HEAD]")
+    assert receipt_parse("just text") is None
+    assert receipt_parse("[Tool result saved]\nTool: x\n") is None  # no path, no link
