@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+from typing import NotRequired
+
 import pytest
-from langchain.agents.middleware import AgentMiddleware
+from langchain.agents import AgentState
+from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse
 from langchain_core.messages import AIMessage
 from langgraph.config import get_stream_writer
 from langgraph.types import Command
@@ -193,3 +197,49 @@ def test_a_resume_run_is_fed_to_the_graph_as_a_command(thread, user, monkeypatch
     run = AgentRun(conversation=thread, kind=AgentRun.Kind.RESUME, resume_value="yes")
     payload = _RunRelay(run)._input(pending_interrupt=True)
     assert isinstance(payload, Command) and payload.resume == "yes"
+
+
+class _UsageState(AgentState):
+    token_usage: NotRequired[dict]
+
+
+class _TokenUsageMiddleware(AgentMiddleware):
+    """Stands in for the token-usage middleware: writes ``token_usage`` into state after each call."""
+
+    state_schema = _UsageState
+
+    def wrap_model_call(self, request, handler):
+        usage = {"next_llm_input_tokens": 870, "summary_trigger_tokens": 1000, "summary_pressure_ratio": 0.87}
+        return ExtendedModelResponse(
+            model_response=handler(request),
+            command=Command(update={"token_usage": {**usage, "summary_active": False}}),
+        )
+
+    async def awrap_model_call(self, request, handler):  # pragma: no cover - sync path under test
+        return await handler(request)
+
+
+def test_token_usage_from_the_checkpoint_reaches_state_events_the_thread_and_get_state(
+    thread, user, bearer, client, monkeypatch, django_capture_on_commit_callbacks, sent_events
+):
+    monkeypatch.setattr(
+        "agent_platform.runtime.graph.agent_middleware", lambda **kw: [_TokenUsageMiddleware()]
+    )
+    _say(thread, user, "hello", django_capture_on_commit_callbacks)
+    state_events = [e for e in sent_events if e["type"] == "state"]
+    assert state_events and state_events[-1]["token_usage"]["summary_pressure_ratio"] == 0.87
+    thread.refresh_from_db()
+    assert (thread.context_tokens, thread.trigger_tokens, thread.pressure_ratio) == (870, 1000, 0.87)
+    body = client.get(f"/api/threads/{thread.thread_id}/state", headers=bearer).json()
+    assert body["token_usage"]["next_llm_input_tokens"] == 870
+    assert body["latest_run"]["status"] == "succeeded"
+
+
+def test_a_knowledge_question_goes_through_query_kb(thread, user, django_capture_on_commit_callbacks):
+    result = _say(thread, user, "search the knowledge base for refunds", django_capture_on_commit_callbacks)
+    result.run.refresh_from_db()
+    assert result.run.status == AgentRun.Status.SUCCEEDED, result.run.error
+    tool_result = thread.messages.get(role="tool")
+    assert tool_result.tool_name == "query_kb"
+    assert json.loads(tool_result.content)["query"]
+    assert "query_kb" in thread.messages.filter(role="assistant").last().content
