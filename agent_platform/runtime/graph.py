@@ -48,9 +48,14 @@ def agent_middleware(
        (pressure figures in state ``token_usage``, SPEC 7), inside compression so it measures what the
        model is actually sent.
 
-    Until those exist the stack is empty. Sub-agents get a stack of their own built here too.
+    Sub-agents get a stack of their own built here too (same files: they share the parent's workdir).
     """
-    return []
+    from compression.agent_middleware import compression_middleware_for, token_usage_middleware_for
+
+    return [
+        compression_middleware_for(agent=agent, conversation=conversation, workdir=workdir, model=model),
+        token_usage_middleware_for(agent=agent, model=model),
+    ]
 
 
 def build_agent_graph(

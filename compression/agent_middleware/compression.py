@@ -1,0 +1,284 @@
+"""``CompressionMiddleware``: automatic context compression around every model call (SPEC 6).
+
+Below ``T`` the request passes through untouched. At or above it: deterministic compaction of a copy,
+then, if still too large (or the provider reported an overflow), a strict summary whose result lives
+in ``_summarization_event``; the raw ``messages`` are never deleted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse, ModelRequest, ModelResponse
+from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langgraph.types import Command
+
+from compression.agent_middleware.effects import Blocking, CallModel, Steps, Summarize, run_async, run_sync
+from compression.agent_middleware.events import LEVEL_COMPACTION, LEVEL_SUMMARY, Emitter, stream_writer
+from compression.agent_middleware.measure import count_call, request_overhead
+from compression.agent_middleware.memo import CompactionMemo, MessageTotals
+from compression.agent_middleware.state import (
+    SESSION_ID_KEY,
+    SUMMARY_EVENT_KEY,
+    SUMMARY_EVENTS_KEY,
+    SUMMARY_USAGE_KEY,
+    TOKEN_USAGE_KEY,
+    CompressionState,
+    push_summary_event,
+)
+from compression.engine.clipping import clip_overflow_tail
+from compression.engine.config import CompressionConfig
+from compression.engine.cutoff import find_cutoff
+from compression.engine.history import (
+    build_summarization_event,
+    build_summary_message,
+    effective_messages,
+    format_summary_prompt,
+    history_path,
+    new_session_id,
+    render_history_section,
+    summary_text,
+)
+from compression.engine.overflow import is_context_overflow
+from compression.engine.store import ResultStore
+from compression.engine.tokens import TokenProfile, estimate_message, profile_for_model
+
+SUMMARY_INPUT_SHARE = 0.75  # of the context window, for the summary call's input
+
+
+class CompressionError(RuntimeError):
+    """Compression failed and the conversation does not fit the model's context window."""
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _valid_event(event: Any) -> Mapping[str, Any] | None:
+    if not isinstance(event, Mapping):
+        return None
+    cutoff, summary = event.get("cutoff_index"), event.get("summary_message")
+    if isinstance(cutoff, int) and cutoff >= 0 and isinstance(summary, BaseMessage):
+        return event
+    return None
+
+
+class CompressionMiddleware(AgentMiddleware[CompressionState]):
+    state_schema = CompressionState
+
+    def __init__(
+        self,
+        *,
+        config: CompressionConfig,
+        store: ResultStore,
+        summary_model: BaseChatModel,
+        profile: TokenProfile | None = None,
+        now: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        super().__init__()
+        self.config = config
+        self.store = store
+        self.summary_model = summary_model
+        self.profile = profile or profile_for_model(config.model_name)
+        self.now = now
+        self._effective_totals = MessageTotals(self.profile)
+        self._view_totals = MessageTotals(self.profile)
+        self._compactor = CompactionMemo(config=config, store=store, profile=self.profile)
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ModelResponse | ExtendedModelResponse:
+        return run_sync(self._steps(request), handler=handler, summary_model=self.summary_model)
+
+    async def awrap_model_call(
+        self, request: ModelRequest, handler: Any
+    ) -> ModelResponse | ExtendedModelResponse:
+        return await run_async(self._steps(request), handler=handler, summary_model=self.summary_model)
+
+    # --- the shared core ------------------------------------------------------------------------
+
+    def _steps(self, request: ModelRequest) -> Steps[ModelResponse | ExtendedModelResponse]:
+        trigger = self.config.trigger_tokens
+        previous = _valid_event((request.state or {}).get(SUMMARY_EVENT_KEY))
+        effective = effective_messages(request.messages, previous)
+        overhead = request_overhead(request, self.profile)
+        before = overhead + self._effective_totals.total(effective)
+        overflowed_at: int | None = None
+        if before < trigger:
+            try:
+                return (
+                    yield CallModel(request if previous is None else request.override(messages=effective))
+                )
+            except Exception as exc:
+                if not is_context_overflow(exc):
+                    raise
+                overflowed_at = before
+        emitter = Emitter(stream_writer(request), before_tokens=before)
+        emitter.start(level=LEVEL_COMPACTION if overflowed_at is None else LEVEL_SUMMARY)
+        try:
+            return (yield from self._compress(request, effective, previous, overhead, overflowed_at, emitter))
+        except Exception as exc:
+            emitter.fail(exc)
+            raise
+
+    def _compress(
+        self,
+        request: ModelRequest,
+        effective: list[BaseMessage],
+        previous: Mapping[str, Any] | None,
+        overhead: int,
+        overflowed_at: int | None,
+        emitter: Emitter,
+    ) -> Steps[ModelResponse | ExtendedModelResponse]:
+        config, trigger = self.config, self.config.trigger_tokens
+        compacted = yield Blocking(partial(self._compactor.compact, effective))
+        emitter.record_files(compacted.saved, compacted.failed)
+        view = compacted.messages
+        emitter.after_tokens = after = overhead + self._view_totals.total(view)
+        if overflowed_at is None and after < trigger:
+            try:
+                response = yield CallModel(request.override(messages=view))
+            except Exception as exc:
+                if not is_context_overflow(exc):
+                    raise
+                overflowed_at = after
+            else:
+                emitter.complete(level=LEVEL_COMPACTION, after_tokens=after)
+                return response
+
+        # The kept tail stays within half the budget: half of T, or of what the provider just rejected.
+        tail_cap = (trigger if overflowed_at is None else min(trigger, overflowed_at)) // 2
+        cutoff = find_cutoff(
+            view, keep_messages=config.keep_messages, max_tail_tokens=tail_cap, profile=self.profile
+        )
+        to_summarize, preserved = view[:cutoff], view[cutoff:]
+        replacements: Sequence[BaseMessage] = ()
+        if overflowed_at is not None:
+            clip = yield Blocking(
+                partial(
+                    clip_overflow_tail,
+                    preserved,
+                    max_tokens=tail_cap,
+                    store=self.store,
+                    preview_tokens=config.tool_result_token_limit,
+                    profile=self.profile,
+                )
+            )
+            emitter.record_files(clip.saved, clip.failed)
+            preserved, replacements = clip.messages, clip.replacements
+
+        if cutoff <= 0:  # nothing to summarize: the compacted (and clipped) view is all we can do
+            response = yield CallModel(request.override(messages=preserved))
+            emitter.complete(level=LEVEL_COMPACTION, after_tokens=self._estimate(overhead, preserved))
+            if persisted := _persisted(replacements):
+                return ExtendedModelResponse(
+                    model_response=response, command=Command(update={"messages": persisted})
+                )
+            return response
+
+        emitter.level = LEVEL_SUMMARY
+        state = request.state or {}
+        session_id = _session_id(state.get(SESSION_ID_KEY))
+        file_path = history_path(session_id)
+        budget = self._summary_budget(overflowed_at)
+        try:
+            section = render_history_section(to_summarize, now=self.now())
+            yield Blocking(partial(self.store.append_text, file_path, section))
+            prompt = format_summary_prompt(
+                to_summarize, prompt=config.summary_prompt, max_tokens=budget, profile=self.profile
+            )
+            reply = yield Summarize(prompt)
+            text = summary_text(reply)
+        except Exception as exc:
+            # Fail closed: no state change, no error text in any message.
+            emitter.fail(exc)
+            fallback = [*to_summarize, *preserved]
+            return (yield from self._fallback(request, fallback, overhead, overflowed_at, exc))
+
+        summary_message = build_summary_message(text, file_path=file_path)
+        event = build_summarization_event(
+            previous=previous, local_cutoff=cutoff, summary_message=summary_message, file_path=file_path
+        )
+        final = [summary_message, *preserved]
+        response = yield CallModel(request.override(messages=final))
+        usage = getattr(reply, "usage_metadata", None)
+        emitter.complete(
+            level=LEVEL_SUMMARY,
+            after_tokens=self._estimate(overhead, final),
+            cutoff_index=event["cutoff_index"],
+            compressed_messages=cutoff,
+            file_path=file_path,
+            summary_usage=dict(usage) if usage else None,
+        )
+        update: dict[str, Any] = {
+            SUMMARY_EVENT_KEY: event,
+            SESSION_ID_KEY: session_id,
+            SUMMARY_EVENTS_KEY: push_summary_event(state.get(SUMMARY_EVENTS_KEY), previous),  # type: ignore[arg-type]
+            TOKEN_USAGE_KEY: {
+                SUMMARY_USAGE_KEY: count_call(
+                    usage, (state.get(TOKEN_USAGE_KEY) or {}).get(SUMMARY_USAGE_KEY)
+                )
+            },
+        }
+        if persisted := _persisted(replacements):
+            update["messages"] = persisted
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    def _fallback(
+        self,
+        request: ModelRequest,
+        view: list[BaseMessage],
+        overhead: int,
+        overflowed_at: int | None,
+        cause: Exception,
+    ) -> Steps[ModelResponse]:
+        """After a failed summary: go on with the compacted view if it can fit, else a clear error."""
+        tokens = self._estimate(overhead, view)
+        window = self.config.context_window
+        fits = (window is None or tokens < window) and (overflowed_at is None or tokens < overflowed_at)
+        if not fits:
+            raise CompressionError(_too_large(cause, tokens, window)) from cause
+        try:
+            return (yield CallModel(request.override(messages=view)))
+        except Exception as exc:
+            if is_context_overflow(exc):
+                raise CompressionError(_too_large(cause, tokens, window)) from exc
+            raise
+
+    def _summary_budget(self, overflowed_at: int | None) -> int:
+        """Input tokens for the summary call: most of the window (room left for the summary itself),
+        at most half of what was just rejected as too long."""
+        window = self.config.context_window
+        budget = int(window * SUMMARY_INPUT_SHARE) if window else self.config.trigger_tokens
+        return budget if overflowed_at is None else min(budget, overflowed_at // 2)
+
+    def _estimate(self, overhead: int, messages: Sequence[BaseMessage]) -> int:
+        return overhead + sum(estimate_message(m, self.profile) for m in messages)
+
+
+def _persisted(replacements: Sequence[BaseMessage]) -> list[BaseMessage]:
+    """Overflow-clip replacements that can replace their originals in state (they need an id)."""
+    return [m for m in replacements if m.id]
+
+
+def _session_id(value: Any) -> str:
+    if isinstance(value, str):
+        try:
+            history_path(value)
+        except ValueError:
+            pass
+        else:
+            return value
+    return new_session_id()
+
+
+def _too_large(cause: Exception, tokens: int, window: int | None) -> str:
+    limit = f"the model's context window ({window} tokens)" if window else "the model's context window"
+    return (
+        f"Context compression failed ({type(cause).__name__}) and the conversation "
+        f"(about {tokens} tokens) does not fit {limit}."
+    )

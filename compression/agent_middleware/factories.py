@@ -1,0 +1,34 @@
+"""Building the two middlewares for an ``Agent`` (admin configuration) and a thread's workdir."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from langchain_core.language_models.chat_models import BaseChatModel
+
+from compression.agent_middleware.compression import CompressionMiddleware
+from compression.agent_middleware.token_usage import TokenUsageMiddleware
+from compression.engine.store import ResultStore
+from compression.engine.tokens import profile_for_model
+
+if TYPE_CHECKING:
+    from agent_platform.models import Agent
+
+
+def compression_middleware_for(
+    *, agent: Agent, workdir: ResultStore, model: BaseChatModel, **_: Any
+) -> CompressionMiddleware:
+    """Compression for ``agent``: its config and the profile of its model; summaries by ``model``
+    (the agent's own chat model); files in the thread's ``workdir`` (shared with sub-agents)."""
+    return CompressionMiddleware(
+        config=agent.compression_config(),
+        store=workdir,
+        summary_model=model,
+        profile=profile_for_model(agent.model_name),
+    )
+
+
+def token_usage_middleware_for(*, agent: Agent, **_: Any) -> TokenUsageMiddleware:
+    return TokenUsageMiddleware(
+        config=agent.compression_config(), profile=profile_for_model(agent.model_name)
+    )

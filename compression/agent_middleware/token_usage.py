@@ -1,0 +1,120 @@
+"""``TokenUsageMiddleware``: pressure figures of the request actually sent (SPEC 7), in state
+``token_usage``. Innermost in the stack, so it measures the compacted or summarized view."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage
+from langgraph.runtime import Runtime
+from langgraph.types import Command
+
+from compression.agent_middleware.measure import (
+    count_call,
+    request_overhead,
+    response_messages,
+    response_usage,
+    system_tokens,
+)
+from compression.agent_middleware.memo import MessageTotals
+from compression.agent_middleware.state import TOKEN_USAGE_KEY, TokenUsageState
+from compression.engine.config import CompressionConfig
+from compression.engine.cutoff import is_summary_message
+from compression.engine.tokens import (
+    ESTIMATOR_NAME,
+    TokenProfile,
+    estimate_message,
+    estimate_tools,
+    profile_for_model,
+)
+
+RUN_USAGE_KEY = "run"
+THREAD_USAGE_KEY = "thread"
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _ratio(value: int, of: int | None) -> float | None:
+    return round(value / of, 4) if of else None
+
+
+class TokenUsageMiddleware(AgentMiddleware[TokenUsageState]):
+    state_schema = TokenUsageState
+
+    def __init__(
+        self,
+        *,
+        config: CompressionConfig,
+        profile: TokenProfile | None = None,
+        now: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        super().__init__()
+        self.config = config
+        self.profile = profile or profile_for_model(config.model_name)
+        self.now = now
+        self._totals = MessageTotals(self.profile)
+
+    # A run's provider usage starts from zero; the thread's keeps accumulating.
+    def before_agent(self, state: Any, runtime: Runtime) -> dict[str, Any] | None:
+        return (
+            {TOKEN_USAGE_KEY: {RUN_USAGE_KEY: None}}
+            if (state.get(TOKEN_USAGE_KEY) or {}).get(RUN_USAGE_KEY)
+            else None
+        )
+
+    async def abefore_agent(self, state: Any, runtime: Runtime) -> dict[str, Any] | None:
+        return self.before_agent(state, runtime)
+
+    def wrap_model_call(
+        self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
+    ) -> ExtendedModelResponse:
+        return self._record(request, handler(request))
+
+    async def awrap_model_call(self, request: ModelRequest, handler: Any) -> ExtendedModelResponse:
+        return self._record(request, await handler(request))
+
+    def _record(self, request: ModelRequest, response: ModelResponse | AIMessage) -> ExtendedModelResponse:
+        if isinstance(response, AIMessage):
+            response = ModelResponse(result=[response])
+        update = self.snapshot(request, response)
+        return ExtendedModelResponse(
+            model_response=response, command=Command(update={TOKEN_USAGE_KEY: update})
+        )
+
+    def snapshot(self, request: ModelRequest, response: ModelResponse) -> dict[str, Any]:
+        """The ``token_usage`` fields written after one model call (merged into the existing value)."""
+        profile, config = self.profile, self.config
+        messages = request.messages
+        llm_input = request_overhead(request, profile) + self._totals.total(messages)
+        produced = response_messages(response)
+        next_input = llm_input + sum(estimate_message(m, profile) for m in produced)
+        window, trigger = config.context_window, config.trigger_tokens
+        summary_active = bool(messages) and is_summary_message(messages[0])
+        usage = response_usage(produced)
+        previous: Mapping[str, Any] = (request.state or {}).get(TOKEN_USAGE_KEY) or {}
+        snapshot: dict[str, Any] = {
+            "llm_input_tokens": llm_input,
+            "next_llm_input_tokens": next_input,
+            "llm_message_count": len(messages),
+            "system_tokens": system_tokens(request, profile),
+            "tools_tokens": estimate_tools(request.tools or (), profile),
+            "tool_count": len(request.tools or ()),
+            "context_window": window,
+            "context_usage_ratio": min(1.0, _ratio(llm_input, window)) if window else None,
+            "remaining_context_tokens": max(window - llm_input, 0) if window else None,
+            "summary_trigger_tokens": trigger,
+            "summary_pressure_ratio": _ratio(next_input, trigger),
+            "summary_active": summary_active,
+            "summary_message_tokens": estimate_message(messages[0], profile) if summary_active else 0,
+            "estimator": ESTIMATOR_NAME,
+            "measured_at": self.now().isoformat(),
+            "last_call_usage": usage,
+            RUN_USAGE_KEY: count_call(usage, previous.get(RUN_USAGE_KEY)),
+            THREAD_USAGE_KEY: count_call(usage, previous.get(THREAD_USAGE_KEY)),
+        }
+        return snapshot
