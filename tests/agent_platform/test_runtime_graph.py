@@ -1,0 +1,84 @@
+"""Graph assembly, the thread checkpointer and the state repository."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.messages import HumanMessage
+
+from agent_platform.runtime import checkpointer as cp
+from agent_platform.runtime.graph import agent_tools, build_agent_graph, thread_config
+from agent_platform.runtime.offline import OfflineChatModel
+from agent_platform.workdir import workdir_for
+from compression.state_repository import AgentStateRepository
+from conversations.services import thread_create
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def thread(user, agent):
+    return thread_create(user=user, agent_slug=agent.slug)
+
+
+def test_state_survives_a_rebuilt_graph_through_the_checkpointer(thread):
+    build_agent_graph(agent=thread.agent, conversation=thread).invoke(
+        {"messages": [HumanMessage("hello")]}, thread_config(thread)
+    )
+    again = build_agent_graph(agent=thread.agent, conversation=thread)
+    values = AgentStateRepository(again, thread.thread_id).get_values()
+    assert [m.type for m in values["messages"]] == ["human", "ai"]
+
+
+def test_the_state_repository_refuses_a_graph_without_checkpointer(thread):
+    graph = build_agent_graph(agent=thread.agent, conversation=thread, checkpointer=None)
+    with pytest.raises(ValueError, match="checkpointer"):
+        AgentStateRepository(graph, thread.thread_id)
+
+
+def test_the_state_repository_writes_through_the_graph(thread):
+    graph = build_agent_graph(agent=thread.agent, conversation=thread)
+    repository = AgentStateRepository(graph, thread.thread_id)
+    repository.update({"messages": [HumanMessage("note", id="n1")]})
+    assert [m.id for m in repository.get_values()["messages"]] == ["n1"]
+
+
+async def test_the_state_repository_has_async_twins(thread):
+    from asgiref.sync import sync_to_async
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    graph = await sync_to_async(build_agent_graph)(
+        agent=thread.agent, conversation=thread, checkpointer=InMemorySaver()
+    )
+    repository = AgentStateRepository(graph, thread.thread_id)
+    await repository.aupdate({"messages": [HumanMessage("x", id="a1")]})
+    assert [m.id for m in (await repository.aget_values())["messages"]] == ["a1"]
+
+
+def test_tools_follow_the_agent_and_sub_agents_get_no_task_or_ask_user(thread, agent):
+    workdir = workdir_for(thread)
+    names = [
+        t.name
+        for t in agent_tools(agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel())
+    ]
+    assert "task" in names and "ask_user" in names
+    sub = agent_tools(
+        agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel(), subagent=True
+    )
+    assert {"task", "ask_user"}.isdisjoint(t.name for t in sub)
+    agent.tools = ["ls"]
+    assert [
+        t.name
+        for t in agent_tools(agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel())
+    ] == ["ls"]
+
+
+def test_the_checkpointer_is_reopened_after_a_fork(monkeypatch):
+    first = cp.checkpointer_get()
+    assert cp.checkpointer_get() is first
+    monkeypatch.setattr(cp.os, "getpid", lambda: -1)  # as in a Celery prefork child
+    child = cp.checkpointer_get()
+    assert child is not first
+    monkeypatch.undo()
+    cp.checkpointer_close()
+    assert cp.checkpointer_get() is not child
+    first.conn.close()  # the "parent's" connection, left open on purpose by the fork path
