@@ -1,0 +1,139 @@
+"""A Daphne server (HTTP + WebSockets) on a fresh file database, and a headless Chromium page."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import CHROMIUM
+
+ROOT = Path(__file__).resolve().parents[2]
+SCREENSHOTS = ROOT / "docs" / "screenshots"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Server:
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+        self.http = httpx.Client(base_url=base_url, timeout=20)
+
+    def seed(self, action: str, **data: object) -> dict:
+        response = self.http.post("/__e2e__/seed", json={"action": action, **data})
+        response.raise_for_status()
+        return response.json()
+
+
+@pytest.fixture(scope="session")
+def e2e_server() -> Iterator[Server]:
+    if not shutil.which(CHROMIUM):
+        pytest.skip(f"needs Chromium at {CHROMIUM}")
+    workdir = Path(tempfile.mkdtemp(prefix="e2e-"))
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.e2e.settings", "E2E_DIR": str(workdir)}
+    env.pop("DATABASE_URL", None)
+    env.pop("REDIS_URL", None)
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
+    )
+    port = _free_port()
+    log = open(workdir / "daphne.log", "wb")  # noqa: SIM115 - closed below
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "daphne",
+            "-b",
+            "127.0.0.1",
+            "-p",
+            str(port),
+            "agent_platform.asgi:application",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+    base_url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                httpx.get(f"{base_url}/accounts/login/", timeout=1)
+                break
+            except httpx.HTTPError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError((workdir / "daphne.log").read_text()) from None
+                time.sleep(0.2)
+        server = Server(base_url)
+        server.seed("setup")
+        yield server
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        log.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser, e2e_server):
+    """A logged-in page (a fresh browser context per test)."""
+    context = browser.new_context(base_url=e2e_server.base_url, viewport={"width": 1280, "height": 860})
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    page.goto("/accounts/login/")
+    page.fill("input[name=username]", "alice")
+    page.fill("input[name=password]", "pw-alice-123")
+    page.click("main button[type=submit]")
+    page.wait_for_url(f"{e2e_server.base_url}/")
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def screenshot():
+    """Save a screenshot under docs/screenshots/ when SAVE_SCREENSHOTS=1 (for the README)."""
+
+    def save(page, name: str) -> None:
+        if os.environ.get("SAVE_SCREENSHOTS") != "1":
+            return
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=False)
+
+    return save

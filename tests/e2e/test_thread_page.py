@@ -1,0 +1,174 @@
+"""The thread page in headless Chromium against a live Daphne server (HTTP and the thread's socket)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.conversations.page_support import usage_at
+
+pytestmark = pytest.mark.browser
+
+# Records every text the streaming bubble shows, so a test can tell a streamed reply from one that
+# only appeared whole.
+RECORD_STREAM = """
+document.addEventListener("DOMContentLoaded", () => {
+  window.__streamed = [];
+  const body = document.getElementById("stream-body");
+  if (!body) return;
+  new MutationObserver(() => window.__streamed.push(body.textContent)).observe(
+    body, {childList: true, characterData: true, subtree: true});
+});
+"""
+
+
+def _open_thread(page, server, title: str, usage: dict | None = None) -> str:
+    thread_id = server.seed("thread", title=title)["thread_id"]
+    if usage is not None:
+        server.seed("usage", thread_id=thread_id, usage=usage)
+    page.goto(f"/threads/{thread_id}/")
+    expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+    return thread_id
+
+
+def _meter_width(page) -> float:
+    style = page.locator("#meter-trigger").get_attribute("style") or ""
+    return float(re.search(r"width:\s*([\d.]+)%", style).group(1))
+
+
+def test_new_thread_from_the_list_then_a_streamed_reply(page, e2e_server, screenshot):
+    page.add_init_script(RECORD_STREAM)
+    page.select_option("select[name=agent]", "assistant")
+    page.fill("input[name=title]", "Trip planning")
+    page.click("text=New thread")
+    page.wait_for_url(re.compile(r"/threads/[0-9a-f-]+/$"))
+    expect(page.locator("h1")).to_have_text("Trip planning")
+    expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+
+    page.fill("#composer-input", "Hello, who are you?")
+    page.click("#composer button[type=submit]")
+
+    expect(page.locator("#transcript .message.role-user").last).to_contain_text("Hello, who are you?")
+    reply = page.locator("#transcript .message.role-assistant").last
+    expect(reply).to_contain_text("Offline model")
+    expect(page.locator("#composer-input")).to_have_value("")
+    # The reply arrived in pieces over the socket before the whole message replaced them.
+    streamed = page.evaluate("window.__streamed")
+    assert any(0 < len(text) and "Offline" in text for text in streamed), streamed
+    expect(page.locator("#stream")).to_be_hidden()
+    expect(page.locator("#run-status")).not_to_contain_text("working")
+
+    # A tool round trip: the call and its result are shown in the transcript.
+    page.fill("#composer-input", "Please search the knowledge base for the refund policy")
+    page.keyboard.press("Enter")
+    expect(page.locator(".tool-call summary").last).to_contain_text("Calls query_kb")
+    expect(page.locator("#transcript .message.role-tool").last).to_contain_text("Result of query_kb")
+    expect(page.locator("#transcript .message.role-assistant").last).to_contain_text(
+        "Here is what the tools returned"
+    )
+    expect(page.locator("#run-status")).to_have_attribute("data-status", "succeeded")
+    expect(page.locator("#meter-trigger")).to_be_visible()  # the run's token_usage reached the panel
+    screenshot(page, "thread-normal")
+
+
+def test_hint_at_0_85_and_not_at_0_849(page, e2e_server):
+    _open_thread(page, e2e_server, "Just below", usage_at(0.849))
+    expect(page.locator("#state-panel")).to_contain_text("84.9%")
+    expect(page.locator("#compression-hint")).to_have_count(0)
+    expect(page.locator("#compress-button")).to_have_count(0)
+
+    _open_thread(page, e2e_server, "At the line", usage_at(0.85))
+    expect(page.locator("#compression-hint")).to_be_visible()
+    expect(page.locator("#compression-hint")).to_contain_text("85.0%")
+    expect(page.locator("#compress-button")).to_be_enabled()
+
+
+def test_compress_button_completes_and_the_meter_falls(page, e2e_server, screenshot):
+    _open_thread(page, e2e_server, "Long research thread", usage_at(0.93))
+    before = _meter_width(page)
+    assert before == pytest.approx(93.0)
+    screenshot(page, "thread-hint")
+
+    requests = []
+    page.on("request", lambda r: requests.append(r) if r.url.endswith("/compress") else None)
+    page.click("#compress-button")
+
+    expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed")
+    expect(page.locator("#compression-status")).to_contain_text("Compression completed")
+    expect(page.locator("#compression-hint")).to_have_count(0)
+    assert _meter_width(page) < before
+    assert len(requests) == 1 and requests[0].method == "POST"
+    screenshot(page, "thread-compressed")
+
+
+def test_button_is_disabled_while_a_run_is_active_and_after_a_reload(page, e2e_server):
+    thread_id = _open_thread(page, e2e_server, "Busy thread", usage_at(0.9))
+    expect(page.locator("#compress-button")).to_be_enabled()
+
+    # A run starts elsewhere (another tab, the API): the socket says so and the button follows.
+    e2e_server.seed("run", thread_id=thread_id, status="running")
+    expect(page.locator("#compress-button")).to_be_disabled()
+    expect(page.locator("#run-status")).to_have_attribute("data-status", "running")
+
+    # Busy state comes from the server: a reload (or a second tab) sees it too.
+    page.reload()
+    expect(page.locator("#compress-button")).to_be_disabled()
+
+    e2e_server.seed("finish_runs", thread_id=thread_id)
+    expect(page.locator("#compress-button")).to_be_enabled()
+
+
+def test_button_is_disabled_while_the_agent_waits_for_an_answer(page, e2e_server):
+    thread_id = _open_thread(page, e2e_server, "Question thread", usage_at(0.9))
+    e2e_server.seed("run", thread_id=thread_id, status="interrupted")
+    expect(page.locator("#compress-button")).to_be_disabled()
+    expect(page.locator("#answer-form")).to_be_visible()
+
+
+def test_a_409_shows_a_friendly_message(page, e2e_server):
+    thread_id = _open_thread(page, e2e_server, "Race", usage_at(0.9))
+    # The server turns busy between render and click: the page still shows an enabled button.
+    page.route(
+        re.compile(r".*/fragments/state$"),
+        lambda route: route.abort(),
+    )
+    e2e_server.seed("run", thread_id=thread_id, status="queued")
+    page.click("#compress-button")
+    expect(page.locator("#compress-notice")).to_be_visible()
+    expect(page.locator("#compress-notice")).to_contain_text("busy")
+    e2e_server.seed("finish_runs", thread_id=thread_id)
+
+
+def test_live_compression_status_started_then_failed(page, e2e_server):
+    thread_id = _open_thread(page, e2e_server, "Auto compression", usage_at(0.9))
+    e2e_server.seed(
+        "event",
+        thread_id=thread_id,
+        type="compression",
+        payload={"status": "started", "level": "summary", "before_tokens": 95000, "after_tokens": 95000},
+    )
+    expect(page.locator("#compression-status")).to_have_attribute("data-status", "started")
+    expect(page.locator("#compress-button")).to_be_disabled()
+    e2e_server.seed(
+        "event",
+        thread_id=thread_id,
+        type="compression",
+        payload={"status": "failed", "level": "summary", "error": "summary model returned nothing"},
+    )
+    expect(page.locator("#compression-status")).to_contain_text("summary model returned nothing")
+    expect(page.locator("#compress-button")).to_be_enabled()
+
+
+def test_the_page_renders_in_simplified_chinese(page, e2e_server, screenshot):
+    _open_thread(page, e2e_server, "中文会话", usage_at(0.9))
+    page.click("button[name=language][value=zh-hans]")
+    expect(page.locator("html")).to_have_attribute("lang", "zh-hans")
+    expect(page.locator("#compress-button")).to_have_text("压缩上下文")
+    expect(page.locator("#composer button[type=submit]")).to_have_text("发送")
+    expect(page.locator("#compression-hint")).to_contain_text("当前上下文已达到压缩阈值的 90.0%")
+    screenshot(page, "thread-zh-hans")
+    # and back, so later tests in this browser see English
+    page.click("button[name=language][value=en]")
+    expect(page.locator("html")).to_have_attribute("lang", "en")
