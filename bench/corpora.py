@@ -110,8 +110,10 @@ def swe_agent() -> Iterator[Sample]:
 
 def tau2_json() -> Iterator[Sample]:
     """tau2-bench gpt-4o simulations: the JSON tool outputs (flight lists, reservations, records)."""
-    for rel in ("tau2_bench_simulations/airline_gpt-4o-2024-11-20_50sims.json",
-                "tau2_bench_simulations/telecom_gpt-4o_20sims.json"):
+    for rel in (
+        "tau2_bench_simulations/airline_gpt-4o-2024-11-20_50sims.json",
+        "tau2_bench_simulations/telecom_gpt-4o_20sims.json",
+    ):
         for sim in _load_json(rel)["simulations"]:
             group = f"tau2:{sim['id']}"
             for j, msg in enumerate(sim["messages"]):

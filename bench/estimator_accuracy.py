@@ -60,14 +60,25 @@ def run(half: str = corpora.CHECK) -> list[dict]:
             dm, d10, d90 = _stats(default, true)
             cm, c10, c90 = _stats(chars4, true)
             ok = abs(om) <= MEDIAN_TARGET and -SPREAD_TARGET <= o10 and o90 <= SPREAD_TARGET
-            rows.append({
-                "corpus": name, "tokenizer": ref, "n": len(texts), "profile": profile_name,
-                "ours_median": om, "ours_p10": o10, "ours_p90": o90,
-                "default_median": dm, "default_p10": d10, "default_p90": d90,
-                "chars4_median": cm, "chars4_p10": c10, "chars4_p90": c90,
-                "target_met": "yes" if ok else "NO",
-                **(speed if ref == "cl100k" else dict.fromkeys(speed)),
-            })
+            rows.append(
+                {
+                    "corpus": name,
+                    "tokenizer": ref,
+                    "n": len(texts),
+                    "profile": profile_name,
+                    "ours_median": om,
+                    "ours_p10": o10,
+                    "ours_p90": o90,
+                    "default_median": dm,
+                    "default_p10": d10,
+                    "default_p90": d90,
+                    "chars4_median": cm,
+                    "chars4_p10": c10,
+                    "chars4_p90": c90,
+                    "target_met": "yes" if ok else "NO",
+                    **(speed if ref == "cl100k" else dict.fromkeys(speed)),
+                }
+            )
     return rows
 
 
@@ -112,17 +123,32 @@ def run_throughput(sizes=(100, 1_000, 10_000)) -> list[dict]:
         tokens.estimate_messages(state)
         warm_s = best_time(lambda grown=grown: tokens.estimate_messages(grown))
         lc_s = best_time(lambda grown=grown: count_tokens_approximately(grown))
-        rows.append({
-            "messages": n, "MB": mb, "ours_cold_ms": cold_s * 1e3, "ours_warm_ms": warm_s * 1e3,
-            "lc_approx_ms": lc_s * 1e3, "cold_vs_lc": cold_s / lc_s, "warm_vs_lc": warm_s / lc_s,
-            "ours_cold_MBps": mb / cold_s,
-        })
+        rows.append(
+            {
+                "messages": n,
+                "MB": mb,
+                "ours_cold_ms": cold_s * 1e3,
+                "ours_warm_ms": warm_s * 1e3,
+                "lc_approx_ms": lc_s * 1e3,
+                "cold_vs_lc": cold_s / lc_s,
+                "warm_vs_lc": warm_s / lc_s,
+                "ours_cold_MBps": mb / cold_s,
+            }
+        )
     tokens.clear_cache()
     return rows
 
 
-THROUGHPUT_COLUMNS = ["messages", "MB", "ours_cold_ms", "ours_warm_ms", "lc_approx_ms", "cold_vs_lc",
-                      "warm_vs_lc", "ours_cold_MBps"]
+THROUGHPUT_COLUMNS = [
+    "messages",
+    "MB",
+    "ours_cold_ms",
+    "ours_warm_ms",
+    "lc_approx_ms",
+    "cold_vs_lc",
+    "warm_vs_lc",
+    "ours_cold_MBps",
+]
 
 
 def render_throughput(rows: list[dict]) -> str:
@@ -135,9 +161,25 @@ def render_throughput(rows: list[dict]) -> str:
     )
 
 
-COLUMNS = ["corpus", "tokenizer", "n", "profile", "ours_median", "ours_p10", "ours_p90",
-           "default_median", "default_p10", "default_p90", "chars4_median", "chars4_p10", "chars4_p90",
-           "target_met", "ours_MBps", "lc_approx_MBps", "tiktoken_MBps"]
+COLUMNS = [
+    "corpus",
+    "tokenizer",
+    "n",
+    "profile",
+    "ours_median",
+    "ours_p10",
+    "ours_p90",
+    "default_median",
+    "default_p10",
+    "default_p90",
+    "chars4_median",
+    "chars4_p10",
+    "chars4_p90",
+    "target_met",
+    "ours_MBps",
+    "lc_approx_MBps",
+    "tiktoken_MBps",
+]
 
 
 def render(rows: list[dict]) -> str:

@@ -92,8 +92,15 @@ def residuals(coef: dict[str, float], x, y, labels) -> list[dict]:
     out = []
     for name in dict.fromkeys(labels):
         r = rel[labels == name]
-        out.append({"corpus": name, "n": len(r), "median": float(np.median(r)),
-                    "p10": float(np.percentile(r, 10)), "p90": float(np.percentile(r, 90))})
+        out.append(
+            {
+                "corpus": name,
+                "n": len(r),
+                "median": float(np.median(r)),
+                "p10": float(np.percentile(r, 10)),
+                "p90": float(np.percentile(r, 90)),
+            }
+        )
     return out
 
 
@@ -106,8 +113,10 @@ def run() -> list[dict]:
         print(f"\n# {reference}: fitted on FIT halves ({len(y)} samples)")
         print("    " + ", ".join(f"{k}={v:.4f}" for k, v in coef.items()))
         for r in residuals(coef, x, y, labels):
-            print(f"    {r['corpus']:14s} n={r['n']:5d} median={r['median']:+.3f} "
-                  f"p10={r['p10']:+.3f} p90={r['p90']:+.3f}")
+            print(
+                f"    {r['corpus']:14s} n={r['n']:5d} median={r['median']:+.3f} "
+                f"p10={r['p10']:+.3f} p90={r['p90']:+.3f}"
+            )
     print("\n# paste into compression/engine/tokens.py:\n_FITTED: dict[str, dict[str, float]] = {")
     for row in rows:
         print(f'    "{row["reference"]}": {{')

@@ -17,9 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 # As in dashscope/tokenizers/qwen_tokenizer.py (PAT_STR).
-QWEN_PAT_STR = (
-    r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
-)
+QWEN_PAT_STR = r"""(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"""
 _CHUNK = 100_000  # tiktoken's recursive BPE can overflow the stack on huge single pieces
 
 

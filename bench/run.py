@@ -1,0 +1,314 @@
+"""``make bench``: every benchmark of issue 8 in one run, written to ``docs/benchmarks.md`` (+ PNG charts in
+``docs/benchmarks/``) and printed; the headline table also goes into README.md under "Benchmarks".
+
+Benchmarks are not tests: nothing here fails on a number. Missed targets are reported, with by how much.
+
+    python -m bench.run
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench import charts, effectiveness, estimator_accuracy, overhead, peers
+from bench.common import machine_markdown, markdown_table
+
+ROOT = Path(__file__).resolve().parents[1]
+DOC = ROOT / "docs" / "benchmarks.md"
+README = ROOT / "README.md"
+README_HEADING = "## Benchmarks"
+
+try:  # item 4 (manual compression latency on PostgreSQL) is added by another module when available
+    from bench import manual_latency
+except ImportError:
+    manual_latency = None
+
+
+def _pct(v: float) -> str:
+    return f"{v:+.1%}"
+
+
+def _x(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:.2f}×"
+
+
+# --- interpretation -------------------------------------------------------------------------------
+
+
+def estimator_notes(rows: list[dict], speed: list[dict]) -> str:
+    missed = [r for r in rows if r["target_met"] != "yes"]
+    zh = {r["tokenizer"]: r for r in rows if r["corpus"] == "zh_chats"}
+    worst = max(rows, key=lambda r: abs(r["ours_median"]))
+    widest = max(rows, key=lambda r: max(-r["ours_p10"], r["ours_p90"]))
+    lines = [
+        f"Ours meets the target on {len(rows) - len(missed)} of {len(rows)} corpus × tokenizer pairs"
+        + (
+            f"; missed on {', '.join(r['corpus'] + '/' + r['tokenizer'] for r in missed)}." if missed else "."
+        ),
+        f"The largest median error is {_pct(worst['ours_median'])} ({worst['corpus']}/{worst['tokenizer']}), the "
+        f"widest spread p10 {_pct(widest['ours_p10'])} / p90 {_pct(widest['ours_p90'])} "
+        f"({widest['corpus']}/{widest['tokenizer']}).",
+        f"Characters/4 is off by {_pct(zh['cl100k']['chars4_median'])} (cl100k) and {_pct(zh['qwen']['chars4_median'])} "
+        "(Qwen) median on the Chinese chats and underestimates JSON tool output (tau2, web search) by about a "
+        "third, so a chars/4 budget fires late exactly where tool-heavy and Chinese conversations need it.",
+    ]
+    if speed:
+        big = speed[-1]
+        lines.append(
+            f"Cost: ours reads every byte (~{big['ours_cold_MBps']:.0f} MB/s cold) where chars/4 only takes lengths, "
+            f"so a cold whole-request estimate of {big['messages']:,} messages is {big['cold_vs_lc']:.1f}× "
+            "`count_tokens_approximately`; the per-message cache brings repeated estimates down (warm column)."
+        )
+    return " ".join(lines) + "\n"
+
+
+def effectiveness_notes(summary: list[dict], sens: list[dict]) -> str:
+    total = summary[-1]
+    t = effectiveness.targets(summary)
+    worse = [r for r in summary[:-1] if r["calls_vs_langchain"] is not None and r["calls_vs_langchain"] > 1]
+    lines = [
+        f"Summary calls at a {effectiveness.SETUP.trigger_tokens:,}-token trigger: ours {t['summary_calls_ours']}, "
+        f"LangChain {t['summary_calls_langchain']}, deepagents {t['summary_calls_deepagents']} "
+        f"({_x(t['calls_vs_langchain'])} and {_x(t['calls_vs_deepagents'])}; target <= 0.50×: "
+        f"{'met' if t['calls_target_met'] else 'MISSED'}).",
+        "Ours first moves large tool results into files (no model call), so it summarizes only when the "
+        "non-tool part of the history itself outgrows the budget; the peers summarize every time the raw "
+        "history crosses the trigger.",
+    ]
+    if worse:
+        lines.append(
+            "Where ours summarizes as often or more ("
+            + ", ".join(
+                f"{r['trajectories']}: {r['ours_summaries']} vs {r['langchain_summaries']}" for r in worse
+            )
+            + ") the tool results are small (tau2 JSON records are mostly under the 300-token offload limit, so "
+            "there is little to offload) and ours counts with a cl100k-calibrated estimator while the peers count "
+            "characters/4, which underestimates JSON by ~30%: at the same nominal trigger the peers actually "
+            f"send more (peak {total['langchain_peak_tok']:,} cl100k tokens vs ours {total['ours_peak_tok']:,} "
+            f"for an {effectiveness.SETUP.trigger_tokens:,} budget), i.e. they overshoot the budget instead of "
+            "summarizing."
+        )
+    lines.append(
+        f"Replaced tool results: {t['replaced']}, byte-recoverable {t['byte_recoverable']} "
+        f"({'100%' if t['recoverable_target_met'] else 'NOT all'}: SHA-256 of the saved file = receipt's = "
+        "original output's). Identifiers from tool results visible or recoverable at the end: ours "
+        f"{total['ours_ids_recoverable']:.0%}, deepagents {total['deepagents_ids_recoverable']:.0%} (its history "
+        f"file keeps summarized messages as XML), LangChain {total['langchain_ids_recoverable']:.0%} (it keeps "
+        "nothing beyond the summary and the kept tail). Visible in the final request only, all three are close "
+        f"(ours {total['ours_ids_visible']:.0%}): receipts show previews, not whole outputs."
+    )
+    if total["ours_errors"] or total["langchain_errors"] or total["deepagents_errors"]:
+        lines.append(
+            f"Failed model calls: ours {total['ours_errors']}, LangChain {total['langchain_errors']}, deepagents "
+            f"{total['deepagents_errors']}. They come from aider session 644, whose assistant turn 14 is a 149 KB "
+            "paste of base64 data (~90K cl100k tokens, larger than the 32K window on its own): while it is the "
+            "latest message nothing can fit it without cutting a non-tool message. LangChain sends it and the "
+            "model rejects it on every call until it is summarized away; deepagents raises its own "
+            "ContextOverflowError; ours fails that one call (the message is the newest, so it cannot be "
+            "summarized yet) and summarizes it away on the next."
+        )
+    if sens:
+        lines.append(
+            "Across budgets the ratio is "
+            + ", ".join(f"{_x(r['calls_vs_langchain'])} at {r['trigger']:,}" for r in sens)
+            + " (vs LangChain): the larger the budget relative to the tool results, the more offloading alone "
+            "suffices; the platform default is 100K."
+        )
+    return " ".join(lines) + "\n"
+
+
+def overhead_notes(rows: list[dict], hot: list[dict]) -> str:
+    below = [r for r in rows if r["scenario"] == "below"]
+    above = [r for r in rows if r["scenario"] == "above"]
+    cold_ok = all(r["cold_ok"] == "yes" for r in rows)
+    warm_ok = all(r["warm_ok"] == "yes" for r in rows)
+    refs = {r["function"]: r["own_ms"] for r in hot if r["scenario"] == "reference"}
+    est = next((v for k, v in refs.items() if k.startswith("tokens.estimate_messages")), None)
+    length = next((v for k, v in refs.items() if k.startswith("sum(len")), None)
+    big = below[-1]
+    lines = [
+        f"Warm (the per-turn case inside a run): ours is {', '.join(_x(r['warm_vs_faster_peer']) for r in rows)} "
+        f"the faster peer (target <= 0.3×: {'met' if warm_ok else 'MISSED on some rows'}), because it re-estimates "
+        "and re-compacts only the messages after the unchanged prefix of the previous call, while both peers "
+        "recount the whole history every call (and summarize again when above the trigger).",
+        f"Cold (first call on a state, fresh caches): ours is {', '.join(_x(r['cold_vs_faster_peer']) for r in below)} "
+        f"below the trigger and {', '.join(_x(r['cold_vs_faster_peer']) for r in above)} above it "
+        f"(target <= 1.5×: {'met' if cold_ok else 'MISSED'}).",
+    ]
+    if not cold_ok:
+        lines.append(
+            "Why: the peers count characters/4 (a `len()` per message), ours runs the script-aware estimator "
+            f"over every byte. On {big['messages']:,} messages the estimator alone takes {est:,.0f} ms cold "
+            f"vs {big['ours_cold_us'] / 1e3:,.0f} ms for the whole middleware call, i.e. essentially all of it; "
+            f"a length-only pass over the same state takes {length:,.1f} ms. Above the trigger the gap narrows "
+            "because the peers then pay for a summary (prompt rendering of the whole history) while ours "
+            "compacts (hashing, files, previews). Hot spots are in the profile table."
+        )
+    lines.append(
+        "Growth is linear or better for ours (slopes in the growth table; warm is sublinear because only the "
+        "new message is estimated)."
+    )
+    return " ".join(lines) + "\n"
+
+
+# --- headline ------------------------------------------------------------------------------------
+
+
+def headline(acc: list[dict], summary: list[dict], over: list[dict]) -> str:
+    def err(corpus: str, tok: str) -> dict:
+        return next(r for r in acc if r["corpus"] == corpus and r["tokenizer"] == tok)
+
+    total = summary[-1]
+    below = [r for r in over if r["scenario"] == "below"]
+    rows = [
+        {
+            "measure": "Token estimate, Chinese chats: median error vs cl100k / Qwen",
+            "ours": f"{_pct(err('zh_chats', 'cl100k')['ours_median'])} / {_pct(err('zh_chats', 'qwen')['ours_median'])}",
+            "peers": f"chars/4: {_pct(err('zh_chats', 'cl100k')['chars4_median'])} / "
+            f"{_pct(err('zh_chats', 'qwen')['chars4_median'])}",
+            "target": "±10%",
+        },
+        {
+            "measure": "Token estimate, English chats: median error vs cl100k / Qwen",
+            "ours": f"{_pct(err('en_chats', 'cl100k')['ours_median'])} / {_pct(err('en_chats', 'qwen')['ours_median'])}",
+            "peers": f"chars/4: {_pct(err('en_chats', 'cl100k')['chars4_median'])} / "
+            f"{_pct(err('en_chats', 'qwen')['chars4_median'])}",
+            "target": "±10%",
+        },
+        {
+            "measure": f"Summary-model calls, {total['trajectories'].removeprefix('TOTAL (').rstrip(')')} real "
+            "trajectories, "
+            f"{effectiveness.SETUP.trigger_tokens:,}-token trigger",
+            "ours": str(total["ours_summaries"]),
+            "peers": f"LangChain {total['langchain_summaries']} ({_x(total['calls_vs_langchain'])}), "
+            f"deepagents {total['deepagents_summaries']} ({_x(total['calls_vs_deepagents'])})",
+            "target": "<= 0.50×",
+        },
+        {
+            "measure": "Replaced tool results byte-recoverable (SHA-256)",
+            "ours": f"{total['byte_recoverable']} / {total['replaced']}",
+            "peers": f"identifiers recoverable: LangChain {total['langchain_ids_recoverable']:.0%}, "
+            f"deepagents {total['deepagents_ids_recoverable']:.0%} (ours {total['ours_ids_recoverable']:.0%})",
+            "target": "100%",
+        },
+        {
+            "measure": "Middleware overhead, warm (state grown by one message), 100 / 1K / 10K messages",
+            "ours": " / ".join(_x(r["warm_vs_faster_peer"]) for r in below),
+            "peers": "× the faster peer",
+            "target": "<= 0.3×",
+        },
+        {
+            "measure": "Middleware overhead, cold (fresh caches), 100 / 1K / 10K messages",
+            "ours": " / ".join(_x(r["cold_vs_faster_peer"]) for r in below),
+            "peers": "× the faster peer",
+            "target": "<= 1.5× (missed: byte-level estimator vs len()/4)"
+            if any(r["cold_ok"] != "yes" for r in below)
+            else "<= 1.5×",
+        },
+    ]
+    return markdown_table(rows, ["measure", "ours", "peers", "target"])
+
+
+def update_readme(table: str) -> None:
+    section = (
+        f"{README_HEADING}\n\n`make bench` replays real agent traces (`../shared/data`) through our middleware, "
+        "LangChain's and deepagents' `SummarizationMiddleware` with the same budget and fake models; full tables, "
+        "charts and interpretation in [docs/benchmarks.md](docs/benchmarks.md).\n\n" + table
+    )
+    text = README.read_text(encoding="utf-8")
+    pattern = re.compile(rf"^{re.escape(README_HEADING)}\n.*?(?=^## |\Z)", re.S | re.M)
+    if pattern.search(text):
+        text = pattern.sub(lambda _m: section + "\n", text, count=1)
+    else:
+        text = text.rstrip("\n") + "\n\n" + section
+    README.write_text(text.rstrip("\n") + "\n", encoding="utf-8")
+
+
+# --- the run -------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    started = time.perf_counter()
+    parts: list[str] = []
+
+    def section(title: str, body: str) -> None:
+        print(f"\n## {title}\n\n{body}", flush=True)
+        parts.append(f"## {title}\n\n{body}")
+
+    acc = estimator_accuracy.run()
+    speed = estimator_accuracy.run_throughput()
+    acc_chart = charts.estimator_error(acc)
+    section(
+        "1. Token-estimator accuracy",
+        estimator_accuracy.render(acc)
+        + "\n"
+        + estimator_accuracy.render_throughput(speed)
+        + f"\n![estimator error per corpus]({acc_chart})\n\n"
+        + estimator_notes(acc, speed),
+    )
+
+    replays = effectiveness.run()
+    summary = effectiveness.summarize(replays)
+    sens = effectiveness.sensitivity()
+    chart_traj = effectiveness.CHART_TRAJECTORY
+    series = {r.middleware: r.tokens for r in replays if r.trajectory == chart_traj}
+    turn_chart = charts.tokens_per_turn(
+        series, trajectory=chart_traj, trigger=effectiveness.SETUP.trigger_tokens
+    )
+    section(
+        "2. Compression effectiveness",
+        effectiveness.render(replays)
+        + f"\n![tokens per model call]({turn_chart})\n\n"
+        + effectiveness_notes(summary, sens)
+        + "\n"
+        + effectiveness.render_sensitivity(sens)
+        + "\n<details><summary>Per trajectory</summary>\n\n"
+        + effectiveness.render_trajectories(replays)
+        + "\n</details>\n",
+    )
+
+    over = overhead.run()
+    hot = overhead.hot_spots()
+    over_chart = charts.overhead(over)
+    section(
+        "3. Middleware overhead",
+        overhead.render(over)
+        + f"\n![overhead vs state size]({over_chart})\n\n"
+        + overhead_notes(over, hot)
+        + "\n"
+        + overhead.render_hot_spots(hot),
+    )
+
+    if manual_latency is not None and hasattr(manual_latency, "run") and hasattr(manual_latency, "render"):
+        section("4. Manual compression latency", manual_latency.render(manual_latency.run()))
+    else:
+        section(
+            "4. Manual compression latency",
+            "_Not measured in this run (`bench/manual_latency.py` is absent)._\n",
+        )
+
+    head = headline(acc, summary, over)
+    elapsed = time.perf_counter() - started
+    doc = (
+        "# Benchmarks\n\n"
+        f"Command: `make bench` (= `python -m bench.run`); run {datetime.now(UTC):%Y-%m-%d %H:%M} UTC, "
+        f"{elapsed:.0f} s. Data: `../shared/data` (real traces; see its README). Benchmarks are not tests: they "
+        "report, they never fail a build.\n\nMachine and versions:\n\n"
+        + machine_markdown()
+        + f"\nPeers: LangChain `SummarizationMiddleware`, deepagents `SummarizationMiddleware`; shared agent model "
+        f"and summarizer are fakes (`bench/peers.py`), the reference tokenizer is cl100k (offline). "
+        f"Our estimator profile: `{peers.MODEL_NAME}`.\n\n## Headline\n\n" + head + "\n" + "\n".join(parts)
+    )
+    DOC.parent.mkdir(parents=True, exist_ok=True)
+    DOC.write_text(doc, encoding="utf-8")
+    update_readme(head)
+    print(
+        f"\n## Headline\n\n{head}\nWrote {DOC.relative_to(ROOT)} and the README section in {elapsed:.0f} s."
+    )
+
+
+if __name__ == "__main__":
+    main()
