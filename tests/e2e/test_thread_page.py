@@ -85,8 +85,22 @@ def test_hint_at_0_85_and_not_at_0_849(page, e2e_server):
     expect(page.locator("#compress-button")).to_be_enabled()
 
 
+def _exchange(page, text: str) -> None:
+    replies = page.locator("#transcript .message.role-assistant")
+    count = replies.count()
+    page.fill("#composer-input", text)
+    page.keyboard.press("Enter")
+    expect(replies).to_have_count(count + 1)
+    expect(page.locator("#run-status")).to_have_attribute("data-status", "succeeded")
+
+
 def test_compress_button_completes_and_the_meter_falls(page, e2e_server, screenshot):
-    _open_thread(page, e2e_server, "Long research thread", usage_at(0.93))
+    thread_id = _open_thread(page, e2e_server, "Long research thread")
+    for text in ("We are planning a trip to Lisbon.", "I prefer trains to planes.", "Budget is 900 euros."):
+        _exchange(page, text)
+    e2e_server.seed("usage", thread_id=thread_id, usage=usage_at(0.93))
+    page.reload()
+    expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
     before = _meter_width(page)
     assert before == pytest.approx(93.0)
     screenshot(page, "thread-hint")

@@ -56,7 +56,10 @@ def seed(request: HttpRequest) -> JsonResponse:
         user_model = get_user_model()
         if not user_model.objects.filter(username=USERNAME).exists():
             user_model.objects.create_user(USERNAME, "alice@example.com", PASSWORD)
-        Agent.objects.get_or_create(slug=AGENT_SLUG, defaults={"name": "Assistant"})
+        # Keep two messages after a summary, so a short thread already has history to compress.
+        Agent.objects.get_or_create(
+            slug=AGENT_SLUG, defaults={"name": "Assistant", "summary_keep_messages": 2}
+        )
         return JsonResponse({"username": USERNAME, "password": PASSWORD, "agent": AGENT_SLUG})
     if action == "thread":
         user = get_user_model().objects.get(username=USERNAME)
