@@ -1,0 +1,137 @@
+"""Overflow recovery against a real ``ChatOpenAI`` talking to a local OpenAI-protocol stub server: the
+first request is rejected as too long, the middleware summarizes and the retry succeeds."""
+
+from __future__ import annotations
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import HumanMessage
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
+
+from compression.agent_middleware import CompressionMiddleware, TokenUsageMiddleware
+from compression.engine.config import CompressionConfig
+from compression.engine.history import SUMMARY_EVENT_KEY
+from compression.engine.overflow import is_context_overflow
+from compression.engine.store import MemoryStore
+from tests.compression._agent_fakes import SYSTEM, conversation
+
+OPENAI = {
+    "error": {
+        "message": "Request too large for this model.",
+        "type": "invalid_request_error",
+        "code": "context_length_exceeded",
+    }
+}
+VLLM = {
+    "object": "error",
+    "message": "This model's maximum context length is 8192 tokens. However, you requested 9120 tokens "
+    "(8096 in the messages, 1024 in the completion). Please reduce the length of the messages or completion.",
+    "type": "BadRequestError",
+    "param": None,
+    "code": 400,
+}
+LLAMA_CPP = {
+    "error": {
+        "code": 400,
+        "message": "the request exceeds the available context size, try increasing it",
+        "type": "exceed_context_size_error",
+        "n_prompt_tokens": 9120,
+        "n_ctx": 8192,
+    }
+}
+PROMPT_TOO_LONG = {
+    "error": {
+        "message": "prompt is too long: 210000 tokens > 200000 maximum",
+        "type": "invalid_request_error",
+    }
+}
+OVERFLOWS = pytest.mark.parametrize(
+    "body",
+    [OPENAI, VLLM, LLAMA_CPP, PROMPT_TOO_LONG],
+    ids=["openai-code", "vllm", "llama-cpp", "prompt-too-long"],
+)
+
+
+def _chat(stub) -> ChatOpenAI:
+    return ChatOpenAI(
+        model="gpt-4o-mini", base_url=stub.base_url, api_key="sk-test", max_retries=0, timeout=10
+    )
+
+
+def _agent(model: ChatOpenAI, store: MemoryStore):
+    config = CompressionConfig(
+        trigger_tokens=1_000_000, keep_messages=4, tool_result_token_limit=100_000, context_window=None
+    )
+    middleware = [
+        CompressionMiddleware(config=config, store=store, summary_model=model),
+        TokenUsageMiddleware(config=config),
+    ]
+    return create_agent(model, [], system_prompt=SYSTEM, middleware=middleware, checkpointer=InMemorySaver())
+
+
+@OVERFLOWS
+def test_the_stub_error_reaches_us_as_an_overflow(openai_stub, body):
+    openai_stub.error(400, body)
+    with pytest.raises(Exception) as info:
+        _chat(openai_stub).invoke("hello")
+    assert is_context_overflow(info.value)
+
+
+@OVERFLOWS
+def test_overflow_from_a_real_server_forces_a_summary_and_the_retry_succeeds(openai_stub, body):
+    openai_stub.error(400, body).reply("## SESSION INTENT\nresearch").reply("Recovered answer.")
+    store = MemoryStore()
+    agent = _agent(_chat(openai_stub), store)
+    config = {"configurable": {"thread_id": "overflow"}}
+    events = []
+    for mode, chunk in agent.stream(
+        {"messages": conversation(6, size=600)}, config, stream_mode=["custom", "updates"]
+    ):
+        if mode == "custom":
+            events.append(chunk)
+    assert [e["status"] for e in events] == ["started", "completed"]
+    assert events[-1]["level"] == "summary"
+    assert len(openai_stub.requests) == 3
+    summary_request, retry = openai_stub.requests[1], openai_stub.requests[2]
+    assert "<messages>" in summary_request["messages"][-1]["content"]
+    assert retry["messages"][0]["role"] == "system"
+    assert retry["messages"][1]["content"].startswith(
+        "You are in the middle of a conversation that has been summarized."
+    )
+    values = agent.get_state(config).values
+    assert values["messages"][-1].content == "Recovered answer."
+    assert values[SUMMARY_EVENT_KEY]["cutoff_index"] > 0
+    assert any(path.startswith("outputs/conversation_history/") for path in store.files)
+
+
+async def test_async_overflow_from_a_real_server(openai_stub):
+    openai_stub.error(400, OPENAI).reply("## SESSION INTENT\nresearch").reply("Recovered answer.")
+    agent = _agent(_chat(openai_stub), MemoryStore())
+    config = {"configurable": {"thread_id": "overflow-async"}}
+    result = await agent.ainvoke({"messages": conversation(6, size=600)}, config)
+    assert result["messages"][-1].content == "Recovered answer." and len(openai_stub.requests) == 3
+
+
+def test_other_bad_requests_propagate_without_compression(openai_stub):
+    openai_stub.error(
+        400,
+        {
+            "error": {
+                "message": "Invalid schema for function 'x'.",
+                "type": "invalid_request_error",
+                "code": "invalid_function_parameters",
+            }
+        },
+    )
+    agent = _agent(_chat(openai_stub), MemoryStore())
+    events = []
+    with pytest.raises(Exception, match="Invalid schema"):
+        for mode, chunk in agent.stream(
+            {"messages": [HumanMessage("hi")]},
+            {"configurable": {"thread_id": "bad"}},
+            stream_mode=["custom", "updates"],
+        ):
+            if mode == "custom":
+                events.append(chunk)
+    assert events == [] and len(openai_stub.requests) == 1
