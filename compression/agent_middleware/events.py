@@ -43,15 +43,13 @@ class Emitter:
         self.level = LEVEL_COMPACTION
         self.before_tokens = before_tokens
         self.after_tokens: int | None = None
-        self.saved_files: list[str] = []
+        self.saved_files: dict[str, None] = {}  # ordered set of paths
         self.failed_files: list[dict[str, str]] = []
         self.started = False
         self.finished = False
 
     def record_files(self, saved: Iterable[SavedToolResult], failed: Iterable[FailedToolResult]) -> None:
-        for record in saved:
-            if record.path not in self.saved_files:
-                self.saved_files.append(record.path)
+        self.saved_files.update(dict.fromkeys(record.path for record in saved))
         for record in failed:
             self.failed_files.append({"path": record.path, "tool": record.tool_name, "error": record.error})
 
