@@ -1,7 +1,61 @@
-"""Thread-maintenance API: /api/threads/{thread_id}/compress ..."""
+"""Thread-maintenance API: /api/threads/{thread_id}/compress and its undo. Not a run: never queued."""
 
 from __future__ import annotations
 
-from ninja import Router
+import uuid
+
+from django.http import HttpRequest
+from ninja import Header, Router, Schema
+
+from agent_platform.errors import Unprocessable
+from compression import services
 
 router = Router(tags=["compression"])
+MAX_IDEMPOTENCY_KEY = 200
+
+
+class CompressOut(Schema):
+    status: str
+    before_tokens: int
+    after_tokens: int
+    compressed_messages: int
+    file_path: str | None = None
+    reason: str | None = None
+
+
+class UndoOut(Schema):
+    status: str
+    before_tokens: int
+    after_tokens: int
+
+
+class ErrorOut(Schema):
+    code: str
+    message: str
+
+
+ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut, 502: ErrorOut}
+
+
+@router.post("/{thread_id}/compress", response={200: CompressOut, **ERRORS}, exclude_none=True)
+def thread_compress(
+    request: HttpRequest,
+    thread_id: uuid.UUID,
+    idempotency_key: str | None = Header(default=None, alias="Idempotency-Key"),
+):
+    """Compress an idle thread's context now. 409 `thread_busy` while a run is running or queued or the
+    thread waits on the user; a retry with the same `Idempotency-Key` returns the first result."""
+    if idempotency_key is not None and not 0 < len(idempotency_key.strip()) <= MAX_IDEMPOTENCY_KEY:
+        raise Unprocessable(
+            f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} characters.", code="invalid_input"
+        )
+    outcome = services.thread_compress(
+        thread_id=thread_id, user=request.user, idempotency_key=(idempotency_key or "").strip() or None
+    )
+    return outcome.result
+
+
+@router.post("/{thread_id}/compress/undo", response={200: UndoOut, **ERRORS})
+def thread_compress_undo(request: HttpRequest, thread_id: uuid.UUID):
+    """Restore the model-visible history from before the latest compression; 409 `nothing_to_undo`."""
+    return services.thread_compress_undo(thread_id=thread_id, user=request.user)

@@ -17,31 +17,20 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langgraph.types import Command
 
-from compression.agent_middleware.effects import Blocking, CallModel, Steps, Summarize, run_async, run_sync
+from compression.agent_middleware.effects import Blocking, CallModel, Steps, run_async, run_sync
 from compression.agent_middleware.events import LEVEL_COMPACTION, LEVEL_SUMMARY, Emitter, stream_writer
-from compression.agent_middleware.measure import count_call, request_overhead
+from compression.agent_middleware.measure import request_overhead
 from compression.agent_middleware.memo import CompactionMemo, MessageTotals
 from compression.agent_middleware.state import (
-    SESSION_ID_KEY,
     SUMMARY_EVENT_KEY,
-    SUMMARY_EVENTS_KEY,
-    SUMMARY_USAGE_KEY,
-    TOKEN_USAGE_KEY,
     CompressionState,
-    push_summary_event,
 )
+from compression.agent_middleware.summary import summarize_span, summary_update, valid_event
 from compression.engine.clipping import clip_overflow_tail
 from compression.engine.config import CompressionConfig
 from compression.engine.cutoff import find_cutoff
 from compression.engine.history import (
-    build_summarization_event,
-    build_summary_message,
     effective_messages,
-    format_summary_prompt,
-    history_path,
-    new_session_id,
-    render_history_section,
-    summary_text,
 )
 from compression.engine.overflow import is_context_overflow
 from compression.engine.store import ResultStore
@@ -56,15 +45,6 @@ class CompressionError(RuntimeError):
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def _valid_event(event: Any) -> Mapping[str, Any] | None:
-    if not isinstance(event, Mapping):
-        return None
-    cutoff, summary = event.get("cutoff_index"), event.get("summary_message")
-    if isinstance(cutoff, int) and cutoff >= 0 and isinstance(summary, BaseMessage):
-        return event
-    return None
 
 
 class CompressionMiddleware(AgentMiddleware[CompressionState]):
@@ -103,7 +83,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
 
     def _steps(self, request: ModelRequest) -> Steps[ModelResponse | ExtendedModelResponse]:
         trigger = self.config.trigger_tokens
-        previous = _valid_event((request.state or {}).get(SUMMARY_EVENT_KEY))
+        previous = valid_event((request.state or {}).get(SUMMARY_EVENT_KEY))
         effective = effective_messages(request.messages, previous)
         overhead = request_overhead(request, self.profile)
         before = overhead + self._effective_totals.total(effective)
@@ -182,48 +162,36 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
 
         emitter.level = LEVEL_SUMMARY
         state = request.state or {}
-        session_id = _session_id(state.get(SESSION_ID_KEY))
-        file_path = history_path(session_id)
-        budget = self._summary_budget(overflowed_at)
         try:
-            section = render_history_section(to_summarize, now=self.now())
-            yield Blocking(partial(self.store.append_text, file_path, section))
-            prompt = format_summary_prompt(
-                to_summarize, prompt=config.summary_prompt, max_tokens=budget, profile=self.profile
+            outcome = yield from summarize_span(
+                to_summarize,
+                state=state,
+                previous=previous,
+                local_cutoff=cutoff,
+                config=config,
+                store=self.store,
+                profile=self.profile,
+                budget=self._summary_budget(overflowed_at),
+                now=self.now(),
             )
-            reply = yield Summarize(prompt)
-            text = summary_text(reply)
         except Exception as exc:
             # Fail closed: no state change, no error text in any message.
             emitter.fail(exc)
             fallback = [*to_summarize, *preserved]
             return (yield from self._fallback(request, fallback, overhead, overflowed_at, exc))
 
-        summary_message = build_summary_message(text, file_path=file_path)
-        event = build_summarization_event(
-            previous=previous, local_cutoff=cutoff, summary_message=summary_message, file_path=file_path
-        )
-        final = [summary_message, *preserved]
+        event = outcome.event
+        final = [event["summary_message"], *preserved]
         response = yield CallModel(request.override(messages=final))
-        usage = getattr(reply, "usage_metadata", None)
         emitter.complete(
             level=LEVEL_SUMMARY,
             after_tokens=self._estimate(overhead, final),
             cutoff_index=event["cutoff_index"],
             compressed_messages=cutoff,
-            file_path=file_path,
-            summary_usage=dict(usage) if usage else None,
+            file_path=outcome.file_path,
+            summary_usage=outcome.usage,
         )
-        update: dict[str, Any] = {
-            SUMMARY_EVENT_KEY: event,
-            SESSION_ID_KEY: session_id,
-            SUMMARY_EVENTS_KEY: push_summary_event(state.get(SUMMARY_EVENTS_KEY), previous),  # type: ignore[arg-type]
-            TOKEN_USAGE_KEY: {
-                SUMMARY_USAGE_KEY: count_call(
-                    usage, (state.get(TOKEN_USAGE_KEY) or {}).get(SUMMARY_USAGE_KEY)
-                )
-            },
-        }
+        update = summary_update(state, outcome, previous)
         if persisted := _persisted(replacements):
             update["messages"] = persisted
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
@@ -263,17 +231,6 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
 def _persisted(replacements: Sequence[BaseMessage]) -> list[BaseMessage]:
     """Overflow-clip replacements that can replace their originals in state (they need an id)."""
     return [m for m in replacements if m.id]
-
-
-def _session_id(value: Any) -> str:
-    if isinstance(value, str):
-        try:
-            history_path(value)
-        except ValueError:
-            pass
-        else:
-            return value
-    return new_session_id()
 
 
 def _too_large(cause: Exception, tokens: int, window: int | None) -> str:

@@ -48,3 +48,38 @@ class MemoryStore:
     def append_text(self, path: str, content: str) -> None:
         self.writes += 1
         self.files[path] = self.files.get(path, "") + content
+
+
+class StagedStore:
+    """Writes held back until ``flush()``: lets a caller decide, after compaction, whether anything
+    should be written at all (a manual compression that ends as ``no_op`` writes nothing)."""
+
+    def __init__(self, target: ResultStore) -> None:
+        self.target = target
+        self.staged: dict[str, str] = {}
+
+    def exists(self, path: str) -> bool:
+        return path in self.staged or self.target.exists(path)
+
+    def read_text(self, path: str) -> str:
+        if path in self.staged:
+            return self.staged[path]
+        return self.target.read_text(path)
+
+    def write_text(self, path: str, content: str) -> None:
+        self.staged[path] = content
+
+    def append_text(self, path: str, content: str) -> None:
+        base = self.staged.get(path)
+        if base is None:
+            base = self.target.read_text(path) if self.target.exists(path) else ""
+        self.staged[path] = base + content
+
+    def flush(self) -> list[str]:
+        """Write every staged file to the target; returns the paths written."""
+        written = []
+        for path, content in self.staged.items():
+            self.target.write_text(path, content)
+            written.append(path)
+        self.staged.clear()
+        return written

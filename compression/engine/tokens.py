@@ -94,22 +94,58 @@ class TokenProfile:
 # Fitted by ``python -m bench.fit_estimator`` on the FIT halves of the real traces (see its output).
 _FITTED: dict[str, dict[str, float]] = {
     "cl100k": {
-        "cjk": 1.0962, "cjk_punct": 1.122, "symbol": 0.4662, "other": 1.0,
-        "astral": 2.0, "letter": 0.0575, "word": 0.7172, "upper": 0.1939,
-        "case_change": 1.3319, "digit": 0.2148, "digit_run": 1.4304, "punct": 0.0719,
-        "punct_run": 0.7538, "newline": 0.197, "indent": 0.3899, "space_pair": 0.0847,
+        "cjk": 1.0962,
+        "cjk_punct": 1.122,
+        "symbol": 0.4662,
+        "other": 1.0,
+        "astral": 2.0,
+        "letter": 0.0575,
+        "word": 0.7172,
+        "upper": 0.1939,
+        "case_change": 1.3319,
+        "digit": 0.2148,
+        "digit_run": 1.4304,
+        "punct": 0.0719,
+        "punct_run": 0.7538,
+        "newline": 0.197,
+        "indent": 0.3899,
+        "space_pair": 0.0847,
     },
     "qwen": {
-        "cjk": 0.5148, "cjk_punct": 1.4273, "symbol": 0.6206, "other": 0.8,
-        "astral": 2.0, "letter": 0.0605, "word": 0.7019, "upper": 0.1926,
-        "case_change": 1.2381, "digit": 0.9114, "digit_run": 0.9144, "punct": 0.0704,
-        "punct_run": 0.7588, "newline": 0.1721, "indent": 0.4273, "space_pair": 0.0803,
+        "cjk": 0.5148,
+        "cjk_punct": 1.4273,
+        "symbol": 0.6206,
+        "other": 0.8,
+        "astral": 2.0,
+        "letter": 0.0605,
+        "word": 0.7019,
+        "upper": 0.1926,
+        "case_change": 1.2381,
+        "digit": 0.9114,
+        "digit_run": 0.9144,
+        "punct": 0.0704,
+        "punct_run": 0.7588,
+        "newline": 0.1721,
+        "indent": 0.4273,
+        "space_pair": 0.0803,
     },
     "max": {
-        "cjk": 1.0997, "cjk_punct": 0.9221, "symbol": 0.4447, "other": 1.0,
-        "astral": 2.0, "letter": 0.0592, "word": 0.7106, "upper": 0.195,
-        "case_change": 1.246, "digit": 0.9061, "digit_run": 0.898, "punct": 0.0696,
-        "punct_run": 0.7593, "newline": 0.1523, "indent": 0.4549, "space_pair": 0.0807,
+        "cjk": 1.0997,
+        "cjk_punct": 0.9221,
+        "symbol": 0.4447,
+        "other": 1.0,
+        "astral": 2.0,
+        "letter": 0.0592,
+        "word": 0.7106,
+        "upper": 0.195,
+        "case_change": 1.246,
+        "digit": 0.9061,
+        "digit_run": 0.898,
+        "punct": 0.0696,
+        "punct_run": 0.7593,
+        "newline": 0.1523,
+        "indent": 0.4549,
+        "space_pair": 0.0807,
     },
 }
 
@@ -140,9 +176,7 @@ _CONSERVATIVE = _profile(
 )
 DEFAULT_PROFILE = _CONSERVATIVE
 
-PROFILES: dict[str, TokenProfile] = {
-    p.name: p for p in (_CL100K, _O200K, _QWEN, DEFAULT_PROFILE)
-}
+PROFILES: dict[str, TokenProfile] = {p.name: p for p in (_CL100K, _O200K, _QWEN, DEFAULT_PROFILE)}
 
 # Known-models table: (name prefix, profile name). First match wins; unknown models -> DEFAULT_PROFILE.
 _MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
@@ -223,7 +257,6 @@ _DIGIT_RUNS = bytes(ord("0") if b == ord("0") else ord(" ") for b in range(256))
 _PUNCT_RUNS = bytes(ord(".") if b == ord(".") else ord(" ") for b in range(256))
 
 
-
 def _runs(classes: bytes, table: bytes, symbol: bytes) -> int:
     runs = classes.translate(table)
     return runs.count(b" " + symbol) + (runs[:1] == symbol)
@@ -235,7 +268,13 @@ def _features(text: str) -> tuple[int, ...]:
     if text.isascii():
         cjk = cjk_punct = symbol = other = astral = 0
     else:
-        cjk, cjk_punct, symbol, other, astral = count(b"c"), count(b"k"), count(b"g"), count(b"l"), count(b"e")
+        cjk, cjk_punct, symbol, other, astral = (
+            count(b"c"),
+            count(b"k"),
+            count(b"g"),
+            count(b"l"),
+            count(b"e"),
+        )
     lower, upper = count(b"a"), count(b"A")
     letter, digit, punct = lower + upper, count(b"0"), count(b".")
     return (

@@ -180,8 +180,11 @@ class _RunRelay:
         event = events.json_safe(chunk)
         kind = event.pop("type")
         if kind == events.COMPRESSION:
+            from compression.services import compression_record_from_event
+
             self.run.events = [*self.run.events, {"type": kind, **event}]
             AgentRun.objects.filter(pk=self.run.pk).update(events=self.run.events)
+            compression_record_from_event(run=self.run, event=event)
         events.broadcast(self.thread_id, kind, **event)
 
     def _on_updates(self, chunk: dict[str, Any]) -> Any:
@@ -240,14 +243,6 @@ class _RunRelay:
         AgentRun.objects.filter(pk=self.run.pk).update(usage=totals)
 
     def _record_pressure(self) -> None:
-        """Copy the latest pressure figures onto the thread, so bulk selection never opens a checkpoint."""
-        usage = self.token_usage
-        if not usage:
-            return
-        Conversation.objects.filter(pk=self.conversation.pk).update(
-            context_tokens=usage.get("next_llm_input_tokens"),
-            trigger_tokens=usage.get("summary_trigger_tokens"),
-            pressure_ratio=usage.get("summary_pressure_ratio"),
-            summary_active=bool(usage.get("summary_active")),
-            usage_updated_at=timezone.now(),
-        )
+        from compression.services import conversation_pressure_update
+
+        conversation_pressure_update(conversation_id=self.conversation.pk, token_usage=self.token_usage)

@@ -81,10 +81,18 @@ def thread_lock(
 
 
 @contextmanager
-def conversation_lock(*, conversation_id: int) -> Iterator[Conversation]:
-    """The run executor's lock: the row by primary key, whatever its owner or status; waits."""
+def conversation_lock(*, conversation_id: int, nowait: bool = False) -> Iterator[Conversation]:
+    """The row by primary key, whatever its owner or status (run executor, bulk jobs, admin).
+
+    Waits for the lock, or with ``nowait`` raises ``ThreadBusy`` at once if another holds it.
+    """
+    queryset = Conversation.objects.filter(pk=conversation_id).select_related("agent")
     with transaction.atomic():
-        yield _lock_row(Conversation.objects.filter(pk=conversation_id), nowait=False, timeout_ms=None)
+        try:
+            conversation = _lock_row(queryset, nowait=nowait, timeout_ms=None)
+        except Conversation.DoesNotExist as exc:
+            raise ThreadNotFound() from exc
+        yield conversation
 
 
 def message_payload(message: Message) -> dict[str, object]:

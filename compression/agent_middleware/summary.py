@@ -1,0 +1,116 @@
+"""The summary step shared by automatic (in-run) and manual compression: append the span to the
+history file, ask the model for a strict summary, and build the ``_summarization_event`` update."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from compression.agent_middleware.effects import Blocking, Steps, Summarize
+from compression.agent_middleware.measure import count_call
+from compression.agent_middleware.state import (
+    SESSION_ID_KEY,
+    SUMMARY_EVENT_KEY,
+    SUMMARY_EVENTS_KEY,
+    SUMMARY_USAGE_KEY,
+    TOKEN_USAGE_KEY,
+    push_summary_event,
+)
+from compression.engine.config import CompressionConfig
+from compression.engine.history import (
+    SummarizationEvent,
+    build_summarization_event,
+    build_summary_message,
+    format_summary_prompt,
+    history_path,
+    new_session_id,
+    render_history_section,
+    summary_text,
+)
+from compression.engine.store import ResultStore
+from compression.engine.tokens import TokenProfile
+
+
+@dataclass(frozen=True)
+class SummaryOutcome:
+    event: SummarizationEvent
+    session_id: str
+    file_path: str
+    usage: dict[str, Any] | None
+
+
+def valid_event(event: Any) -> Mapping[str, Any] | None:
+    """A well-formed ``_summarization_event`` from state, else None (a malformed one hides nothing)."""
+    if not isinstance(event, Mapping):
+        return None
+    cutoff, summary = event.get("cutoff_index"), event.get("summary_message")
+    if isinstance(cutoff, int) and cutoff >= 0 and isinstance(summary, BaseMessage):
+        return event
+    return None
+
+
+def session_id_from(value: Any) -> str:
+    """The state's session id when it is a safe one, else a new one."""
+    if isinstance(value, str):
+        try:
+            history_path(value)
+        except ValueError:
+            pass
+        else:
+            return value
+    return new_session_id()
+
+
+def summarize_span(
+    to_summarize: Sequence[BaseMessage],
+    *,
+    state: Mapping[str, Any],
+    previous: Mapping[str, Any] | None,
+    local_cutoff: int,
+    config: CompressionConfig,
+    store: ResultStore,
+    profile: TokenProfile,
+    budget: int,
+    now: datetime,
+) -> Steps[SummaryOutcome]:
+    """History file first (required), then the summary; any failure raises before state changes."""
+    session_id = session_id_from(state.get(SESSION_ID_KEY))
+    file_path = history_path(session_id)
+    section = render_history_section(to_summarize, now=now)
+    yield Blocking(partial(store.append_text, file_path, section))
+    prompt = format_summary_prompt(
+        to_summarize, prompt=config.summary_prompt, max_tokens=budget, profile=profile
+    )
+    reply = yield Summarize(prompt)
+    text = summary_text(reply)
+    event = build_summarization_event(
+        previous=previous,
+        local_cutoff=local_cutoff,
+        summary_message=build_summary_message(text, file_path=file_path),
+        file_path=file_path,
+    )
+    usage = getattr(reply, "usage_metadata", None)
+    return SummaryOutcome(
+        event=event, session_id=session_id, file_path=file_path, usage=dict(usage) if usage else None
+    )
+
+
+def summary_update(
+    state: Mapping[str, Any], outcome: SummaryOutcome, previous: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The state update that makes ``outcome`` the model-visible history (undo history kept bounded)."""
+    return {
+        SUMMARY_EVENT_KEY: outcome.event,
+        SESSION_ID_KEY: outcome.session_id,
+        SUMMARY_EVENTS_KEY: push_summary_event(state.get(SUMMARY_EVENTS_KEY), previous),  # type: ignore[arg-type]
+        TOKEN_USAGE_KEY: {
+            SUMMARY_USAGE_KEY: count_call(
+                outcome.usage, (state.get(TOKEN_USAGE_KEY) or {}).get(SUMMARY_USAGE_KEY)
+            )
+        },
+    }

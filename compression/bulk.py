@@ -1,0 +1,146 @@
+"""One bulk-compaction step per thread, and the tally a bulk run reports.
+
+Every thread goes through ``compression.services.conversation_compress`` with ``nowait``: a thread
+that is busy or locked is skipped at once, never waited on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import partial
+
+from openai import APIConnectionError, APITimeoutError, InternalServerError, RateLimitError
+
+from agent_platform.errors import ApplicationError
+from compression.models import CompressionRecord
+
+# Model errors worth a retry with backoff (Celery path); a busy thread is reported, never retried.
+TRANSIENT_MODEL_ERRORS: tuple[type[BaseException], ...] = (
+    APIConnectionError,
+    APITimeoutError,
+    InternalServerError,
+    RateLimitError,
+)
+
+
+@dataclass(frozen=True)
+class BulkOutcome:
+    conversation_id: int
+    label: str  # completed | no_op | skipped_busy | skipped_capability | failed
+    tokens_saved: int = 0
+    summary_calls: int = 0
+    summary_tokens: int = 0
+    error: str = ""
+
+
+def bulk_compact_one(
+    *,
+    conversation_id: int,
+    batch: str | None = None,
+    raise_transient: bool = False,
+    trigger: str = CompressionRecord.Trigger.BULK,
+    requested_by=None,
+) -> BulkOutcome:
+    """Compress one thread for a bulk run; with ``raise_transient``, a transient model error propagates
+    (so a Celery task can retry it) instead of being counted as a failure."""
+    from compression.services import conversation_compress
+
+    key = f"bulk:{batch}:{conversation_id}" if batch else None
+    try:
+        outcome = conversation_compress(
+            conversation_id=conversation_id,
+            trigger=trigger,
+            requested_by=requested_by,
+            nowait=True,
+            idempotency_key=key,
+        )
+    except ApplicationError as exc:
+        if raise_transient and isinstance(exc.__cause__, TRANSIENT_MODEL_ERRORS):
+            raise exc.__cause__ from exc
+        label = {"thread_busy": "skipped_busy", "capability_missing": "skipped_capability"}.get(
+            exc.code, "failed"
+        )
+        return BulkOutcome(conversation_id, label, error="" if label != "failed" else exc.message)
+    record = outcome.record
+    usage = record.summary_usage or {}
+    return BulkOutcome(
+        conversation_id,
+        outcome.result["status"],
+        tokens_saved=record.tokens_saved,
+        summary_calls=1 if record.level == CompressionRecord.Level.SUMMARY else 0,
+        summary_tokens=int(usage.get("total_tokens") or 0),
+    )
+
+
+@dataclass
+class BulkReport:
+    counts: dict[str, int] = field(default_factory=dict)
+    tokens_saved: int = 0
+    summary_calls: int = 0
+    summary_tokens: int = 0
+    errors: list[str] = field(default_factory=list)
+    interrupted: bool = False
+
+    def add(self, outcome: BulkOutcome) -> None:
+        self.counts[outcome.label] = self.counts.get(outcome.label, 0) + 1
+        self.tokens_saved += outcome.tokens_saved
+        self.summary_calls += outcome.summary_calls
+        self.summary_tokens += outcome.summary_tokens
+        if outcome.error:
+            self.errors.append(f"{outcome.conversation_id}: {outcome.error}")
+
+    @property
+    def failed(self) -> int:
+        return self.counts.get("failed", 0)
+
+    def as_dict(self) -> dict[str, object]:
+        return {
+            "compressed": self.counts.get("completed", 0),
+            "no_op": self.counts.get("no_op", 0),
+            "skipped_busy": self.counts.get("skipped_busy", 0),
+            "skipped_capability": self.counts.get("skipped_capability", 0),
+            "failed": self.failed,
+            "tokens_saved": self.tokens_saved,
+            "summary_calls": self.summary_calls,
+            "summary_tokens": self.summary_tokens,
+            "errors": self.errors,
+            "interrupted": self.interrupted,
+        }
+
+    def summary_line(self) -> str:
+        d = self.as_dict()
+        line = (
+            f"Compressed {d['compressed']}, no-op {d['no_op']}, skipped busy {d['skipped_busy']}, "
+            f"skipped (no capability) {d['skipped_capability']}, failed {d['failed']}; "
+            f"{d['tokens_saved']:,} tokens saved; {d['summary_calls']} summary call(s), "
+            f"{d['summary_tokens']:,} summary tokens."
+        )
+        return line + (" Interrupted: stopped between threads." if self.interrupted else "")
+
+
+def bulk_compact_selected(
+    *, conversation_ids: list[int], requested_by=None, trigger: str = CompressionRecord.Trigger.BULK
+) -> tuple[BulkReport, dict[str, list[int]]]:
+    """Compress the given threads now, one by one; returns the tally and the ids per outcome label."""
+    report, by_label = BulkReport(), {}
+    for conversation_id in conversation_ids:
+        outcome = bulk_compact_one(
+            conversation_id=conversation_id, trigger=trigger, requested_by=requested_by
+        )
+        report.add(outcome)
+        by_label.setdefault(outcome.label, []).append(conversation_id)
+    return report, by_label
+
+
+def bulk_compact_enqueue(*, conversation_ids: list[int]) -> str:
+    """One Celery task per thread (sent after commit); returns the batch id that makes them idempotent."""
+    import uuid
+
+    from django.db import transaction
+
+    from compression.tasks import thread_compact as thread_compact_task
+
+    batch = uuid.uuid4().hex[:12]
+    for conversation_id in conversation_ids:
+        transaction.on_commit(partial(thread_compact_task.delay, conversation_id, batch))
+    return batch

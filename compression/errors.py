@@ -1,0 +1,31 @@
+"""Domain errors of thread maintenance, each mapped once to ``{"code", "message"}`` by the API."""
+
+from __future__ import annotations
+
+from agent_platform.errors import ApplicationError, Conflict, Unprocessable
+
+
+class CapabilityMissing(Unprocessable):
+    code = "capability_missing"
+
+    def __init__(self, message: str = "This thread's agent does not support context compression.") -> None:
+        super().__init__(message)
+
+
+class SummaryFailed(ApplicationError):
+    status = 502
+    code = "summary_failed"
+
+
+class IdempotencyConflict(Conflict):
+    code = "idempotency_conflict"
+
+    def __init__(self, message: str = "This Idempotency-Key was already used on another thread.") -> None:
+        super().__init__(message)
+
+
+class NothingToUndo(Conflict):
+    code = "nothing_to_undo"
+
+    def __init__(self, message: str = "There is no compression to undo on this thread.") -> None:
+        super().__init__(message)

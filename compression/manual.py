@@ -1,0 +1,143 @@
+"""The manual-compression algorithm (SPEC 8), as a step generator over the engine: state values in,
+a state update and a result out. Services run it under the thread's row lock; it never touches the ORM.
+
+Effective messages → compaction (staged: nothing is written for a ``no_op``) → pair-safe cutoff →
+history file (required) → strict summary → ``_summarization_event`` update. No threshold applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from compression.agent_middleware.effects import Blocking, Steps
+from compression.agent_middleware.state import SUMMARY_EVENT_KEY, SUMMARY_EVENTS_KEY
+from compression.agent_middleware.summary import summarize_span, summary_update, valid_event
+from compression.engine.compaction import compact_messages
+from compression.engine.config import CompressionConfig
+from compression.engine.cutoff import find_cutoff
+from compression.engine.history import effective_messages
+from compression.engine.store import ResultStore, StagedStore
+from compression.engine.tokens import TokenProfile, estimate_message
+
+STATUS_COMPLETED = "completed"
+STATUS_NO_OP = "no_op"
+REASON_INSUFFICIENT_HISTORY = "insufficient_history"
+SUMMARY_INPUT_SHARE = 0.75
+
+
+class NothingToUndo(Exception):
+    """No earlier summary state to go back to."""
+
+
+@dataclass(frozen=True)
+class ManualCompression:
+    status: str
+    before_tokens: int
+    after_tokens: int
+    compressed_messages: int = 0
+    file_path: str | None = None
+    reason: str | None = None
+    update: dict[str, Any] = field(default_factory=dict)
+    cutoff_index: int | None = None
+    summary_usage: dict[str, Any] | None = None
+    saved_files: tuple[str, ...] = ()
+
+    def body(self) -> dict[str, Any]:
+        """The API response: ``{status, before_tokens, after_tokens, compressed_messages, file_path, reason?}``."""
+        body: dict[str, Any] = {
+            "status": self.status,
+            "before_tokens": self.before_tokens,
+            "after_tokens": self.after_tokens,
+            "compressed_messages": self.compressed_messages,
+            "file_path": self.file_path,
+        }
+        if self.reason:
+            body["reason"] = self.reason
+        return body
+
+
+def messages_tokens(messages: Sequence[BaseMessage], profile: TokenProfile) -> int:
+    return sum(estimate_message(m, profile) for m in messages)
+
+
+def summary_budget(config: CompressionConfig) -> int:
+    window = config.context_window
+    return int(window * SUMMARY_INPUT_SHARE) if window else config.trigger_tokens
+
+
+def force_summarize(
+    values: Mapping[str, Any],
+    *,
+    config: CompressionConfig,
+    store: ResultStore,
+    profile: TokenProfile,
+    now: datetime | None = None,
+) -> Steps[ManualCompression]:
+    messages: list[BaseMessage] = list(values.get("messages") or [])
+    previous = valid_event(values.get(SUMMARY_EVENT_KEY))
+    effective = effective_messages(messages, previous)
+    before = messages_tokens(effective, profile)
+
+    staged = StagedStore(store)
+    compaction = yield Blocking(
+        partial(compact_messages, effective, config=config, store=staged, profile=profile)
+    )
+    view = compaction.messages
+    cutoff = find_cutoff(
+        view, keep_messages=config.keep_messages, max_tail_tokens=config.trigger_tokens // 2, profile=profile
+    )
+    if cutoff <= 0:
+        return ManualCompression(
+            status=STATUS_NO_OP,
+            before_tokens=before,
+            after_tokens=before,
+            reason=REASON_INSUFFICIENT_HISTORY,
+        )
+
+    # The summarized span's receipts point at these files: they must exist before the history does.
+    saved = tuple((yield Blocking(staged.flush)))
+    outcome = yield from summarize_span(
+        view[:cutoff],
+        state=values,
+        previous=previous,
+        local_cutoff=cutoff,
+        config=config,
+        store=store,
+        profile=profile,
+        budget=summary_budget(config),
+        now=now or datetime.now(UTC),
+    )
+    after = messages_tokens(effective_messages(messages, outcome.event), profile)
+    return ManualCompression(
+        status=STATUS_COMPLETED,
+        before_tokens=before,
+        after_tokens=after,
+        compressed_messages=cutoff,
+        file_path=outcome.file_path,
+        update=summary_update(values, outcome, previous),
+        cutoff_index=outcome.event["cutoff_index"],
+        summary_usage=outcome.usage,
+        saved_files=saved,
+    )
+
+
+def undo_update(values: Mapping[str, Any], *, profile: TokenProfile) -> tuple[dict[str, Any], int, int]:
+    """The update restoring the model-visible history from before the latest summary, with the
+    effective-message token counts before and after. Raises ``NothingToUndo``."""
+    history = list(values.get(SUMMARY_EVENTS_KEY) or [])
+    if not history:
+        raise NothingToUndo()
+    messages: list[BaseMessage] = list(values.get("messages") or [])
+    restored = valid_event(history[-1])
+    before = messages_tokens(
+        effective_messages(messages, valid_event(values.get(SUMMARY_EVENT_KEY))), profile
+    )
+    after = messages_tokens(effective_messages(messages, restored), profile)
+    update = {SUMMARY_EVENT_KEY: restored, SUMMARY_EVENTS_KEY: history[:-1]}
+    return update, before, after

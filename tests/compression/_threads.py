@@ -1,0 +1,45 @@
+"""Threads with a seeded checkpoint, for manual/bulk compression tests."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from compression.state_repository import AgentStateRepository
+
+
+def conversation_messages(turns: int, *, big_result_chars: int = 6000) -> list[BaseMessage]:
+    """``turns`` question/tool-call/tool-result/answer rounds with stable ids and large tool results."""
+    messages: list[BaseMessage] = []
+    for n in range(turns):
+        call_id = f"call_{n}"
+        messages += [
+            HumanMessage(content=f"Question {n}: what does document {n} say about compression?", id=f"h{n}"),
+            AIMessage(
+                content="",
+                id=f"a{n}",
+                tool_calls=[{"id": call_id, "name": "query_kb", "args": {"query": f"doc {n}"}}],
+            ),
+            ToolMessage(
+                content=f"Result {n}: https://example.com/doc/{n} "
+                + ("lorem ipsum dolor " * big_result_chars)[:big_result_chars],
+                tool_call_id=call_id,
+                name="query_kb",
+                id=f"t{n}",
+            ),
+            AIMessage(content=f"Document {n} says compression keeps context small.", id=f"r{n}"),
+        ]
+    return messages
+
+
+def repository_for(conversation) -> AgentStateRepository:
+    from agent_platform.runtime.graph import state_graph_for
+
+    return AgentStateRepository(state_graph_for(conversation), conversation.thread_id)
+
+
+def seed_state(conversation, messages: list[BaseMessage], **extra: Any) -> AgentStateRepository:
+    repository = repository_for(conversation)
+    repository.update({"messages": messages, **extra})
+    return repository

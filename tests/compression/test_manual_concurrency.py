@@ -1,0 +1,136 @@
+"""Manual compression against message intake, on real PostgreSQL with real threads and connections."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from django.db import connection
+
+from compression.services import thread_compress
+from conversations.errors import ThreadBusy
+from conversations.models import Message
+from conversations.services import message_intake
+from tests.compression._agent_fakes import ScriptedChatModel
+from tests.compression._threads import conversation_messages, repository_for, seed_state
+
+pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def gated(monkeypatch):
+    model = ScriptedChatModel(summaries=["## SESSION INTENT\ncompressed while the lock was held"])
+    started, gate = threading.Event(), threading.Event()
+    original = model._generate
+
+    def generate(messages, stop=None, run_manager=None, **kwargs):
+        started.set()
+        assert gate.wait(20), "the test never opened the gate"
+        return original(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+    object.__setattr__(model, "_generate", generate)
+    monkeypatch.setattr("agent_platform.runtime.models.chat_model_for", lambda agent: model)
+    return model, started, gate
+
+
+@pytest.fixture
+def thread(user, agent):
+    from conversations.services import thread_create
+
+    agent.summary_keep_messages = 4
+    agent.save()
+    conversation = thread_create(user=user, agent_slug=agent.slug)
+    seed_state(conversation, conversation_messages(5))
+    return conversation
+
+
+def _run(target, results: dict, key: str) -> threading.Thread:
+    def body():
+        try:
+            results[key] = target()
+        except BaseException as exc:  # noqa: BLE001 - asserted by the test
+            results[key] = exc
+        finally:
+            connection.close()
+
+    worker = threading.Thread(target=body, daemon=True)
+    worker.start()
+    return worker
+
+
+def test_intake_waits_for_a_compression_and_loses_nothing(thread, user, gated, settings):
+    model, started, gate = gated
+    settings.THREAD_LOCK_TIMEOUT_MS = 15_000
+    settings.RUN_EXECUTION = "celery"  # keep the queued run queued: this test is about the lock only
+    results: dict = {}
+    compressing = _run(lambda: thread_compress(thread_id=thread.thread_id, user=user), results, "compress")
+    assert started.wait(10)
+
+    intake = _run(
+        lambda: message_intake(thread_id=thread.thread_id, user=user, content="sent mid-compression"),
+        results,
+        "intake",
+    )
+    time.sleep(0.7)
+    assert intake.is_alive(), "intake must wait for the row lock while the compression holds it"
+    assert not Message.objects.filter(conversation=thread).exists()
+
+    gate.set()
+    compressing.join(20)
+    intake.join(20)
+    assert results["compress"].result["status"] == "completed"
+    assert not isinstance(results["intake"], BaseException), results["intake"]
+    message = Message.objects.get(conversation=thread)
+    assert message.content == "sent mid-compression"
+    record = results["compress"].record
+    assert record.created_at < message.created_at  # serialized: the compression committed first
+    values = repository_for(thread).get_values()
+    assert values["_summarization_event"]["cutoff_index"] > 0
+
+
+def test_intake_answers_busy_after_its_bounded_wait(thread, user, gated, settings):
+    model, started, gate = gated
+    settings.THREAD_LOCK_TIMEOUT_MS = 300
+    results: dict = {}
+    compressing = _run(lambda: thread_compress(thread_id=thread.thread_id, user=user), results, "compress")
+    assert started.wait(10)
+    began = time.monotonic()
+    with pytest.raises(ThreadBusy):
+        message_intake(thread_id=thread.thread_id, user=user, content="too early")
+    assert time.monotonic() - began < 5
+    gate.set()
+    compressing.join(20)
+    assert results["compress"].result["status"] == "completed"
+    assert not Message.objects.filter(conversation=thread).exists()  # refused openly, never half-written
+
+
+def test_a_compression_waits_for_an_intake_then_sees_the_thread_busy(thread, user, settings):
+    """Intake holds the lock and queues a run; the compression that waited then answers 409."""
+    from conversations.services import thread_lock
+
+    settings.RUN_EXECUTION = "celery"
+    results: dict = {}
+    locked, release = threading.Event(), threading.Event()
+
+    def hold_and_queue():
+        with thread_lock(thread_id=thread.thread_id, user=user):
+            locked.set()
+            release.wait(10)
+        return message_intake(thread_id=thread.thread_id, user=user, content="queued first")
+
+    holder = _run(hold_and_queue, results, "intake")
+    assert locked.wait(10)
+    compressing = _run(lambda: thread_compress(thread_id=thread.thread_id, user=user), results, "compress")
+    time.sleep(0.3)
+    assert compressing.is_alive()
+    release.set()
+    holder.join(20)
+    compressing.join(20)
+    # Either order is serialized: the compression ran before the message or refused after it.
+    outcome = results["compress"]
+    if isinstance(outcome, BaseException):
+        assert isinstance(outcome, ThreadBusy)
+    else:
+        assert outcome.result["status"] == "completed"
+    assert Message.objects.filter(conversation=thread, content="queued first").count() == 1
