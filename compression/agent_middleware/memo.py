@@ -15,7 +15,12 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
-from compression.engine.compaction import FailedToolResult, SavedToolResult, compact_messages
+from compression.engine.compaction import (
+    FailedToolResult,
+    SavedToolResult,
+    compact_messages,
+    trailing_tool_batch_start,
+)
 from compression.engine.config import CompressionConfig
 from compression.engine.store import ResultStore
 from compression.engine.tokens import TokenProfile, estimate_message
@@ -101,6 +106,7 @@ class _CompactionEntry:
     view: list[BaseMessage]
     records: list[SavedToolResult | FailedToolResult | None]  # per input index
     first_failed: int | None
+    unseen_from: int  # the trailing tool batch, compacted again once the model has seen it
 
 
 class CompactionMemo:
@@ -117,8 +123,10 @@ class CompactionMemo:
     def compact(self, messages: Sequence[BaseMessage]) -> Compacted:
         entry: _CompactionEntry | None = self._slots.get(messages)
         start = common_prefix(messages, entry.refs) if entry else 0
-        if entry is not None and entry.first_failed is not None:
-            start = min(start, entry.first_failed)
+        if entry is not None:
+            start = min(start, entry.unseen_from)
+            if entry.first_failed is not None:
+                start = min(start, entry.first_failed)
         # Start the suffix on its tool calls' AIMessage, so its tool results know their tool names.
         while 0 < start < len(messages) and isinstance(messages[start], ToolMessage):
             start -= 1
@@ -137,7 +145,10 @@ class CompactionMemo:
         else:
             view = list(result.messages)
         first_failed = next((i for i, r in enumerate(records) if isinstance(r, FailedToolResult)), None)
-        self._slots.put(messages, _CompactionEntry(list(messages), view, records, first_failed))
+        entry = _CompactionEntry(
+            list(messages), view, records, first_failed, trailing_tool_batch_start(messages)
+        )
+        self._slots.put(messages, entry)
         changed = not all(map(operator.is_, view, messages))
         return Compacted(
             view if changed else list(messages),

@@ -15,6 +15,7 @@ from compression.engine.compaction import (
     SavedToolResult,
     is_saved,
     offload_tool_message,
+    trailing_tool_batch_start,
 )
 from compression.engine.formats import RECEIPT_UNKNOWN_TOOL
 from compression.engine.store import ResultStore
@@ -27,14 +28,6 @@ class ClipResult:
     replacements: tuple[ToolMessage, ...] = ()  # to persist: same ids, so add_messages replaces them
     saved: tuple[SavedToolResult, ...] = ()
     failed: tuple[FailedToolResult, ...] = ()
-
-
-def trailing_tool_batch_start(messages: Sequence[BaseMessage]) -> int:
-    """Index where the trailing run of ToolMessages begins (``len(messages)`` when there is none)."""
-    index = len(messages)
-    while index > 0 and isinstance(messages[index - 1], ToolMessage):
-        index -= 1
-    return index
 
 
 def clip_overflow_tail(

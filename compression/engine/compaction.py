@@ -34,6 +34,7 @@ from compression.engine.formats import (
     RECEIPT_TOOL_PREFIX,
     RECEIPT_TRUNCATED_TEMPLATE,
     RECEIPT_UNKNOWN_TOOL,
+    RECOVERY_TOOLS,
     TOOL_RESULT_DIGEST_CHARS,
     TOOL_RESULT_FILE_TEMPLATE,
     TOOL_RESULT_SAVED_KEY,
@@ -283,6 +284,14 @@ def _write_once(store: ResultStore | None, path: str, text: str) -> bool:
 # --- the whole pass ----------------------------------------------------------------------------
 
 
+def trailing_tool_batch_start(messages: Sequence[BaseMessage]) -> int:
+    """Index where the trailing run of ToolMessages begins (``len(messages)`` when there is none)."""
+    index = len(messages)
+    while index > 0 and isinstance(messages[index - 1], ToolMessage):
+        index -= 1
+    return index
+
+
 def compact_messages(
     messages: Sequence[BaseMessage],
     *,
@@ -293,16 +302,19 @@ def compact_messages(
     """A compacted copy of ``messages``: same order, ids and tool_call_ids.
 
     ``result.messages`` is ``messages`` itself when nothing changed. Failed writes leave the message
-    whole and are listed in ``result.failed``.
+    whole and are listed in ``result.failed``. A ``read_file`` result the model has not seen yet (in
+    the trailing tool batch) is left whole: it is the model reading a saved file back, and replacing
+    it by another receipt would send it round in circles. Once answered, it is compacted like any other.
     """
     profile = profile or profile_for_model(config.model_name)
     limit = config.tool_result_token_limit
+    unseen_from = trailing_tool_batch_start(messages)
     call_names: dict[str, str] = {}
     out: list[BaseMessage] = []
     saved: list[SavedToolResult] = []
     failed: list[FailedToolResult] = []
     truncated = 0
-    for message in messages:
+    for index, message in enumerate(messages):
         new = message
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
@@ -311,10 +323,13 @@ def compact_messages(
             new, count = truncate_tool_call_args(message, max_length=config.tool_arg_max_length)
             truncated += count
         elif isinstance(message, ToolMessage) and not is_saved(message):
+            name = message.name or call_names.get(message.tool_call_id) or None
+            if index >= unseen_from and name in RECOVERY_TOOLS:
+                out.append(new)
+                continue
             text = tool_result_text(message.content)
             digest = sha256_text(text)
             if should_offload(text_tokens(text, sha256=digest, profile=profile), limit_tokens=limit):
-                name = message.name or call_names.get(message.tool_call_id) or None
                 try:
                     new, record = _offload(
                         message,

@@ -52,6 +52,8 @@ SUMMARY_MARKER_VALUE = "summarization"  # additional_kwargs={"lc_source": "summa
 # --- Tool-call argument truncation (write_file / edit_file) ---------------------------------------
 
 TRUNCATED_ARG_TOOLS = frozenset({"write_file", "edit_file"})
+# Tools that read saved content back: their unseen results are never replaced by another receipt.
+RECOVERY_TOOLS = frozenset({"read_file"})
 TRUNCATED_ARG_KEEP_CHARS = 20
 TRUNCATED_ARG_SUFFIX = "...(argument truncated for context view)"
 

@@ -502,3 +502,20 @@ def test_warm_calls_reuse_compaction_and_estimates_for_unchanged_messages(monkey
     _middleware(_config(6000, keep=50)).wrap_model_call(make_request(grown), fresh)
     assert [m.content for m in second.sent] == [m.content for m in fresh.sent]
     assert all(a is b for a, b in zip(second.sent[: len(messages)], first.sent, strict=True))
+
+
+def test_a_read_file_result_is_shown_whole_until_answered_then_compacted_on_a_warm_call():
+    big = "a saved line of tool output\n" * 600
+    messages = [
+        *conversation(4),
+        *tool_turn(40, name="read_file", content=big, args={"path": "outputs/x.txt"}),
+    ]
+    mw = _middleware(_config(3000, keep=50))
+    first = Handler()
+    mw.wrap_model_call(make_request(messages), first)
+    assert first.sent[-1].content == big  # unseen: the model reads the saved file back whole
+    grown = [*messages, AIMessage(content="I read it.", id="ans"), HumanMessage(content="next", id="nx")]
+    second = Handler()
+    mw.wrap_model_call(make_request(grown), second)
+    read = next(m for m in second.sent if getattr(m, "tool_call_id", None) and m.id == messages[-1].id)
+    assert read.content.startswith("[Tool result saved]")

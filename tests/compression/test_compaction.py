@@ -188,3 +188,41 @@ def test_a_state_grown_by_one_message_is_not_re_estimated_or_re_previewed(config
     result = compact_messages(grown, config=config, store=store)
     assert calls == [len("new small result")]  # only the new message was estimated
     assert result.messages[2].content.startswith("[Tool result saved]") and store.writes == 1
+
+
+def _read_round(n: int, text: str) -> list:
+    call = {"id": f"read_{n}", "name": "read_file", "args": {"path": "outputs/large_tool_results/x.txt"}}
+    return [
+        AIMessage(content="", tool_calls=[call], id=f"ai_read_{n}"),
+        ToolMessage(content=text, tool_call_id=f"read_{n}", name="read_file", id=f"tm_read_{n}"),
+    ]
+
+
+def test_an_unseen_read_file_result_stays_whole_so_saved_files_can_be_read_back(config, store):
+    big = "saved line of output\n" * 400
+    messages = [HumanMessage(content="read it", id="h"), *_read_round(0, big)]
+    result = compact_messages(messages, config=config, store=store)
+    assert result.messages[-1].content == big
+    assert store.files == {}
+
+
+def test_a_read_file_result_the_model_has_answered_is_compacted(config, store):
+    big = "saved line of output\n" * 400
+    messages = [
+        *_read_round(0, big),
+        AIMessage(content="Read it.", id="answer"),
+        HumanMessage(content="go on"),
+    ]
+    result = compact_messages(messages, config=config, store=store)
+    assert result.messages[1].content.startswith("[Tool result saved]")
+
+
+def test_other_unseen_tool_results_are_still_compacted(config, store):
+    big = "lorem ipsum " * 800
+    call = {"id": "c1", "name": "query_kb", "args": {"query": "q"}}
+    messages = [
+        AIMessage(content="", tool_calls=[call], id="a"),
+        ToolMessage(content=big, tool_call_id="c1", id="t"),
+    ]
+    result = compact_messages(messages, config=config, store=store)
+    assert result.messages[-1].content.startswith("[Tool result saved]")

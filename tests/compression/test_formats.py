@@ -30,6 +30,7 @@ def test_argument_truncation_constants_are_pinned():
     assert formats.TRUNCATED_ARG_SUFFIX == "...(argument truncated for context view)"
     assert formats.TRUNCATED_ARG_KEEP_CHARS == 20
     assert formats.TRUNCATED_ARG_TOOLS == frozenset({"write_file", "edit_file"})
+    assert formats.RECOVERY_TOOLS == frozenset({"read_file"})
 
 
 def test_preview_labels_are_pinned():
