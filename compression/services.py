@@ -18,6 +18,7 @@ from functools import partial
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
@@ -38,6 +39,10 @@ from conversations.errors import ThreadBusy, ThreadNotFound
 from conversations.models import AgentRun, Conversation
 
 CAPABILITY = "context_compression"
+# A thread's "compression under way" marker (shared cache), so pages know after a reload or in a
+# second tab; it expires by itself should the process die mid-compression.
+COMPRESSING_KEY = "compression:under-way:{thread_id}"
+COMPRESSING_TTL_SECONDS = 600
 # token_usage fields that describe the last model call; after a compression they no longer hold.
 STALE_CONTEXT_FIELDS = (
     "llm_input_tokens",
@@ -167,15 +172,19 @@ def _compress(
     requested_by: AbstractBaseUser | None,
     idempotency_key: str | None,
 ) -> CompressionOutcome:
+    from conversations import events
+
     started_at = timezone.now()
+    announced: list[object] = []  # the thread id, once "started" went out
     try:
         with lock() as conversation:
-            return _compress_locked(
+            outcome = _compress_locked(
                 conversation,
                 trigger=trigger,
                 requested_by=requested_by,
                 idempotency_key=idempotency_key,
                 started_at=started_at,
+                announce=lambda: announced.append(_announce(conversation, trigger)),
             )
     except SummaryFailed as exc:
         # The locked transaction rolled back (state untouched); the failure is still audited.
@@ -188,7 +197,47 @@ def _compress(
             error=exc.message,
             started_at=started_at,
         )
+        for thread_id in announced:
+            events.broadcast(
+                thread_id, events.COMPRESSION, status="failed", level="summary", error=exc.message
+            )
         raise
+    except BaseException as exc:
+        for thread_id in announced:
+            events.broadcast(
+                thread_id, events.COMPRESSION, status="failed", level="summary", error=describe_error(exc)
+            )
+        raise
+    finally:
+        for thread_id in announced:
+            cache.delete(COMPRESSING_KEY.format(thread_id=thread_id))
+    if announced:
+        record = outcome.record
+        events.broadcast(
+            announced[0],
+            events.COMPRESSION,
+            status="completed" if record.status == CompressionRecord.Status.COMPLETED else record.status,
+            level=record.level,
+            trigger=trigger,
+            **{k: v for k, v in outcome.result.items() if k != "status"},
+        )
+    return outcome
+
+
+def _announce(conversation: Conversation, trigger: str) -> object:
+    """Mark the thread as compressing and tell its pages now (the lock is held, the work begins)."""
+    from conversations import events
+
+    cache.set(COMPRESSING_KEY.format(thread_id=conversation.thread_id), trigger, COMPRESSING_TTL_SECONDS)
+    events.broadcast_now(
+        conversation.thread_id, events.COMPRESSION, status="started", level="summary", trigger=trigger
+    )
+    return conversation.thread_id
+
+
+def thread_compressing(*, thread_id: object) -> bool:
+    """Whether a manual or bulk compression of this thread is under way (any process)."""
+    return cache.get(COMPRESSING_KEY.format(thread_id=thread_id)) is not None
 
 
 def _compress_locked(
@@ -198,6 +247,7 @@ def _compress_locked(
     requested_by: AbstractBaseUser | None,
     idempotency_key: str | None,
     started_at: datetime,
+    announce: Callable[[], None],
 ) -> CompressionOutcome:
     if conversation.status != Conversation.Status.ACTIVE:
         raise ThreadNotFound()
@@ -208,6 +258,7 @@ def _compress_locked(
         raise CapabilityMissing()
     _require_idle(conversation)
     record = _reserve(conversation, trigger=trigger, requested_by=requested_by, key=idempotency_key)
+    announce()
 
     repository = _repository(conversation)
     values = repository.get_values()

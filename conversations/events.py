@@ -57,6 +57,14 @@ def _send(thread_id: str, event: dict[str, Any]) -> None:
         logger.exception("Could not broadcast a %s event to thread %s", event.get("type"), thread_id)
 
 
+def broadcast_now(thread_id: object, type: str, **payload: Any) -> None:  # noqa: A002
+    """Send at once, even inside a transaction: only for progress notices (a compression has started)
+    that carry no state a receiver would read back before the transaction commits."""
+    if type not in EVENT_TYPES:
+        raise ValueError(f"Unknown event type {type!r}")
+    _send(str(thread_id), json_safe({"type": type, **payload}))
+
+
 def broadcast(thread_id: object, type: str, **payload: Any) -> None:  # noqa: A002 - the event's own word
     """Send an event to the thread's sockets now, or on commit when inside an atomic block."""
     if type not in EVENT_TYPES:

@@ -71,6 +71,7 @@ class InterruptOut(Schema):
 class StateOut(Schema):
     thread_id: uuid.UUID
     token_usage: dict[str, Any] | None
+    compressing: bool = False
     running: bool
     queued: bool
     interrupted: bool

@@ -91,10 +91,13 @@ def thread_token_usage(*, conversation: Conversation) -> dict | None:
 
 def thread_state(*, conversation: Conversation) -> dict[str, object]:
     """Token usage from the checkpoint plus busy flags, for GET state and the page's meter."""
+    from compression.services import thread_compressing
+
     flags = thread_busy_flags(conversation=conversation)
     return {
         "thread_id": conversation.thread_id,
         "token_usage": thread_token_usage(conversation=conversation),
+        "compressing": thread_compressing(thread_id=conversation.thread_id),
         "running": flags["running"],
         "queued": flags["queued"],
         "interrupted": flags["interrupted"],

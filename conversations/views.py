@@ -76,7 +76,7 @@ def _state_context(conversation: Conversation) -> dict[str, Any]:
     state = selectors.thread_state(conversation=conversation)
     token_usage = state.get("token_usage") or {}
     latest_run = state.get("latest_run")
-    busy = bool(state["running"] or state["queued"] or state["interrupted"])
+    busy = bool(state["running"] or state["queued"] or state["interrupted"] or state["compressing"])
     return {
         "conversation": conversation,
         "state": state,

@@ -8,7 +8,7 @@ import time
 import pytest
 from django.db import connection
 
-from compression.services import thread_compress
+from compression.services import thread_compress, thread_compressing
 from conversations.errors import ThreadBusy
 from conversations.models import Message
 from conversations.services import message_intake
@@ -66,6 +66,7 @@ def test_intake_waits_for_a_compression_and_loses_nothing(thread, user, gated, s
     results: dict = {}
     compressing = _run(lambda: thread_compress(thread_id=thread.thread_id, user=user), results, "compress")
     assert started.wait(10)
+    assert thread_compressing(thread_id=thread.thread_id)  # pages see it after a reload or in a second tab
 
     intake = _run(
         lambda: message_intake(thread_id=thread.thread_id, user=user, content="sent mid-compression"),

@@ -345,3 +345,49 @@ def test_summary_model_is_the_agents_own(thread):
 
     assert callable(models.chat_model_for)
     assert isinstance(models.chat_model_for(thread.agent).invoke("hi"), AIMessage)
+
+
+def test_manual_compression_tells_the_threads_pages_and_marks_it_under_way(
+    client, user, thread, summarizer, django_capture_on_commit_callbacks
+):
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from compression.services import thread_compressing
+    from conversations.events import thread_group
+
+    seen_during: list[bool] = []
+    model = summarizer()
+    original = model._generate
+
+    def generate(messages, stop=None, run_manager=None, **kwargs):
+        seen_during.append(thread_compressing(thread_id=thread.thread_id))
+        return original(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+    object.__setattr__(model, "_generate", generate)
+    seed_state(thread, conversation_messages(5))
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(thread_group(thread.thread_id), channel)
+    client.force_login(user)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        body = _compress(client, thread).json()
+
+    async def drain() -> list[dict]:
+        import asyncio
+
+        events = []
+        while True:
+            try:
+                message = await asyncio.wait_for(layer.receive(channel), timeout=1)
+            except TimeoutError:
+                return events
+            events.append(message["event"])
+
+    received = async_to_sync(drain)()
+    assert [e["status"] for e in received] == ["started", "completed"]
+    assert received[-1]["after_tokens"] == body["after_tokens"]
+    assert seen_during == [True]
+    assert thread_compressing(thread_id=thread.thread_id) is False
+    assert client.get(f"/api/threads/{thread.thread_id}/state").json()["compressing"] is False

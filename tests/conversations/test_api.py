@@ -124,6 +124,7 @@ def test_state_reports_busy_flags_and_no_usage_for_a_fresh_thread(client, bearer
     assert body == {
         "thread_id": str(thread.thread_id),
         "token_usage": None,
+        "compressing": False,
         "running": False,
         "queued": False,
         "interrupted": False,
