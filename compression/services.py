@@ -263,11 +263,6 @@ def _compress_locked(
     repository = _repository(conversation)
     values = repository.get_values()
     manual = _run_manual(conversation, values)
-    usage = None
-    if manual.update:
-        usage = _refreshed_usage(values, manual.update, conversation=conversation, result=manual.body())
-        repository.update({**manual.update, TOKEN_USAGE_KEY: {**manual.update[TOKEN_USAGE_KEY], **usage}})
-        conversation_pressure_update(conversation_id=conversation.pk, token_usage=usage)
 
     record.level = CompressionRecord.Level.SUMMARY if manual.update else CompressionRecord.Level.NONE
     record.status = manual.status
@@ -282,6 +277,12 @@ def _compress_locked(
     record.result = manual.body()
     record.started_at = started_at
     record.save()
+    if manual.update:
+        usage = _refreshed_usage(values, manual.update, conversation=conversation, result=manual.body())
+        conversation_pressure_update(conversation_id=conversation.pk, token_usage=usage)
+        # The checkpoint lives outside this transaction: write it last, so that any failure before it
+        # rolls everything back with the state untouched, and only the commit itself can follow it.
+        repository.update({**manual.update, TOKEN_USAGE_KEY: {**manual.update[TOKEN_USAGE_KEY], **usage}})
     return CompressionOutcome(record.result, record)
 
 
