@@ -108,7 +108,6 @@ def thread_compress_undo(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) 
             raise NothingToUndo() from exc
         result = {"status": "undone", "before_tokens": before, "after_tokens": after}
         usage = _refreshed_usage(values, update, conversation=conversation, result=result)
-        repository.update({**update, TOKEN_USAGE_KEY: usage})
         conversation_pressure_update(conversation_id=conversation.pk, token_usage=usage)
         CompressionRecord.objects.create(
             conversation=conversation,
@@ -121,6 +120,7 @@ def thread_compress_undo(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) 
             result=result,
             started_at=timezone.now(),
         )
+        repository.update({**update, TOKEN_USAGE_KEY: usage})  # last: the checkpoint is outside the transaction
         return result
 
 
