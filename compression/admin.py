@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from django.contrib import admin
-from django.http import HttpRequest
 
+from agent_platform.admin_base import AuditAdmin
 from compression.models import CompressionRecord
 
 
 @admin.register(CompressionRecord)
-class CompressionRecordAdmin(admin.ModelAdmin):
+class CompressionRecordAdmin(AuditAdmin):
     list_display = (
         "created_at",
         "conversation",
@@ -29,15 +29,3 @@ class CompressionRecordAdmin(admin.ModelAdmin):
         "error",
     )
     date_hierarchy = "created_at"
-
-    def get_readonly_fields(self, request: HttpRequest, obj=None):
-        return [f.name for f in CompressionRecord._meta.fields]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False

@@ -7,6 +7,7 @@ from django.contrib import admin, messages
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
+from agent_platform.admin_base import AuditAdmin
 from conversations.models import AgentRun, Conversation, Message
 
 
@@ -85,19 +86,7 @@ class ConversationAdmin(admin.ModelAdmin):
 
 
 @admin.register(AgentRun)
-class AgentRunAdmin(admin.ModelAdmin):
+class AgentRunAdmin(AuditAdmin):
     list_display = ("id", "conversation", "kind", "status", "created_at", "started_at", "finished_at")
     list_filter = ("status", "kind")
     search_fields = ("conversation__thread_id", "conversation__title", "error")
-
-    def get_readonly_fields(self, request: HttpRequest, obj=None):
-        return [f.name for f in AgentRun._meta.fields]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    def has_change_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False
-
-    def has_delete_permission(self, request: HttpRequest, obj=None) -> bool:
-        return False

@@ -12,8 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +37,7 @@ from compression.engine.formats import (
     TOOL_RESULT_FILE_TEMPLATE,
     TOOL_RESULT_SAVED_KEY,
 )
+from compression.engine.lru import LRU
 from compression.engine.previews import tool_result_preview
 from compression.engine.store import ResultStore
 from compression.engine.tokens import DEFAULT_PROFILE, TokenProfile, estimate_text, profile_for_model
@@ -79,35 +78,8 @@ class CompactionResult:
         return bool(self.saved or self.truncated_tool_calls)
 
 
-class _LRU:
-    """A small thread-safe LRU; values are immutable (ints, strings)."""
-
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = maxsize
-        self._data: OrderedDict[Any, Any] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Any) -> Any:
-        with self._lock:
-            value = self._data.get(key)
-            if value is not None:
-                self._data.move_to_end(key)
-            return value
-
-    def put(self, key: Any, value: Any) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-
-
-_text_tokens = _LRU(CACHE_SIZE)  # (profile, sha256) -> estimate_text of the full text
-_receipts = _LRU(CACHE_SIZE)  # (profile, sha256, tool name, preview limit) -> receipt text
+_text_tokens = LRU(CACHE_SIZE)  # (profile, sha256) -> estimate_text of the full text
+_receipts = LRU(CACHE_SIZE)  # (profile, sha256, tool name, preview limit) -> receipt text
 
 
 def clear_caches() -> None:

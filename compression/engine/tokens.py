@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import json
 import math
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from langchain_core.messages import BaseMessage, SystemMessage
+
+from compression.engine.lru import LRU
 
 ESTIMATOR_NAME = "script-aware-v1"
 
@@ -413,44 +413,9 @@ def _estimate_message_uncached(message: BaseMessage, profile: TokenProfile) -> i
     return math.ceil(total)
 
 
-class _LRU:
-    def __init__(self, maxsize: int) -> None:
-        self.maxsize = maxsize
-        self._data: OrderedDict[Any, Any] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def get(self, key: Any) -> Any:
-        with self._lock:
-            try:
-                value = self._data[key]
-            except KeyError:
-                self.misses += 1
-                return None
-            self._data.move_to_end(key)
-            self.hits += 1
-            return value
-
-    def put(self, key: Any, value: Any) -> None:
-        with self._lock:
-            self._data[key] = value
-            self._data.move_to_end(key)
-            while len(self._data) > self.maxsize:
-                self._data.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._data.clear()
-            self.hits = self.misses = 0
-
-    def __len__(self) -> int:
-        return len(self._data)
-
-
 MESSAGE_CACHE_SIZE = 65536
-_message_cache = _LRU(MESSAGE_CACHE_SIZE)
-_tool_cache = _LRU(1024)
+_message_cache = LRU(MESSAGE_CACHE_SIZE)
+_tool_cache = LRU(1024)
 
 
 def cache_info() -> dict[str, int]:

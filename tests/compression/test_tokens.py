@@ -14,6 +14,7 @@ from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, Tool
 from langchain_core.tools import tool
 
 from compression.engine import tokens
+from compression.engine.lru import LRU
 from compression.engine.tokens import (
     DEFAULT_PROFILE,
     ESTIMATOR_NAME,
@@ -32,33 +33,103 @@ QWEN = PROFILES["qwen"]
 # (corpus, text, true cl100k tokens, true Qwen tokens), from the CHECK halves.
 HELD_OUT: list[tuple[str, str, int, int]] = [
     # zh_chats zh:0:1:function_call
-    ('zh_chats', '{"name": "generate_invoice", "arguments": {"customer_name": "约翰·多伊", "items": [{"name": "苹果", "quantity": 2, "price": 1}, {"name": "香蕉", "quantity": 3, "price": 0.5}]}}', 72, 62),
+    (
+        "zh_chats",
+        '{"name": "generate_invoice", "arguments": {"customer_name": "约翰·多伊", "items": [{"name": "苹果", "quantity": 2, "price": 1}, {"name": "香蕉", "quantity": 3, "price": 0.5}]}}',
+        72,
+        62,
+    ),
     # zh_chats zh:0:2:observation
-    ('zh_chats', '{"invoice_id": "INV12345", "customer_name": "约翰·多伊", "items": [{"name": "苹果", "quantity": 2, "price": 1, "total": 2}, {"name": "香蕉", "quantity": 3, "price": 0.5, "total": 1.5}], "total": 3.5, "status": "生成"}', 98, 91),
+    (
+        "zh_chats",
+        '{"invoice_id": "INV12345", "customer_name": "约翰·多伊", "items": [{"name": "苹果", "quantity": 2, "price": 1, "total": 2}, {"name": "香蕉", "quantity": 3, "price": 0.5, "total": 1.5}], "total": 3.5, "status": "生成"}',
+        98,
+        91,
+    ),
     # en_chats en:0:4:observation
-    ('en_chats', '{"recipes": [{"name": "Chicken and Bell Pepper Stir Fry", "ingredients": ["chicken", "bell peppers", "rice"], "instructions": "Cut the chicken into small pieces. Slice the bell peppers. Cook the rice. Stir fry the chicken and bell peppers. Serve over rice."}, {"name": "Chicken and Rice Casserole", "ingredients": ["chicken", "bell peppers", "rice"], "instructions": "Cook the chicken and rice separately. Mix them together with the bell peppers in a casserole dish. Bake until golden brown."}]}', 118, 118),
+    (
+        "en_chats",
+        '{"recipes": [{"name": "Chicken and Bell Pepper Stir Fry", "ingredients": ["chicken", "bell peppers", "rice"], "instructions": "Cut the chicken into small pieces. Slice the bell peppers. Cook the rice. Stir fry the chicken and bell peppers. Serve over rice."}, {"name": "Chicken and Rice Casserole", "ingredients": ["chicken", "bell peppers", "rice"], "instructions": "Cook the chicken and rice separately. Mix them together with the bell peppers in a casserole dish. Bake until golden brown."}]}',
+        118,
+        118,
+    ),
     # en_chats en:0:5:gpt
-    ('en_chats', 'I found two recipes for you. The first one is "Chicken and Bell Pepper Stir Fry". The instructions are: Cut the chicken into small pieces. Slice the bell peppers. Cook the rice. Stir fry the chicken and bell peppers. Serve over rice. The second one is "Chicken and Rice Casserole". The instructions are: Cook the chicken and rice separately. Mix them together with the bell peppers in a casserole dish. Bake until golden brown. Which one would you like to try?', 101, 101),
+    (
+        "en_chats",
+        'I found two recipes for you. The first one is "Chicken and Bell Pepper Stir Fry". The instructions are: Cut the chicken into small pieces. Slice the bell peppers. Cook the rice. Stir fry the chicken and bell peppers. Serve over rice. The second one is "Chicken and Rice Casserole". The instructions are: Cook the chicken and rice separately. Mix them together with the bell peppers in a casserole dish. Bake until golden brown. Which one would you like to try?',
+        101,
+        101,
+    ),
     # aider aider:1:0:aider_tool_output
-    ('aider', '/Users/gauthier/Projects/aider/.venv/bin/aider --lint --commit\nAider v0.47.2-dev\nModels: claude-3-5-sonnet-20240620 with diff edit format, weak model claude-3-haiku-20240307\nGit repo: .git with 300 files\nRepo-map: using 1024 tokens\nCommit d0ffbf1 fix: Reorder imports in repomap.py', 97, 112),
+    (
+        "aider",
+        "/Users/gauthier/Projects/aider/.venv/bin/aider --lint --commit\nAider v0.47.2-dev\nModels: claude-3-5-sonnet-20240620 with diff edit format, weak model claude-3-haiku-20240307\nGit repo: .git with 300 files\nRepo-map: using 1024 tokens\nCommit d0ffbf1 fix: Reorder imports in repomap.py",
+        97,
+        112,
+    ),
     # aider aider:5:0:aider_tool_output
-    ('aider', '/Users/gauthier/Projects/aider/.venv/bin/aider\nAider v0.47.2-dev\nModels: claude-3-5-sonnet-20240620 with diff edit format, weak model claude-3-haiku-20240307\nGit repo: .git with 300 files\nRepo-map: using 1024 tokens\nUse /help <question> for help, run "aider --help" to see cmd line args', 99, 114),
+    (
+        "aider",
+        '/Users/gauthier/Projects/aider/.venv/bin/aider\nAider v0.47.2-dev\nModels: claude-3-5-sonnet-20240620 with diff edit format, weak model claude-3-haiku-20240307\nGit repo: .git with 300 files\nRepo-map: using 1024 tokens\nUse /help <question> for help, run "aider --help" to see cmd line args',
+        99,
+        114,
+    ),
     # swe_agent swe:demo__ctf__crypto__BabyTimeCapsule.traj:1
-    ('swe_agent', '[x] Opening connection to crypto.chal.csaw.io on port 1337\n[x] Opening connection to crypto.chal.csaw.io on port 1337: Trying 172.18.0.2\n[+] Opening connection to crypto.chal.csaw.io on port 1337: Done\n\n-------SERVER RESPONSE-------\n\n Welcome to Qubit Enterprises. Would you like your own time capsule? (Y/n)  \n\n-------END OF RESPONSE-------\n\n', 91, 100),
+    (
+        "swe_agent",
+        "[x] Opening connection to crypto.chal.csaw.io on port 1337\n[x] Opening connection to crypto.chal.csaw.io on port 1337: Trying 172.18.0.2\n[+] Opening connection to crypto.chal.csaw.io on port 1337: Done\n\n-------SERVER RESPONSE-------\n\n Welcome to Qubit Enterprises. Would you like your own time capsule? (Y/n)  \n\n-------END OF RESPONSE-------\n\n",
+        91,
+        100,
+    ),
     # swe_agent swe:demo__ctf__crypto__BabyTimeCapsule.traj:2
-    ('swe_agent', '{"time_capsule": "A76EDD727245046F0A2407582423AEC192019947458769DF7B96D5CCD15F4D34F3AF81B867A2F300CAFB080A389D1D6F7426E229790E7786E6B33A1EF3441B460B951B7736AFFE0A35C4F1CAD5D4D08C4FBAE1284B160D7B189DA036F89D27BD05BE741C5225F37868BE21FC50A9A6284837D4B0F7F5143010FC7D39DCFAC323", "pubkey": ["CE3205AEFBF19FB84FE171F385B6710B61E1B349711B524D8CE35F7F01E7F04E3DA772891B5C25BF5FAC8EEB75BA2A20D582E18E48BF9A83FF5A611C55F25A4C397EEBDF1269F015C534E2E45E7CE5E3137D5934F84E8A80E03585251996C2F52528F1E568AAA677D2A4AA0584A94FD2C949BBCF1527E37B404C6BE5C60F8107", "5"]}\nWelcome to Qubit Enterprises. Would you like your own time capsule? (Y/n) \n', 339, 502),
+    (
+        "swe_agent",
+        '{"time_capsule": "A76EDD727245046F0A2407582423AEC192019947458769DF7B96D5CCD15F4D34F3AF81B867A2F300CAFB080A389D1D6F7426E229790E7786E6B33A1EF3441B460B951B7736AFFE0A35C4F1CAD5D4D08C4FBAE1284B160D7B189DA036F89D27BD05BE741C5225F37868BE21FC50A9A6284837D4B0F7F5143010FC7D39DCFAC323", "pubkey": ["CE3205AEFBF19FB84FE171F385B6710B61E1B349711B524D8CE35F7F01E7F04E3DA772891B5C25BF5FAC8EEB75BA2A20D582E18E48BF9A83FF5A611C55F25A4C397EEBDF1269F015C534E2E45E7CE5E3137D5934F84E8A80E03585251996C2F52528F1E568AAA677D2A4AA0584A94FD2C949BBCF1527E37B404C6BE5C60F8107", "5"]}\nWelcome to Qubit Enterprises. Would you like your own time capsule? (Y/n) \n',
+        339,
+        502,
+    ),
     # tau2_json tau2:703a9244-76f5-4389-9f8c-022c32675cbb:9
-    ('tau2_json', '{"reservation_id": "MUGYUB", "user_id": "mei_brown_7075", "origin": "MIA", "destination": "EWR", "flight_type": "round_trip", "cabin": "business", "flights": [{"flight_number": "HAT192", "origin": "MIA", "destination": "EWR", "date": "2024-05-23", "price": 1526}, {"flight_number": "HAT202", "origin": "EWR", "destination": "MIA", "date": "2024-05-25", "price": 1901}], "passengers": [{"first_name": "Mei", "last_name": "Brown", "dob": "1986-12-14"}], "payment_history": [{"payment_id": "credit_card_4920843", "amount": 3427}], "created_at": "2024-05-07T12:02:09", "total_baggages": 1, "nonfree_baggages": 0, "insurance": "no", "status": null}', 240, 275),
+    (
+        "tau2_json",
+        '{"reservation_id": "MUGYUB", "user_id": "mei_brown_7075", "origin": "MIA", "destination": "EWR", "flight_type": "round_trip", "cabin": "business", "flights": [{"flight_number": "HAT192", "origin": "MIA", "destination": "EWR", "date": "2024-05-23", "price": 1526}, {"flight_number": "HAT202", "origin": "EWR", "destination": "MIA", "date": "2024-05-25", "price": 1901}], "passengers": [{"first_name": "Mei", "last_name": "Brown", "dob": "1986-12-14"}], "payment_history": [{"payment_id": "credit_card_4920843", "amount": 3427}], "created_at": "2024-05-07T12:02:09", "total_baggages": 1, "nonfree_baggages": 0, "insurance": "no", "status": null}',
+        240,
+        275,
+    ),
     # tau2_json tau2:4594c3e7-8891-43c7-b09a-b96a17513338:7
-    ('tau2_json', '{"reservation_id": "H8Q05L", "user_id": "sophia_silva_7557", "origin": "JFK", "destination": "ATL", "flight_type": "one_way", "cabin": "basic_economy", "flights": [{"flight_number": "HAT268", "origin": "JFK", "destination": "ATL", "date": "2024-05-24", "price": 74}], "passengers": [{"first_name": "Harper", "last_name": "Kovacs", "dob": "1973-10-26"}], "payment_history": [{"payment_id": "credit_card_4196779", "amount": 104}], "created_at": "2024-05-03T15:12:00", "total_baggages": 0, "nonfree_baggages": 0, "insurance": "yes", "status": null}', 204, 231),
+    (
+        "tau2_json",
+        '{"reservation_id": "H8Q05L", "user_id": "sophia_silva_7557", "origin": "JFK", "destination": "ATL", "flight_type": "one_way", "cabin": "basic_economy", "flights": [{"flight_number": "HAT268", "origin": "JFK", "destination": "ATL", "date": "2024-05-24", "price": 74}], "passengers": [{"first_name": "Harper", "last_name": "Kovacs", "dob": "1973-10-26"}], "payment_history": [{"payment_id": "credit_card_4196779", "amount": 104}], "created_at": "2024-05-03T15:12:00", "total_baggages": 0, "nonfree_baggages": 0, "insurance": "yes", "status": null}',
+        204,
+        231,
+    ),
     # web_search web:test_openai_responses__test_openai_responses_model_web_s
-    ('web_search', '{"action": {"query": "weather: San Francisco, CA", "type": "search"}, "id": "ws_028829e50fbcad090068c9c8306aec8195ae9451d32175ed69", "status": "completed", "type": "web_search_call"}', 66, 85),
+    (
+        "web_search",
+        '{"action": {"query": "weather: San Francisco, CA", "type": "search"}, "id": "ws_028829e50fbcad090068c9c8306aec8195ae9451d32175ed69", "status": "completed", "type": "web_search_call"}',
+        66,
+        85,
+    ),
     # web_search web:test_openai_responses__test_openai_responses_model_web_s
-    ('web_search', '{"action": {"queries": ["Tokyo population prefecture current site:wikipedia.org", "Tokyo Metropolis population site:wikipedia.org", "Demographics of Tokyo population site:wikipedia.org"], "query": "Tokyo population prefecture current site:wikipedia.org", "type": "search"}, "id": "ws_08e7da464e3f8cf70069780c0760ac819ba9469051f9e5f511", "status": "completed", "type": "web_search_call"}', 110, 128),
+    (
+        "web_search",
+        '{"action": {"queries": ["Tokyo population prefecture current site:wikipedia.org", "Tokyo Metropolis population site:wikipedia.org", "Demographics of Tokyo population site:wikipedia.org"], "query": "Tokyo population prefecture current site:wikipedia.org", "type": "search"}, "id": "ws_08e7da464e3f8cf70069780c0760ac819ba9469051f9e5f511", "status": "completed", "type": "web_search_call"}',
+        110,
+        128,
+    ),
     # zh_chats zh:0:3:gpt
-    ('zh_chats', '发票已成功生成。发票编号为INV12345。约翰·多伊的总金额为$3.5。发票包含2个苹果，总金额为$2，以及3根香蕉，总金额为$1.5。', 66, 53),
+    (
+        "zh_chats",
+        "发票已成功生成。发票编号为INV12345。约翰·多伊的总金额为$3.5。发票包含2个苹果，总金额为$2，以及3根香蕉，总金额为$1.5。",
+        66,
+        53,
+    ),
     # zh_chats zh:1:0:human
-    ('zh_chats', '假设你有一个需要随机数的Java程序，范围在0到10之间。你可以使用什么代码片段来生成这样的数字？\n\n下面是一个示例代码片段，它使用Math.random()方法来生成一个在0到1之间的随机数，然后缩放并四舍五入结果，得到一个在0到10之间的随机数：\n\n```java\nint randomNumber = (int) (Math.random() * 11);\n```\n\n在Java中是否有更有效的方法来生成随机数？你会如何修改代码以生成具有不同范围或分布的随机数？', 162, 120),
+    (
+        "zh_chats",
+        "假设你有一个需要随机数的Java程序，范围在0到10之间。你可以使用什么代码片段来生成这样的数字？\n\n下面是一个示例代码片段，它使用Math.random()方法来生成一个在0到1之间的随机数，然后缩放并四舍五入结果，得到一个在0到10之间的随机数：\n\n```java\nint randomNumber = (int) (Math.random() * 11);\n```\n\n在Java中是否有更有效的方法来生成随机数？你会如何修改代码以生成具有不同范围或分布的随机数？",
+        162,
+        120,
+    ),
 ]
 
 ZH = "我需要为John Doe生成一张发票。他购买了2个苹果，每个$1，以及3根香蕉，每根$0.5。请帮我查询一下明天从北京到上海的航班。"
@@ -147,7 +218,9 @@ def test_message_counts_role_overhead_and_content():
 
 def test_tool_calls_and_tool_call_id_counted():
     bare = AIMessage(content="")
-    call = AIMessage(content="", tool_calls=[{"name": "search_flights", "args": {"origin": "PEK"}, "id": "c1"}])
+    call = AIMessage(
+        content="", tool_calls=[{"name": "search_flights", "args": {"origin": "PEK"}, "id": "c1"}]
+    )
     big = AIMessage(
         content="",
         tool_calls=[{"name": "search_flights", "args": {"origin": "PEK", "notes": EN * 5}, "id": "c1"}],
@@ -183,7 +256,10 @@ def test_list_content_and_images_fixed_cost():
     text_only = HumanMessage(content=[{"type": "text", "text": EN}])
     assert estimate_message(text_only, CL100K) == estimate_message(HumanMessage(content=EN), CL100K)
     small = HumanMessage(
-        content=[{"type": "text", "text": EN}, {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}]
+        content=[
+            {"type": "text", "text": EN},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+        ]
     )
     huge = HumanMessage(
         content=[
@@ -191,7 +267,9 @@ def test_list_content_and_images_fixed_cost():
             {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "QUJD" * 50_000}},
         ]
     )
-    v1_block = HumanMessage(content=[{"type": "text", "text": EN}, {"type": "image", "base64": "QUJD" * 1000}])
+    v1_block = HumanMessage(
+        content=[{"type": "text", "text": EN}, {"type": "image", "base64": "QUJD" * 1000}]
+    )
     for profile in (CL100K, QWEN, DEFAULT_PROFILE):
         base = estimate_message(text_only, profile)
         assert estimate_message(small, profile) == base + profile.image
@@ -227,7 +305,11 @@ def test_tool_schemas_counted():
         "function": {
             "name": "get_weather",
             "description": "Get the weather for a city.",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
         },
     }
     both = estimate_tools([search_flights, as_dict], CL100K)
@@ -264,7 +346,7 @@ def test_cache_returns_same_value_without_recomputing(monkeypatch):
 
 
 def test_cache_is_bounded():
-    lru = tokens._LRU(3)
+    lru = LRU(3)
     for i in range(10):
         lru.put(i, i)
     assert len(lru) == 3 and lru.get(0) is None and lru.get(9) == 9

@@ -1,0 +1,49 @@
+"""The compression audit is read-only in the admin, filterable, and never editable."""
+
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+
+from compression.models import CompressionRecord
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def record(user, agent):
+    from conversations.services import thread_create
+
+    thread = thread_create(user=user, agent_slug=agent.slug)
+    return CompressionRecord.objects.create(
+        conversation=thread,
+        trigger="manual",
+        level="summary",
+        status="completed",
+        before_tokens=9000,
+        after_tokens=900,
+    )
+
+
+def test_records_list_with_filters(client, admin_user, record):
+    client.force_login(admin_user)
+    page = client.get(reverse("admin:compression_compressionrecord_changelist"), {"trigger__exact": "manual"})
+    assert page.status_code == 200
+    assert "9000" in page.content.decode()
+    empty = client.get(reverse("admin:compression_compressionrecord_changelist"), {"trigger__exact": "bulk"})
+    assert "9000" not in empty.content.decode()
+
+
+def test_records_cannot_be_added_changed_or_deleted(client, admin_user, record):
+    client.force_login(admin_user)
+    change = reverse("admin:compression_compressionrecord_change", args=[record.pk])
+    assert client.get(reverse("admin:compression_compressionrecord_add")).status_code == 403
+    assert 'name="after_tokens"' not in client.get(change).content.decode()
+    client.post(change, {"after_tokens": 1})
+    record.refresh_from_db()
+    assert record.after_tokens == 900
+    assert (
+        client.post(reverse("admin:compression_compressionrecord_delete", args=[record.pk])).status_code
+        == 403
+    )
+    assert CompressionRecord.objects.filter(pk=record.pk).exists()
