@@ -13,7 +13,7 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import charts, effectiveness, estimator_accuracy, overhead, peers
+from bench import bulk, charts, effectiveness, estimator_accuracy, overhead, peers
 from bench.common import machine_markdown, markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -289,6 +289,8 @@ def main() -> None:
             "4. Manual compression latency",
             "_Not measured in this run (`bench/manual_latency.py` is absent)._\n",
         )
+
+    section("5. Bulk compaction", bulk.render(bulk.run()))
 
     head = headline(acc, summary, over)
     elapsed = time.perf_counter() - started

@@ -6,13 +6,19 @@ that is busy or locked is skipped at once, never waited on.
 
 from __future__ import annotations
 
+import logging
+import uuid
 from dataclasses import dataclass, field
 from functools import partial
 
+from django.conf import settings
+from django.db import transaction
 from openai import APIConnectionError, APITimeoutError, InternalServerError, RateLimitError
 
 from agent_platform.errors import ApplicationError
 from compression.models import CompressionRecord
+
+logger = logging.getLogger(__name__)
 
 # Model errors worth a retry with backoff (Celery path); a busy thread is reported, never retried.
 TRANSIENT_MODEL_ERRORS: tuple[type[BaseException], ...] = (
@@ -21,6 +27,8 @@ TRANSIENT_MODEL_ERRORS: tuple[type[BaseException], ...] = (
     InternalServerError,
     RateLimitError,
 )
+# Service error codes that mean "left alone on purpose", not "went wrong".
+_SKIPPED = {"thread_busy": "skipped_busy", "capability_missing": "skipped_capability"}
 
 
 @dataclass(frozen=True)
@@ -41,8 +49,12 @@ def bulk_compact_one(
     trigger: str = CompressionRecord.Trigger.BULK,
     requested_by=None,
 ) -> BulkOutcome:
-    """Compress one thread for a bulk run; with ``raise_transient``, a transient model error propagates
-    (so a Celery task can retry it) instead of being counted as a failure."""
+    """Compress one thread for a bulk run and say what happened; never raises for one thread's trouble.
+
+    With ``batch``, the compression is idempotent per (batch, thread): a redelivered task replays the
+    stored result instead of summarizing again. With ``raise_transient``, a transient model error
+    propagates (so a Celery task can retry it) instead of being counted as a failure.
+    """
     from compression.services import conversation_compress
 
     key = f"bulk:{batch}:{conversation_id}" if batch else None
@@ -57,10 +69,11 @@ def bulk_compact_one(
     except ApplicationError as exc:
         if raise_transient and isinstance(exc.__cause__, TRANSIENT_MODEL_ERRORS):
             raise exc.__cause__ from exc
-        label = {"thread_busy": "skipped_busy", "capability_missing": "skipped_capability"}.get(
-            exc.code, "failed"
-        )
-        return BulkOutcome(conversation_id, label, error="" if label != "failed" else exc.message)
+        label = _SKIPPED.get(exc.code, "failed")
+        return BulkOutcome(conversation_id, label, error=exc.message if label == "failed" else "")
+    except Exception as exc:  # noqa: BLE001 - one broken thread must not stop the rest of the batch
+        logger.exception("Bulk compaction of conversation %s failed", conversation_id)
+        return BulkOutcome(conversation_id, "failed", error=f"{type(exc).__name__}: {exc}")
     record = outcome.record
     usage = record.summary_usage or {}
     return BulkOutcome(
@@ -80,6 +93,7 @@ class BulkReport:
     summary_tokens: int = 0
     errors: list[str] = field(default_factory=list)
     interrupted: bool = False
+    not_started: int = 0  # threads left untouched because the run was interrupted
 
     def add(self, outcome: BulkOutcome) -> None:
         self.counts[outcome.label] = self.counts.get(outcome.label, 0) + 1
@@ -105,6 +119,7 @@ class BulkReport:
             "summary_tokens": self.summary_tokens,
             "errors": self.errors,
             "interrupted": self.interrupted,
+            "not_started": self.not_started,
         }
 
     def summary_line(self) -> str:
@@ -115,7 +130,9 @@ class BulkReport:
             f"{d['tokens_saved']:,} tokens saved; {d['summary_calls']} summary call(s), "
             f"{d['summary_tokens']:,} summary tokens."
         )
-        return line + (" Interrupted: stopped between threads." if self.interrupted else "")
+        if self.interrupted:
+            line += f" Interrupted: stopped between threads, {self.not_started} not started."
+        return line
 
 
 def bulk_compact_selected(
@@ -132,15 +149,17 @@ def bulk_compact_selected(
     return report, by_label
 
 
-def bulk_compact_enqueue(*, conversation_ids: list[int]) -> str:
+def celery_broker_configured() -> bool:
+    """Whether tasks sent now reach a worker (an in-memory broker only reaches this process)."""
+    return not str(settings.CELERY_BROKER_URL or "memory://").startswith("memory://")
+
+
+def bulk_compact_enqueue(*, conversation_ids: list[int], queue: str | None = None) -> str:
     """One Celery task per thread (sent after commit); returns the batch id that makes them idempotent."""
-    import uuid
-
-    from django.db import transaction
-
-    from compression.tasks import thread_compact as thread_compact_task
+    from compression.tasks import thread_compact
 
     batch = uuid.uuid4().hex[:12]
+    options = {"queue": queue} if queue else {}
     for conversation_id in conversation_ids:
-        transaction.on_commit(partial(thread_compact_task.delay, conversation_id, batch))
+        transaction.on_commit(partial(thread_compact.apply_async, args=(conversation_id, batch), **options))
     return batch

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Exists, F, OuterRef, QuerySet
+from django.db.models import Exists, F, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from conversations.models import AgentRun, Conversation
@@ -18,16 +18,20 @@ def compaction_candidates(
     owner: str | None = None,
     limit: int | None = None,
 ) -> QuerySet[Conversation]:
-    """Active threads matching the filters, highest pressure first, annotated with ``has_active_run``.
+    """Active threads matching the filters, highest pressure first, annotated with ``has_active_run``
+    (a run is running or queued) and ``latest_run_status`` (``interrupted`` means waiting on the user).
 
     Reads only the ``Conversation`` columns the runs and compressions keep up to date, so selecting
     among many threads never opens a checkpoint.
     """
-    active_runs = AgentRun.objects.filter(conversation=OuterRef("pk"), status__in=AgentRun.ACTIVE_STATUSES)
+    runs = AgentRun.objects.filter(conversation=OuterRef("pk"))
     queryset = (
         Conversation.objects.filter(status=Conversation.Status.ACTIVE)
         .select_related("agent", "owner")
-        .annotate(has_active_run=Exists(active_runs))
+        .annotate(
+            has_active_run=Exists(runs.filter(status__in=AgentRun.ACTIVE_STATUSES)),
+            latest_run_status=Subquery(runs.order_by("-created_at", "-id").values("status")[:1]),
+        )
     )
     if agent_slug:
         queryset = queryset.filter(agent__slug=agent_slug)
@@ -37,5 +41,16 @@ def compaction_candidates(
         queryset = queryset.filter(pressure_ratio__gte=min_pressure)
     if idle_for is not None:
         queryset = queryset.filter(last_activity_at__lte=timezone.now() - idle_for)
-    queryset = queryset.order_by(F("pressure_ratio").desc(nulls_last=True), "last_activity_at", "pk")
+    # With a minimum pressure no NULL can match, so a plain descending order suffices, and that is the
+    # order PostgreSQL can read backwards from the pressure index (stopping at the limit) instead of
+    # sorting every match. Without it, unmeasured threads (NULL) go last.
+    pressure = (
+        F("pressure_ratio").desc() if min_pressure is not None else F("pressure_ratio").desc(nulls_last=True)
+    )
+    queryset = queryset.order_by(pressure, "last_activity_at", "pk")
     return queryset[:limit] if limit else queryset
+
+
+def conversation_is_busy(conversation: Conversation) -> bool:
+    """For a ``compaction_candidates`` row: would the service answer ``thread_busy`` right now?"""
+    return bool(conversation.has_active_run) or conversation.latest_run_status == AgentRun.Status.INTERRUPTED

@@ -1,0 +1,526 @@
+"""Bulk compaction: the compact_threads command (dry run, filters, summary, Ctrl-C), the admin actions,
+and the Celery task's retry and idempotency (run eagerly here; the real worker is in test_bulk_celery)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import threading
+import time
+from datetime import timedelta
+from io import StringIO
+
+import httpx
+import openai
+import pytest
+from django.core.management import CommandError, call_command
+from django.utils import timezone
+
+from compression.bulk import bulk_compact_one
+from compression.management.commands.compact_threads import parse_duration
+from compression.models import CompressionRecord
+from conversations.models import AgentRun, Conversation
+from tests.compression._agent_fakes import ScriptedChatModel
+from tests.compression._threads import conversation_messages, repository_for, seed_state
+
+pytestmark = pytest.mark.django_db
+
+SUMMARY = "## SESSION INTENT\nKeep the context small."
+USAGE = {"input_tokens": 100, "output_tokens": 20, "total_tokens": 120}
+
+
+def connection_error() -> openai.APIConnectionError:
+    return openai.APIConnectionError(
+        request=httpx.Request("POST", "http://model.invalid/v1/chat/completions")
+    )
+
+
+@pytest.fixture
+def summarizer(monkeypatch):
+    """Every agent's model, scripted: ``summarizer(*summaries)`` returns the fake to inspect."""
+
+    def install(*summaries, usage=USAGE) -> ScriptedChatModel:
+        model = ScriptedChatModel(summaries=list(summaries) or [SUMMARY], summary_usage=usage)
+        monkeypatch.setattr("agent_platform.runtime.models.chat_model_for", lambda agent: model)
+        return model
+
+    return install
+
+
+@pytest.fixture
+def make_thread(user, agent):
+    """A thread with a seeded checkpoint and pressure figures; ``turns=1`` is too short to compress."""
+    from conversations.services import thread_create
+
+    agent.summary_keep_messages = 4
+    agent.save()
+
+    def make(title, *, pressure=0.9, idle=timedelta(hours=3), turns=5, owner=None, agent_slug=None):
+        thread = thread_create(user=owner or user, agent_slug=agent_slug or agent.slug, title=title)
+        if turns:
+            seed_state(thread, conversation_messages(turns))
+        Conversation.objects.filter(pk=thread.pk).update(
+            pressure_ratio=pressure,
+            context_tokens=None if pressure is None else int(pressure * 100_000),
+            last_activity_at=timezone.now() - idle,
+        )
+        thread.refresh_from_db()
+        return thread
+
+    return make
+
+
+def compact(*args: str) -> dict:
+    out = StringIO()
+    call_command("compact_threads", *args, "--json", stdout=out, stderr=StringIO())
+    return json.loads(out.getvalue())
+
+
+def compact_text(*args: str) -> str:
+    out = StringIO()
+    call_command("compact_threads", *args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def selected(*args: str) -> list[str]:
+    return [row["thread"] for row in compact("--dry-run", *args)["candidates"]]
+
+
+def snapshot(thread) -> dict:
+    return repository_for(thread).get_values()
+
+
+def workdir_files(thread) -> list[str]:
+    from agent_platform.workdir import workdir_for
+
+    workdir = workdir_for(thread)
+    found, pending = [], ["."]
+    while pending:
+        for entry in workdir.list_dir(pending.pop()):
+            (pending if entry.endswith("/") else found).append(entry.rstrip("/"))
+    return sorted(found)
+
+
+def bulk_records(thread):
+    return CompressionRecord.objects.filter(conversation=thread, trigger=CompressionRecord.Trigger.BULK)
+
+
+# --- dry run ----------------------------------------------------------------------------------------
+
+
+def test_dry_run_reports_pressure_and_writes_nothing(make_thread, summarizer, agent):
+    model = summarizer()
+    hot = make_thread("hot", pressure=0.97)
+    busy = make_thread("busy", pressure=0.93)
+    AgentRun.objects.create(conversation=busy, status=AgentRun.Status.RUNNING)
+    waiting = make_thread("waiting", pressure=0.91)
+    AgentRun.objects.create(conversation=waiting, status=AgentRun.Status.INTERRUPTED)
+    before = {t.pk: snapshot(t) for t in (hot, busy, waiting)}
+    columns = Conversation.objects.values_list("pk", "pressure_ratio", "context_tokens", "usage_updated_at")
+    columns_before = sorted(columns)
+
+    text = compact_text("--dry-run")
+    report = compact("--dry-run")
+
+    assert "pressure" in text.splitlines()[0] and "last_activity" in text.splitlines()[0]
+    assert "3 candidate thread(s); dry run, nothing written." in text
+    rows = {row["thread"]: row for row in report["candidates"]}
+    assert rows[str(hot.thread_id)]["would"] == "compress"
+    assert rows[str(hot.thread_id)]["tokens"] == 97_000
+    assert rows[str(hot.thread_id)]["pressure"] == 0.97
+    assert rows[str(busy.thread_id)]["would"] == "skip: busy"
+    assert rows[str(waiting.thread_id)]["would"] == "skip: busy"
+    assert not CompressionRecord.objects.exists()
+    assert model.summary_prompts == []
+    assert {t.pk: snapshot(t) for t in (hot, busy, waiting)} == before
+    assert sorted(columns) == columns_before
+    assert all(workdir_files(t) == [] for t in (hot, busy, waiting))
+
+
+def test_dry_run_says_when_the_agent_cannot_compress(make_thread, agent):
+    thread = make_thread("no capability")
+    agent.capabilities = []
+    agent.save()
+    [row] = compact("--dry-run")["candidates"]
+    assert (row["thread"], row["would"]) == (str(thread.thread_id), "skip: capability missing")
+
+
+# --- filters ----------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def population(make_thread, other_user, agent):
+    from agent_platform.models import Agent
+
+    Agent.objects.create(name="Other agent", slug="other-agent")
+    return {
+        "a": make_thread("a", pressure=0.95, idle=timedelta(hours=5)),
+        "b": make_thread("b", pressure=0.80, idle=timedelta(minutes=30)),
+        "c": make_thread("c", pressure=0.99, idle=timedelta(days=2), owner=other_user),
+        "d": make_thread("d", pressure=0.86, idle=timedelta(hours=2, minutes=1), agent_slug="other-agent"),
+        "e": make_thread("e", pressure=None, idle=timedelta(days=9)),  # never measured
+        "f": make_thread("f", pressure=0.95, idle=timedelta(hours=1)),  # ties with a: older activity first
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ((), "c a f d b e"),
+        (("--agent", "other-agent"), "d"),
+        (("--agent", "test-agent"), "c a f b e"),
+        (("--owner", "bob"), "c"),
+        (("--owner", "alice"), "a f d b e"),
+        (("--min-pressure", "0.86"), "c a f d"),
+        (("--min-pressure", "0.9"), "c a f"),
+        (("--idle-for", "2h"), "c a d e"),
+        (("--idle-for", "90m"), "c a d e"),
+        (("--idle-for", "1d"), "c e"),
+        (("--idle-for", "1w"), "e"),
+        (("--limit", "2"), "c a"),
+        (("--min-pressure", "0.85", "--idle-for", "2h", "--owner", "alice", "--limit", "5"), "a d"),
+        (("--agent", "test-agent", "--min-pressure", "0.5", "--limit", "3"), "c a f"),
+    ],
+)
+def test_filters_select_the_right_threads_highest_pressure_first(population, args, expected):
+    names = {str(t.thread_id): name for name, t in population.items()}
+    assert " ".join(names[t] for t in selected(*args)) == expected
+
+
+def test_deleted_threads_are_never_candidates(population):
+    Conversation.objects.filter(pk=population["c"].pk).update(status=Conversation.Status.DELETED)
+    assert str(population["c"].thread_id) not in selected()
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("45s", timedelta(seconds=45)),
+        ("30m", timedelta(minutes=30)),
+        ("2h", timedelta(hours=2)),
+        (" 2H ", timedelta(hours=2)),
+        ("7d", timedelta(days=7)),
+        ("1w", timedelta(weeks=1)),
+    ],
+)
+def test_durations_parse(text, expected):
+    assert parse_duration(text) == expected
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (("--idle-for", "2 hours"), "Bad duration"),
+        (("--idle-for", "h"), "Bad duration"),
+        (("--limit", "0"), "--limit"),
+        (("--min-pressure", "-1"), "--min-pressure"),
+        (("--agent", "nope"), "No agent"),
+        (("--owner", "nobody"), "No user"),
+        (("--queue", "q"), "--queue"),
+    ],
+)
+def test_bad_arguments_are_clear_errors(args, message, db):
+    with pytest.raises(CommandError, match=message):
+        call_command("compact_threads", *args, stdout=StringIO())
+
+
+def test_async_without_a_broker_is_a_clear_error(make_thread, settings):
+    make_thread("t")
+    settings.CELERY_BROKER_URL = "memory://"
+    with pytest.raises(CommandError, match="Celery broker"):
+        call_command("compact_threads", "--async", stdout=StringIO())
+
+
+# --- the synchronous run ------------------------------------------------------------------------------
+
+
+def test_each_compressed_thread_gets_a_bulk_record_and_fresh_pressure(make_thread, summarizer):
+    model = summarizer()
+    threads = [make_thread(f"t{i}", pressure=0.9 + i / 100) for i in range(3)]
+
+    report = compact()
+
+    assert report["compressed"] == 3
+    assert len(model.summary_prompts) == 3
+    for thread in threads:
+        record = bulk_records(thread).get()
+        assert (record.status, record.level, record.requested_by) == ("completed", "summary", None)
+        assert record.file_path.startswith("outputs/conversation_history/")
+        assert record.summary_usage["total_tokens"] == 120
+        values = snapshot(thread)
+        assert values["_summarization_event"]["cutoff_index"] == record.cutoff_index > 0
+        thread.refresh_from_db()
+        assert thread.summary_active is True
+        assert thread.pressure_ratio < 0.9  # the meter falls, from the refreshed token_usage
+    assert [t["outcome"] for t in report["threads"]] == ["completed"] * 3
+
+
+def test_summary_line_counts_every_outcome(make_thread, summarizer):
+    # Pressure fixes the order: a and e summarize fine, b's summary fails, c is too short, d is busy.
+    summarizer(SUMMARY, RuntimeError("model exploded"), SUMMARY)
+    a = make_thread("a", pressure=0.99)
+    b = make_thread("b", pressure=0.95)
+    c = make_thread("c", pressure=0.90, turns=1)
+    d = make_thread("d", pressure=0.85)
+    AgentRun.objects.create(conversation=d, status=AgentRun.Status.QUEUED)
+    e = make_thread("e", pressure=0.80)
+    b_before = snapshot(b)
+
+    text = compact_text()
+
+    saved = sum(r.tokens_saved for r in CompressionRecord.objects.filter(status="completed"))
+    assert saved > 0
+    assert (
+        f"Compressed 2, no-op 1, skipped busy 1, skipped (no capability) 0, failed 1; {saved:,} tokens saved; "
+        "2 summary call(s), 240 summary tokens."
+    ) in text
+    assert [bulk_records(t).get().status for t in (a, c, e)] == ["completed", "no_op", "completed"]
+    failure = bulk_records(b).get()
+    assert failure.status == "failed" and "model exploded" in failure.error
+    assert snapshot(b) == b_before
+    assert not bulk_records(d).exists()
+
+
+def test_json_report_has_the_counts_and_each_thread(make_thread, summarizer):
+    summarizer(SUMMARY, RuntimeError("model exploded"), SUMMARY)
+    threads = [make_thread("a", pressure=0.99), make_thread("b", pressure=0.95)]
+    make_thread("c", pressure=0.9, turns=1)
+
+    report = compact("--limit", "3")
+
+    saved = sum(r.tokens_saved for r in CompressionRecord.objects.filter(status="completed"))
+    assert {k: v for k, v in report.items() if k not in ("errors", "threads")} == {
+        "compressed": 1,
+        "no_op": 1,
+        "skipped_busy": 0,
+        "skipped_capability": 0,
+        "failed": 1,
+        "tokens_saved": saved,
+        "summary_calls": 1,
+        "summary_tokens": 120,
+        "interrupted": False,
+        "not_started": 0,
+    }
+    assert len(report["errors"]) == 1 and "model exploded" in report["errors"][0]
+    assert report["threads"][:2] == [
+        {"thread": str(threads[0].thread_id), "outcome": "completed"},
+        {"thread": str(threads[1].thread_id), "outcome": "failed"},
+    ]
+
+
+@pytest.mark.parametrize(
+    "status", [AgentRun.Status.RUNNING, AgentRun.Status.QUEUED, AgentRun.Status.INTERRUPTED]
+)
+def test_busy_threads_are_skipped_and_reported(make_thread, summarizer, status):
+    model = summarizer()
+    idle = make_thread("idle", pressure=0.99)
+    busy = make_thread("busy", pressure=0.95)
+    AgentRun.objects.create(conversation=busy, status=status)
+    before = snapshot(busy)
+
+    report = compact()
+
+    assert (report["compressed"], report["skipped_busy"]) == (1, 1)
+    assert {t["thread"]: t["outcome"] for t in report["threads"]} == {
+        str(idle.thread_id): "completed",
+        str(busy.thread_id): "skipped_busy",
+    }
+    assert len(model.summary_prompts) == 1
+    assert snapshot(busy) == before
+    assert not CompressionRecord.objects.filter(conversation=busy).exists()
+
+
+def test_an_agent_without_the_capability_is_skipped(make_thread, summarizer, agent):
+    summarizer()
+    make_thread("t")
+    agent.capabilities = []
+    agent.save()
+    report = compact()
+    assert (report["skipped_capability"], report["failed"]) == (1, 0)
+    assert not CompressionRecord.objects.exists()
+
+
+# --- Ctrl-C -----------------------------------------------------------------------------------------
+
+
+def _interrupting(monkeypatch, *, at_call: int, times: int = 1) -> ScriptedChatModel:
+    """A summarizer that sends SIGINT to this process ``times`` times during summary call ``at_call``."""
+    model = ScriptedChatModel(summaries=[SUMMARY], summary_usage=USAGE)
+    original = model._generate
+
+    def generate(messages, stop=None, run_manager=None, **kwargs):
+        result = original(messages, stop=stop, run_manager=run_manager, **kwargs)
+        if len(model.summary_prompts) == at_call:
+            for _ in range(times):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)  # the handler runs in this (main) thread at the next bytecode
+        return result
+
+    object.__setattr__(model, "_generate", generate)
+    monkeypatch.setattr("agent_platform.runtime.models.chat_model_for", lambda agent: model)
+    return model
+
+
+def test_ctrl_c_stops_between_threads_leaving_each_compressed_or_untouched(make_thread, monkeypatch):
+    assert threading.current_thread() is threading.main_thread()
+    model = _interrupting(monkeypatch, at_call=2)
+    threads = [make_thread(f"t{i}", pressure=0.99 - i / 100) for i in range(5)]
+    before = {t.pk: snapshot(t) for t in threads}
+    handler = signal.getsignal(signal.SIGINT)
+
+    report = compact()
+
+    assert (report["interrupted"], report["compressed"], report["not_started"]) == (True, 2, 3)
+    assert len(model.summary_prompts) == 2
+    for thread in threads[:2]:  # thread 2 was interrupted mid-summary and still completed whole
+        assert bulk_records(thread).get().status == "completed"
+        assert snapshot(thread)["_summarization_event"]["cutoff_index"] > 0
+    for thread in threads[2:]:
+        assert not CompressionRecord.objects.filter(conversation=thread).exists()
+        assert snapshot(thread) == before[thread.pk]
+        assert workdir_files(thread) == []
+    assert signal.getsignal(signal.SIGINT) is handler  # restored
+
+
+def test_ctrl_c_summary_line_says_interrupted(make_thread, monkeypatch):
+    _interrupting(monkeypatch, at_call=1)
+    make_thread("a", pressure=0.99)
+    make_thread("b", pressure=0.98)
+    assert "Interrupted: stopped between threads, 1 not started." in compact_text()
+
+
+def test_second_ctrl_c_abandons_the_current_thread_which_rolls_back(make_thread, monkeypatch):
+    model = _interrupting(monkeypatch, at_call=2, times=2)
+    threads = [make_thread(f"t{i}", pressure=0.99 - i / 100) for i in range(3)]
+    before = {t.pk: snapshot(t) for t in threads}
+
+    report = compact()
+
+    assert (report["interrupted"], report["compressed"], report["not_started"]) == (True, 1, 2)
+    assert len(model.summary_prompts) == 2
+    assert bulk_records(threads[0]).get().status == "completed"
+    for thread in threads[1:]:
+        assert not CompressionRecord.objects.filter(conversation=thread).exists()
+        assert snapshot(thread) == before[thread.pk]
+
+
+# --- admin actions ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def admin_client(client, django_user_model):
+    admin = django_user_model.objects.create_superuser("root", "root@example.com", "pw-root-123")
+    client.force_login(admin)
+    client.admin = admin
+    return client
+
+
+def _admin_action(client, action: str, threads) -> list[str]:
+    response = client.post(
+        "/admin/conversations/conversation/",
+        {"action": action, "_selected_action": [t.pk for t in threads]},
+        follow=True,
+    )
+    assert response.status_code == 200
+    return [str(m) for m in response.context["messages"]]
+
+
+def test_admin_compress_context_names_busy_threads(admin_client, make_thread, summarizer):
+    summarizer()
+    idle = make_thread("Quarterly report", pressure=0.99)
+    busy = make_thread("Migration plan", pressure=0.95)
+    AgentRun.objects.create(conversation=busy, status=AgentRun.Status.RUNNING)
+
+    messages = _admin_action(admin_client, "compress_context", [idle, busy])
+
+    assert any(m.startswith("Compressed 1, no-op 0, skipped busy 1") for m in messages), messages
+    assert "Busy, not compressed: Migration plan" in messages
+    record = CompressionRecord.objects.get(conversation=idle)
+    assert (record.trigger, record.requested_by) == ("manual", admin_client.admin)
+    assert not CompressionRecord.objects.filter(conversation=busy).exists()
+
+
+def test_admin_bulk_compact_runs_synchronously_without_a_broker(
+    admin_client, make_thread, summarizer, settings
+):
+    summarizer()
+    settings.RUN_EXECUTION = "inprocess"
+    threads = [make_thread("one", pressure=0.99), make_thread("two", pressure=0.95)]
+
+    messages = _admin_action(admin_client, "bulk_compact", threads)
+
+    assert any(m.startswith("Compressed 2,") for m in messages), messages
+    for thread in threads:
+        record = bulk_records(thread).get()
+        assert (record.status, record.requested_by) == ("completed", admin_client.admin)
+
+
+# --- the Celery task, eagerly: retry and idempotency -------------------------------------------------
+
+
+def test_transient_model_error_propagates_for_a_retry_and_leaves_state_unchanged(make_thread, summarizer):
+    summarizer(connection_error(), SUMMARY)
+    thread = make_thread("t")
+    before = snapshot(thread)
+
+    with pytest.raises(openai.APIConnectionError):
+        bulk_compact_one(conversation_id=thread.pk, batch="b1", raise_transient=True)
+
+    assert snapshot(thread) == before
+    assert bulk_compact_one(conversation_id=thread.pk, batch="b1", raise_transient=True).label == "completed"
+
+
+def test_without_retry_a_transient_error_is_counted_as_failed(make_thread, summarizer):
+    summarizer(connection_error())
+    thread = make_thread("t")
+    outcome = bulk_compact_one(conversation_id=thread.pk)
+    assert outcome.label == "failed" and "Connection error" in outcome.error
+
+
+def test_task_retries_a_transient_model_error_then_compresses(make_thread, summarizer, monkeypatch):
+    from compression.tasks import thread_compact
+
+    model = summarizer(connection_error(), SUMMARY)
+    thread = make_thread("t")
+    retries = []
+    original_retry = thread_compact.retry
+
+    def retry(*args, **kwargs):
+        retries.append(kwargs.get("exc"))
+        return original_retry(*args, **kwargs)
+
+    monkeypatch.setattr(thread_compact, "retry", retry)
+
+    result = thread_compact.apply(args=(thread.pk, "batch-1"))
+
+    assert len(retries) == 1 and isinstance(retries[0], openai.APIConnectionError)
+    assert len(model.summary_prompts) == 2
+    assert bulk_records(thread).filter(status="completed").count() == 1
+    assert bulk_records(thread).filter(status="failed").count() == 1  # the failed attempt is audited
+    assert result.state == "SUCCESS"
+    assert result.result["label"] == "completed"
+
+
+def test_task_redelivery_replays_instead_of_summarizing_again(make_thread, summarizer):
+    from compression.tasks import thread_compact
+
+    model = summarizer()
+    thread = make_thread("t")
+
+    first = thread_compact.apply(args=(thread.pk, "batch-2")).get()
+    again = thread_compact.apply(args=(thread.pk, "batch-2")).get()
+
+    assert first["label"] == again["label"] == "completed"
+    assert first["tokens_saved"] == again["tokens_saved"] > 0
+    assert len(model.summary_prompts) == 1
+    assert bulk_records(thread).count() == 1
+
+
+def test_task_options_make_it_redelivery_safe():
+    from compression.tasks import thread_compact
+
+    assert thread_compact.acks_late is True
+    assert thread_compact.reject_on_worker_lost is True
+    assert openai.APIConnectionError in thread_compact.autoretry_for
+    assert thread_compact.retry_backoff
