@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import admin, messages
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
@@ -74,10 +73,10 @@ class ConversationAdmin(admin.ModelAdmin):
 
     @admin.action(description=_("Bulk compaction (background when a broker is configured)"))
     def bulk_compact(self, request: HttpRequest, queryset) -> None:
-        from compression.bulk import bulk_compact_enqueue, bulk_compact_selected
+        from compression.bulk import bulk_compact_enqueue, bulk_compact_selected, celery_broker_configured
 
         ids = list(queryset.values_list("pk", flat=True))
-        if settings.RUN_EXECUTION == "celery":
+        if celery_broker_configured():
             batch = bulk_compact_enqueue(conversation_ids=ids)
             self.message_user(request, f"Queued {len(ids)} thread(s) for compaction (batch {batch}).")
             return
