@@ -446,6 +446,7 @@ def test_admin_bulk_compact_runs_synchronously_without_a_broker(
 ):
     summarizer()
     settings.RUN_EXECUTION = "inprocess"
+    settings.CELERY_BROKER_URL = "memory://"  # no broker: the action runs the threads now
     threads = [make_thread("one", pressure=0.99), make_thread("two", pressure=0.95)]
 
     messages = _admin_action(admin_client, "bulk_compact", threads)
