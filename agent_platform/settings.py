@@ -75,6 +75,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Runs execute in threads beside the request that queued them: wait for the writer, don't fail.
     # IMMEDIATE: a writer takes the lock at BEGIN, so concurrent writers wait instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {}).update(timeout=20, transaction_mode="IMMEDIATE")
+    # A fresh clone has no var/: SQLite creates the file but not its directory.
+    if str(DATABASES["default"]["NAME"]) not in ("", ":memory:"):
+        Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 FORMS_URLFIELD_ASSUME_HTTPS = True
 

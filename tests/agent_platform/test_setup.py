@@ -52,3 +52,23 @@ def test_check_deploy_passes_with_a_production_environment():
         timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_migrate_works_when_the_sqlite_directory_does_not_exist_yet(tmp_path):
+    # A fresh clone has no var/: `make run` must still migrate the embedded SQLite database.
+    database = tmp_path / "fresh-clone" / "var" / "db.sqlite3"
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "agent_platform.settings",
+        "DATABASE_URL": f"sqlite:///{database}",
+    }
+    result = subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert database.is_file()
