@@ -38,3 +38,7 @@ class EmptyMessage(Unprocessable):
 
     def __init__(self, message: str = "The message is empty.", **extra: object) -> None:
         super().__init__(message, **extra)
+
+
+class InvalidInput(Unprocessable):
+    code = "invalid_input"

@@ -8,10 +8,13 @@ from typing import Any
 
 from ninja import Field, Schema
 
+from conversations.services.intake import MESSAGE_MAX_CHARS, REQUEST_ID_MAX_CHARS
+from conversations.services.threads import TITLE_MAX_CHARS
+
 
 class ThreadCreateIn(Schema):
     agent: str = Field(..., min_length=1, max_length=50, description="The agent's slug.")
-    title: str = Field("", max_length=200)
+    title: str = Field("", max_length=TITLE_MAX_CHARS)
 
 
 class ThreadOut(Schema):
@@ -28,12 +31,12 @@ class ThreadOut(Schema):
 
 
 class MessageIn(Schema):
-    content: str = Field(..., min_length=1, max_length=100_000)
-    request_id: str | None = Field(None, min_length=1, max_length=100)
+    content: str = Field(..., min_length=1, max_length=MESSAGE_MAX_CHARS)
+    request_id: str | None = Field(None, min_length=1, max_length=REQUEST_ID_MAX_CHARS)
 
 
 class ResumeIn(Schema):
-    answer: str = Field(..., min_length=1, max_length=100_000)
+    answer: str = Field(..., min_length=1, max_length=MESSAGE_MAX_CHARS)
 
 
 class MessageOut(Schema):

@@ -14,7 +14,10 @@ from conversations.errors import EmptyMessage, NotInterrupted
 from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import run_latest
 from conversations.services.dispatch import run_dispatch_next
-from conversations.services.threads import message_append, thread_lock
+from conversations.services.threads import message_append, text_checked, thread_lock
+
+MESSAGE_MAX_CHARS = 100_000
+REQUEST_ID_MAX_CHARS = 100  # AgentRun.request_id
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,9 @@ def message_intake(
     content = (content or "").strip()
     if not content:
         raise EmptyMessage()
+    text_checked(content, field="message", max_length=MESSAGE_MAX_CHARS)
+    if request_id:
+        text_checked(request_id, field="request_id", max_length=REQUEST_ID_MAX_CHARS)
     with thread_lock(thread_id=thread_id, user=user) as conversation:
         if request_id:
             first = conversation.runs.filter(request_id=request_id).select_related("input_message").first()
@@ -79,6 +85,7 @@ def run_resume(*, thread_id: uuid.UUID | str, user: AbstractBaseUser, answer: st
     answer = (answer or "").strip()
     if not answer:
         raise EmptyMessage("The answer is empty.")
+    text_checked(answer, field="answer", max_length=MESSAGE_MAX_CHARS)
     with thread_lock(thread_id=thread_id, user=user) as conversation:
         latest = run_latest(conversation=conversation)
         if latest is None or latest.status != AgentRun.Status.INTERRUPTED:

@@ -14,17 +14,32 @@ from django.utils import timezone
 
 from agent_platform.models import Agent
 from conversations import events
-from conversations.errors import AgentNotFound, ThreadBusy, ThreadNotFound
+from conversations.errors import AgentNotFound, InvalidInput, ThreadBusy, ThreadNotFound
 from conversations.models import AgentRun, Conversation, Message
 
 LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL: lock_timeout expired, or NOWAIT found the row locked
+TITLE_MAX_CHARS = 200  # Conversation.title
+
+
+def text_checked(value: str, *, field: str, max_length: int) -> str:
+    """``value`` unchanged, or ``InvalidInput`` when it is too long or holds a NUL character.
+
+    Checked here, not only in the API schemas, so pages and API agree; PostgreSQL cannot store NUL
+    and rejects over-long varchars, which would otherwise surface as a 500.
+    """
+    if "\x00" in value:
+        raise InvalidInput(f"The {field} contains a NUL character.")
+    if len(value) > max_length:
+        raise InvalidInput(f"The {field} is longer than {max_length} characters.")
+    return value
 
 
 def thread_create(*, user: AbstractBaseUser, agent_slug: str, title: str = "") -> Conversation:
-    agent = Agent.objects.filter(slug=agent_slug, is_enabled=True).first()
+    title = text_checked(title.strip(), field="title", max_length=TITLE_MAX_CHARS)
+    agent = None if "\x00" in agent_slug else Agent.objects.filter(slug=agent_slug, is_enabled=True).first()
     if agent is None:
         raise AgentNotFound()
-    return Conversation.objects.create(owner=user, agent=agent, title=title.strip())
+    return Conversation.objects.create(owner=user, agent=agent, title=title)
 
 
 def _is_postgres() -> bool:

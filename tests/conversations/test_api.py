@@ -108,6 +108,30 @@ def test_empty_or_invalid_bodies_get_422(client, bearer, thread):
     assert client.get("/api/threads/not-a-uuid", headers=bearer).status_code == 422
 
 
+@pytest.mark.parametrize(
+    ("path", "body", "code"),
+    [
+        ("", {"agent": "test-agent", "title": "a\x00b"}, "invalid_input"),
+        ("", {"agent": "test-\x00agent"}, "agent_not_found"),
+        ("/{thread_id}/messages", {"content": "a\x00b"}, "invalid_input"),
+        ("/{thread_id}/messages", {"content": "hi", "request_id": "r\x00"}, "invalid_input"),
+        ("/{thread_id}/resume", {"answer": "a\x00b"}, "invalid_input"),
+    ],
+)
+def test_nul_characters_are_a_clear_error_not_a_500(client, bearer, thread, path, body, code):
+    # PostgreSQL cannot store NUL in text: without the check this is a DataError (500) there.
+    response = client.post(
+        "/api/threads" + path.format(thread_id=thread.thread_id),
+        body,
+        content_type="application/json",
+        headers=bearer,
+    )
+    assert response.status_code in (404, 422), response.content
+    assert response.json()["code"] == code
+    assert Conversation.objects.count() == 1
+    assert not Message.objects.exists() and not AgentRun.objects.exists()
+
+
 def test_resume_without_an_interrupted_run_is_409(client, bearer, thread):
     response = client.post(
         f"/api/threads/{thread.thread_id}/resume",

@@ -279,6 +279,32 @@ def test_empty_message_is_a_422_with_a_readable_reason(owner_client, thread):
     assert response.content.decode() == "Write something first."
 
 
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"content": "x" * 100_001},
+        {"content": "a\x00b"},
+        {"content": "hi", "request_id": "r" * 101},
+    ],
+)
+def test_over_long_or_nul_message_fields_are_a_422_not_a_500(owner_client, thread, fields):
+    # The API's schema bounds these; the page goes straight to the service, which must bound them too.
+    url = reverse("conversations:message-send", kwargs={"thread_id": thread.thread_id})
+    response = owner_client.post(url, fields, headers={"X-Requested-With": "fetch"})
+    assert response.status_code == 422
+    assert "NUL" in response.content.decode() or "longer than" in response.content.decode()
+    assert not thread.messages.exists() and not thread.runs.exists()
+
+
+def test_new_thread_with_a_nul_in_the_title_goes_back_with_an_error(owner_client, agent):
+    response = owner_client.post(
+        reverse("conversations:thread-new"), {"agent": agent.slug, "title": "a\x00b"}, follow=True
+    )
+    assert response.status_code == 200
+    assert not Conversation.objects.exists()
+    assert "NUL character" in response.content.decode()
+
+
 def test_answer_when_nothing_is_asked_is_a_409(owner_client, thread):
     url = reverse("conversations:question-answer", kwargs={"thread_id": thread.thread_id})
     response = owner_client.post(url, {"answer": "Paris"}, headers={"X-Requested-With": "fetch"})
