@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from agent_platform.workdir import WorkdirPathError, resolve
 from compression.engine.formats import (
     RECEIPT_HEADER,
     RECEIPT_PATH_PREFIX,
@@ -189,5 +190,14 @@ def compression_status_from(data: Mapping[str, Any] | None) -> CompressionStatus
         after_tokens=_int(data.get("after_tokens")),
         error=str(data.get("error") or data.get("message") or "")[:500],
         reason=str(data.get("reason") or "")[:200],
-        file_path=str(data.get("file_path") or ""),
+        file_path=_workdir_path(data.get("file_path")),
     )
+
+
+def _workdir_path(value: Any) -> str:
+    """A valid virtual workdir path (the page links to it), else ``""``: the fragment takes it from the
+    query string, and a path the file URL cannot hold (a newline, ``..``) must not break the render."""
+    try:
+        return resolve(value) if isinstance(value, str) and value else ""
+    except WorkdirPathError:
+        return ""

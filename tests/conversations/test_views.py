@@ -252,6 +252,18 @@ def test_compression_fragment_renders_an_event(owner_client, thread):
     assert "Compression failed:" in html and "&lt;b&gt;boom&lt;/b&gt;" in html
 
 
+@pytest.mark.parametrize("file_path", ["\n", "../../etc/passwd", "/etc/passwd"])
+def test_compression_fragment_drops_a_file_path_outside_the_workdir(owner_client, thread, file_path):
+    url = reverse("conversations:fragment-compression", kwargs={"thread_id": thread.thread_id})
+    response = owner_client.get(url, {"status": "completed", "level": "summary", "file_path": file_path})
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "Compression completed (summary)" in html and "History saved to" not in html
+    history = "outputs/conversation_history/s1.md"
+    html = owner_client.get(url, {"status": "completed", "file_path": history}).content.decode()
+    assert f'href="{_file(thread, history)}"' in html
+
+
 # --- commands ----------------------------------------------------------------------------------
 
 
