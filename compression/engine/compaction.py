@@ -98,19 +98,27 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(_encode(text)).hexdigest()
 
 
+def _plain_text(block: Any) -> str | None:
+    """A block's text when the text is all it holds (a string or ``{"type": "text", "text": ...}``)."""
+    if isinstance(block, str):
+        return block
+    if isinstance(block, dict) and block.keys() == {"type", "text"} and block["type"] == "text":
+        return block["text"] if isinstance(block["text"], str) else None
+    return None
+
+
 def tool_result_text(content: str | list[Any]) -> str:
-    """The exact text saved for a tool result: the string, the joined text blocks, or JSON of mixed blocks."""
+    """The exact text saved for a tool result: the string, the joined text blocks, or JSON of the blocks.
+
+    Blocks are joined only when that loses nothing; images, and text blocks carrying more than their
+    text (annotations, citations, ids), are saved whole as JSON so they stay recoverable.
+    """
     if isinstance(content, str):
         return content
-    texts: list[str] = []
-    for block in content:
-        if isinstance(block, str):
-            texts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
-            texts.append(block["text"])
-        else:  # images and other blocks: keep everything, recoverably
-            return json.dumps(content, ensure_ascii=False, default=str)
-    return "\n".join(texts)
+    texts = [_plain_text(block) for block in content]
+    if any(text is None for text in texts):
+        return json.dumps(content, ensure_ascii=False, default=str)
+    return "\n".join(texts)  # type: ignore[arg-type]
 
 
 def safe_tool_file_name(tool_name: str | None) -> str:

@@ -137,6 +137,24 @@ def test_text_blocks_are_saved_as_their_joined_text_and_mixed_blocks_as_json():
     assert json.loads(tool_result_text(mixed)) == mixed
 
 
+def test_text_blocks_with_annotations_are_saved_whole_and_byte_recoverable(config, store):
+    # Joining would keep only the text and lose the citations: the saved file must hold everything.
+    blocks = [
+        {
+            "type": "text",
+            "text": "结果🙂 " * 600,
+            "annotations": [{"type": "citation", "url": "https://a.example"}],
+        },
+        {"type": "text", "text": "tail", "id": "lc_block_1"},
+    ]
+    assert json.loads(tool_result_text(blocks)) == blocks
+    result = compact_messages(_conversation(blocks), config=config, store=store)
+    (saved,) = result.saved
+    file_bytes = store.files[saved.path].encode("utf-8")
+    assert json.loads(file_bytes) == blocks
+    assert f"SHA-256: {hashlib.sha256(file_bytes).hexdigest()}" in result.messages[2].content
+
+
 @pytest.mark.parametrize(
     ("name", "expected"),
     [
