@@ -45,13 +45,13 @@ def thread_compress(
 ):
     """Compress an idle thread's context now. 409 `thread_busy` while a run is running or queued or the
     thread waits on the user; a retry with the same `Idempotency-Key` returns the first result."""
-    if idempotency_key is not None and not 0 < len(idempotency_key.strip()) <= MAX_IDEMPOTENCY_KEY:
+    key = None if idempotency_key is None else idempotency_key.strip()
+    # Printable only: a NUL byte, for one, cannot be stored in PostgreSQL (it would be a 500).
+    if key is not None and not (0 < len(key) <= MAX_IDEMPOTENCY_KEY and key.isprintable()):
         raise Unprocessable(
-            f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} characters.", code="invalid_input"
+            f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} printable characters.", code="invalid_input"
         )
-    outcome = services.thread_compress(
-        thread_id=thread_id, user=request.user, idempotency_key=(idempotency_key or "").strip() or None
-    )
+    outcome = services.thread_compress(thread_id=thread_id, user=request.user, idempotency_key=key)
     return outcome.result
 
 

@@ -307,6 +307,19 @@ def test_bad_idempotency_key_is_422(client, user, thread):
     assert response.json()["code"] == "invalid_input"
 
 
+@pytest.mark.parametrize("key", ["", "   ", "a\x00b", "line\nbreak", "tab\there"])
+def test_empty_or_unprintable_idempotency_key_is_422_and_compresses_nothing(
+    client, user, thread, summarizer, key
+):
+    model = summarizer()
+    seed_state(thread, conversation_messages(5))
+    client.force_login(user)
+    response = _compress(client, thread, **{"Idempotency-Key": key})
+    assert response.status_code == 422
+    assert response.json()["code"] == "invalid_input"
+    assert model.summary_prompts == [] and not CompressionRecord.objects.exists()
+
+
 def test_state_repository_refuses_a_graph_without_checkpointer(thread):
     from agent_platform.runtime.graph import build_agent_graph
     from compression.state_repository import AgentStateRepository
@@ -391,3 +404,52 @@ def test_manual_compression_tells_the_threads_pages_and_marks_it_under_way(
     assert seen_during == [True]
     assert thread_compressing(thread_id=thread.thread_id) is False
     assert client.get(f"/api/threads/{thread.thread_id}/state").json()["compressing"] is False
+
+
+@pytest.mark.parametrize("status", ["running", "queued", "interrupted"])
+def test_undo_on_a_busy_thread_is_409_and_changes_nothing(client, user, thread, summarizer, status):
+    summarizer()
+    repository = seed_state(thread, conversation_messages(5))
+    client.force_login(user)
+    assert _compress(client, thread).json()["status"] == "completed"
+    before = repository.get_values()
+    AgentRun.objects.create(conversation=thread, status=status)
+
+    response = client.post(f"/api/threads/{thread.thread_id}/compress/undo")
+
+    assert response.status_code == 409
+    assert response.json()["code"] == "thread_busy"
+    assert repository.get_values() == before
+    assert not CompressionRecord.objects.filter(trigger="undo").exists()
+
+
+@pytest.mark.parametrize("case", ["missing", "deleted", "foreign"])
+def test_undo_not_found_kinds_are_404_without_existence_leak(
+    client, user, other_user, thread, summarizer, case
+):
+    summarizer()
+    repository = seed_state(thread, conversation_messages(5))
+    client.force_login(user)
+    assert _compress(client, thread).json()["status"] == "completed"
+    before = repository.get_values()
+    thread_id = uuid.uuid4() if case == "missing" else thread.thread_id
+    if case == "deleted":
+        Conversation.objects.filter(pk=thread.pk).update(status="deleted")
+    client.force_login(other_user if case == "foreign" else user)
+
+    response = client.post(f"/api/threads/{thread_id}/compress/undo")
+
+    assert response.status_code == 404
+    assert response.json() == {"code": "thread_not_found", "message": "No such thread."}
+    assert repository.get_values() == before
+
+
+def test_a_thread_with_an_empty_checkpoint_is_a_no_op(client, user, thread, summarizer):
+    model = summarizer()
+    client.force_login(user)
+    response = _compress(client, thread)
+    assert response.status_code == 200
+    assert response.json()["status"] == "no_op" and response.json()["reason"] == "insufficient_history"
+    assert model.summary_prompts == [] and _workdir_files(thread) == []
+    assert repository_for(thread).get_values() == {}
+    assert client.post(f"/api/threads/{thread.thread_id}/compress/undo").json()["code"] == "nothing_to_undo"
