@@ -151,6 +151,29 @@ async def test_compaction_only_calls_no_summary_and_emits_started_completed(mode
     assert "END-0" in messages[2].content  # state is untouched
 
 
+@MODES
+async def test_both_trigger_comparisons_are_at_or_above(mode):
+    """SPEC 6 steps 2 and 4: an estimate equal to ``T`` compacts, and a compacted view equal to ``T``
+    is summarized; one token less does neither."""
+    messages = conversation(4)
+    size = _size(_middleware(_config(1)), make_request(messages))
+    for trigger, expected in ((size + 1, []), (size, ["started", "completed"])):
+        events = []
+        await _call(
+            _middleware(_config(trigger, keep=20)), make_request(messages, events=events), Handler(), mode
+        )
+        assert statuses(events) == expected, trigger
+    after = events[-1]["after_tokens"]
+    assert events[-1]["level"] == "compaction" and after < size
+
+    for trigger, summaries in ((after + 1, 0), (after, 1)):
+        model, events = ScriptedChatModel(), []
+        mw = _middleware(_config(trigger, keep=20), model=model)
+        await _call(mw, make_request(messages, events=events), Handler(), mode)
+        assert len(model.summary_prompts) == summaries, trigger
+        assert events[-1]["level"] == ("summary" if summaries else "compaction")
+
+
 def test_compaction_replaces_only_the_tool_message_and_names_its_file():  # yuxi 4
     messages = [HumanMessage("find", id="h"), *tool_turn(0, name="query_kb", content="x" * 9000)]
     messages.append(HumanMessage("go on", id="h2"))

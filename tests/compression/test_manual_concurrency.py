@@ -135,3 +135,66 @@ def test_a_compression_waits_for_an_intake_then_sees_the_thread_busy(thread, use
     else:
         assert outcome.result["status"] == "completed"
     assert Message.objects.filter(conversation=thread, content="queued first").count() == 1
+
+
+def test_concurrent_requests_with_one_idempotency_key_summarize_once(thread, user, gated, settings):
+    """A client retrying while its first request is still summarizing: the retry waits for the lock,
+    then replays the stored result; exactly one summary call, one audit record."""
+    from compression.models import CompressionRecord
+
+    model, started, gate = gated
+    settings.THREAD_LOCK_TIMEOUT_MS = 15_000
+    results: dict = {}
+
+    def compress():
+        return thread_compress(thread_id=thread.thread_id, user=user, idempotency_key="retry-me")
+
+    first = _run(compress, results, "first")
+    assert started.wait(10)
+    second = _run(compress, results, "second")
+    time.sleep(0.5)
+    assert second.is_alive(), "the retry must wait for the row lock, not summarize alongside"
+    gate.set()
+    first.join(20)
+    second.join(20)
+    assert not isinstance(results["second"], BaseException), results["second"]
+    assert results["first"].result["status"] == "completed"
+    assert results["second"].result == results["first"].result
+    assert len(model.summary_prompts) == 1
+    assert CompressionRecord.objects.filter(idempotency_key="retry-me").count() == 1
+    assert CompressionRecord.objects.count() == 1
+
+
+def test_one_idempotency_key_on_two_threads_at_once_compresses_only_one(thread, user, agent, gated):
+    """The key is claimed before any work: the second thread's request waits on the key's unique
+    index, then answers 409 ``idempotency_conflict`` without summarizing or touching its state."""
+    from compression.errors import IdempotencyConflict
+    from compression.models import CompressionRecord
+    from conversations.services import thread_create
+
+    model, started, gate = gated
+    other = thread_create(user=user, agent_slug=agent.slug)
+    seed_state(other, conversation_messages(5))
+    other_before = repository_for(other).get_values()
+    results: dict = {}
+    first = _run(
+        lambda: thread_compress(thread_id=thread.thread_id, user=user, idempotency_key="shared"),
+        results,
+        "first",
+    )
+    assert started.wait(10)
+    second = _run(
+        lambda: thread_compress(thread_id=other.thread_id, user=user, idempotency_key="shared"),
+        results,
+        "second",
+    )
+    time.sleep(0.5)
+    assert second.is_alive(), "the second claim must wait for the first to commit or roll back"
+    gate.set()
+    first.join(20)
+    second.join(20)
+    assert results["first"].result["status"] == "completed"
+    assert isinstance(results["second"], IdempotencyConflict), results["second"]
+    assert len(model.summary_prompts) == 1
+    assert repository_for(other).get_values() == other_before
+    assert list(CompressionRecord.objects.values_list("conversation_id", flat=True)) == [thread.pk]
