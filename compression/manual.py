@@ -17,22 +17,18 @@ from langchain_core.messages import BaseMessage
 
 from compression.agent_middleware.effects import Blocking, Steps
 from compression.agent_middleware.state import SUMMARY_EVENT_KEY, SUMMARY_EVENTS_KEY
-from compression.agent_middleware.summary import summarize_span, summary_update, valid_event
+from compression.agent_middleware.summary import summarize_span, summary_budget, summary_update, valid_event
 from compression.engine.compaction import compact_messages
 from compression.engine.config import CompressionConfig
 from compression.engine.cutoff import find_cutoff
 from compression.engine.history import effective_messages
 from compression.engine.store import ResultStore, StagedStore
 from compression.engine.tokens import TokenProfile, estimate_message
+from compression.errors import NothingToUndo
 
 STATUS_COMPLETED = "completed"
 STATUS_NO_OP = "no_op"
 REASON_INSUFFICIENT_HISTORY = "insufficient_history"
-SUMMARY_INPUT_SHARE = 0.75
-
-
-class NothingToUndo(Exception):
-    """No earlier summary state to go back to."""
 
 
 @dataclass(frozen=True)
@@ -64,11 +60,6 @@ class ManualCompression:
 
 def messages_tokens(messages: Sequence[BaseMessage], profile: TokenProfile) -> int:
     return sum(estimate_message(m, profile) for m in messages)
-
-
-def summary_budget(config: CompressionConfig) -> int:
-    window = config.context_window
-    return int(window * SUMMARY_INPUT_SHARE) if window else config.trigger_tokens
 
 
 def force_summarize(

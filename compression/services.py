@@ -31,9 +31,8 @@ from compression.engine.cutoff import is_summary_message
 from compression.engine.history import effective_messages
 from compression.engine.store import StoreError
 from compression.engine.tokens import estimate_message, profile_for_model
-from compression.errors import CapabilityMissing, IdempotencyConflict, NothingToUndo, SummaryFailed
-from compression.manual import ManualCompression, force_summarize, undo_update
-from compression.manual import NothingToUndo as EngineNothingToUndo
+from compression.errors import CapabilityMissing, IdempotencyConflict, SummaryFailed
+from compression.manual import ManualCompression, force_summarize, messages_tokens, undo_update
 from compression.models import CompressionRecord
 from conversations.errors import ThreadBusy, ThreadNotFound
 from conversations.models import AgentRun, Conversation
@@ -102,10 +101,7 @@ def thread_compress_undo(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) 
         repository, agent = _repository(conversation), conversation.agent
         values = repository.get_values()
         profile = profile_for_model(agent.model_name)
-        try:
-            update, before, after = undo_update(values, profile=profile)
-        except EngineNothingToUndo as exc:
-            raise NothingToUndo() from exc
+        update, before, after = undo_update(values, profile=profile)  # 409 nothing_to_undo
         result = {"status": "undone", "before_tokens": before, "after_tokens": after}
         usage = _refreshed_usage(values, update, conversation=conversation, result=result)
         conversation_pressure_update(conversation_id=conversation.pk, token_usage=usage)
@@ -120,7 +116,8 @@ def thread_compress_undo(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) 
             result=result,
             started_at=timezone.now(),
         )
-        repository.update({**update, TOKEN_USAGE_KEY: usage})  # last: the checkpoint is outside the transaction
+        # Last: the checkpoint is outside the transaction.
+        repository.update({**update, TOKEN_USAGE_KEY: usage})
         return result
 
 
@@ -380,7 +377,7 @@ def _refreshed_usage(
     event = valid_event(update.get("_summarization_event"))
     visible = effective_messages(list(values.get("messages") or []), event)
     overhead = int(previous.get("system_tokens") or 0) + int(previous.get("tools_tokens") or 0)
-    next_tokens = overhead + sum(estimate_message(m, profile) for m in visible)
+    next_tokens = overhead + messages_tokens(visible, profile)
     trigger, window = agent.effective_trigger, agent.resolved_context_window
     summary_active = bool(visible) and is_summary_message(visible[0])
     usage: dict[str, Any] = dict.fromkeys(STALE_CONTEXT_FIELDS)

@@ -25,7 +25,7 @@ from compression.agent_middleware.state import (
     SUMMARY_EVENT_KEY,
     CompressionState,
 )
-from compression.agent_middleware.summary import summarize_span, summary_update, valid_event
+from compression.agent_middleware.summary import summarize_span, summary_budget, summary_update, valid_event
 from compression.engine.clipping import clip_overflow_tail
 from compression.engine.config import CompressionConfig
 from compression.engine.cutoff import find_cutoff
@@ -35,8 +35,6 @@ from compression.engine.history import (
 from compression.engine.overflow import is_context_overflow
 from compression.engine.store import ResultStore
 from compression.engine.tokens import TokenProfile, estimate_message, profile_for_model
-
-SUMMARY_INPUT_SHARE = 0.75  # of the context window, for the summary call's input
 
 
 class CompressionError(RuntimeError):
@@ -171,7 +169,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                 config=config,
                 store=self.store,
                 profile=self.profile,
-                budget=self._summary_budget(overflowed_at),
+                budget=summary_budget(config, overflowed_at=overflowed_at),
                 now=self.now(),
             )
         except Exception as exc:
@@ -216,13 +214,6 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             if is_context_overflow(exc):
                 raise CompressionError(_too_large(cause, tokens, window)) from exc
             raise
-
-    def _summary_budget(self, overflowed_at: int | None) -> int:
-        """Input tokens for the summary call: most of the window (room left for the summary itself),
-        at most half of what was just rejected as too long."""
-        window = self.config.context_window
-        budget = int(window * SUMMARY_INPUT_SHARE) if window else self.config.trigger_tokens
-        return budget if overflowed_at is None else min(budget, overflowed_at // 2)
 
     def _estimate(self, overhead: int, messages: Sequence[BaseMessage]) -> int:
         return overhead + sum(estimate_message(m, self.profile) for m in messages)

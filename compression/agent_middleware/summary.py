@@ -35,6 +35,8 @@ from compression.engine.history import (
 from compression.engine.store import ResultStore
 from compression.engine.tokens import TokenProfile
 
+SUMMARY_INPUT_SHARE = 0.75  # of the context window, for the summary call's input
+
 
 @dataclass(frozen=True)
 class SummaryOutcome:
@@ -64,6 +66,14 @@ def session_id_from(value: Any) -> str:
         else:
             return value
     return new_session_id()
+
+
+def summary_budget(config: CompressionConfig, *, overflowed_at: int | None = None) -> int:
+    """Input tokens for the summary call: most of the window (room left for the summary itself),
+    at most half of what the provider just rejected as too long."""
+    window = config.context_window
+    budget = int(window * SUMMARY_INPUT_SHARE) if window else config.trigger_tokens
+    return budget if overflowed_at is None else min(budget, overflowed_at // 2)
 
 
 def summarize_span(
