@@ -174,7 +174,8 @@ def summary_prompt_error(prompt: str | None) -> str | None:
         return str(_("The prompt must contain {messages}."))
     try:
         prompt.format(messages="")
-    except (KeyError, IndexError, ValueError) as exc:
+    # AttributeError/TypeError: {messages.x} and {messages[key]} on a str.
+    except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
         return str(
             _("The prompt does not format: %(error)s. Double any literal braces: {{ }}.") % {"error": exc}
         )

@@ -28,6 +28,8 @@ def test_default_agent_is_valid_and_triggers_at_threshold_times_1024():
         ("summary_prompt", "Summarize this please."),
         ("summary_prompt", "Summarize {messages} for {user}."),
         ("summary_prompt", "Bad brace { {messages}"),
+        ("summary_prompt", "{messages} and {messages.missing}"),
+        ("summary_prompt", "{messages} and {messages[key]}"),
         ("summary_tool_result_token_limit", -1),
         ("tools", ["query_kb", "rm_rf"]),
         ("capabilities", ["mind_reading"]),
