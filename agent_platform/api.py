@@ -50,6 +50,7 @@ def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 @api.exception_handler(HttpError)
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
     codes = {
+        400: "bad_request",  # e.g. a body that is not JSON
         401: "unauthorized",
         403: "forbidden",
         404: "not_found",
@@ -85,6 +86,11 @@ def agent_list(request: HttpRequest):
     from agent_platform.selectors import agent_list_enabled
 
     return agent_list_enabled()
+
+
+def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
+    """Any other path under /api/: a JSON 404 like the rest of the API, not the HTML error page."""
+    return _error(request, 404, "not_found", "No such API endpoint. See /api/docs.")
 
 
 api.add_router("/", platform_router)

@@ -2,12 +2,13 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from agent_platform.api import api
+from agent_platform.api import api, not_found
 
 urlpatterns = [
     path("admin/pressure/", include("conversations.admin_views")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
+    path("api/<path:rest>", not_found),
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("i18n/", include("django.conf.urls.i18n")),

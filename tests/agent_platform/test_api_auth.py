@@ -62,3 +62,17 @@ def test_create_api_token_for_unknown_user_is_an_error():
 def test_openapi_docs_are_served(client, user):
     client.force_login(user)
     assert client.get("/api/openapi.json").status_code == 200
+
+
+def test_a_body_that_is_not_json_is_a_400_json_error(client, bearer):
+    response = client.post("/api/threads", "{not json", content_type="application/json", headers=bearer)
+    assert response.status_code == 400
+    assert response.json()["code"] == "bad_request"
+    assert response.json()["message"]
+
+
+def test_an_unknown_api_path_is_a_json_404(client, bearer):
+    response = client.get("/api/no-such-endpoint", headers=bearer)
+    assert response.status_code == 404
+    assert response.json()["code"] == "not_found"
+    assert client.get("/api/me", headers=bearer).status_code == 200  # known paths still resolve first
