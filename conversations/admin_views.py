@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from django.contrib import admin
 from django.contrib.admin.views.decorators import staff_member_required
+from django.core.validators import slug_re
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import path
@@ -95,7 +96,9 @@ def pressure_overview(request: HttpRequest) -> HttpResponse:
     threads = Conversation.objects.filter(status=Conversation.Status.ACTIVE).select_related("agent", "owner")
     agent_slug = request.GET.get("agent", "")
     if agent_slug:
-        threads = threads.filter(agent__slug=agent_slug)
+        # Not a slug (e.g. a NUL byte, which PostgreSQL rejects in a query): no agent has it.
+        slug_ok = slug_re.fullmatch(agent_slug) is not None
+        threads = threads.filter(agent__slug=agent_slug) if slug_ok else threads.none()
     measured = list(
         threads.filter(pressure_ratio__isnull=False).order_by("-pressure_ratio", "-last_activity_at")
     )

@@ -420,6 +420,14 @@ def test_pressure_page_lists_threads_by_pressure_with_a_histogram_per_agent(clie
     assert re.findall(r"/change/\">([^<]+)</a>", filtered) == ["other"]
 
 
+def test_pressure_page_with_a_filter_that_is_not_a_slug_lists_nothing(client, staff_user, thread):
+    Conversation.objects.filter(pk=thread.pk).update(pressure_ratio=0.5)
+    client.force_login(staff_user)
+    response = client.get(reverse("admin-pressure"), {"agent": "a\x00b"})  # a 500 on PostgreSQL before
+    assert response.status_code == 200
+    assert re.findall(r"/change/\">([^<]+)</a>", response.content.decode()) == []
+
+
 def test_pressure_bins_put_the_trigger_and_above_in_the_last_bin():
     from conversations.admin_views import BIN_COUNT, pressure_bin
 
