@@ -42,11 +42,11 @@ class ChunkHit:
 
 def kb_get(*, reference: str) -> KnowledgeBase | None:
     """A knowledge base by slug, name (case-insensitive) or id."""
-    reference = (reference or "").strip()
+    reference = (reference or "").replace("\x00", "").strip()  # PostgreSQL rejects NUL in a query
     if not reference:
         return None
     match = Q(slug=reference) | Q(name__iexact=reference)
-    if reference.isdigit():
+    if reference.isascii() and reference.isdigit():  # "²".isdigit() is true, but int("²") fails
         match |= Q(pk=int(reference))
     return KnowledgeBase.objects.filter(match).first()
 
@@ -60,7 +60,7 @@ def kb_search(
 ) -> list[ChunkHit]:
     """The best chunks for ``query``, best first. ``portable`` forces the database-independent ranking
     (the default picks PostgreSQL's when the database is PostgreSQL)."""
-    query = (query or "").strip()[:MAX_QUERY_CHARS]
+    query = (query or "").replace("\x00", " ").strip()[:MAX_QUERY_CHARS]  # PostgreSQL rejects NUL
     if not query or limit <= 0:
         return []
     chunks = Chunk.objects.all() if kb is None else Chunk.objects.filter(kb=kb)

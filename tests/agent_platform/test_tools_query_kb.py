@@ -106,7 +106,13 @@ def test_query_kb_tool_reports_an_unknown_knowledge_base(corpus):
     assert "platform-guide" in result["error"]
 
 
-@pytest.mark.parametrize("query", ["the", "???", "a" * 3000, "'\" OR 1=1 --", "上"])
+@pytest.mark.parametrize("kb", ["nope\x00", "²", "9" * 30])
+def test_odd_knowledge_base_references_are_an_error_result_not_an_exception(corpus, kb):
+    result = json.loads(build_query_kb_tool().invoke({"query": "budget", "kb": kb}))
+    assert result["results"] == [] and "Unknown knowledge base" in result["error"]
+
+
+@pytest.mark.parametrize("query", ["the", "???", "a" * 3000, "'\" OR 1=1 --", "上", "budget\x00"])
 def test_odd_queries_do_not_fail(corpus, query):
     assert isinstance(kb_search(query=query), list)
     assert isinstance(kb_search(query=query, portable=True), list)
