@@ -37,7 +37,7 @@ class ErrorOut(Schema):
 ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut, 502: ErrorOut}
 
 
-@router.post("/{thread_id}/compress", response={200: CompressOut, **ERRORS}, exclude_none=True)
+@router.post("/{thread_id}/compress", response={200: CompressOut, **ERRORS})
 def thread_compress(
     request: HttpRequest,
     thread_id: uuid.UUID,

@@ -45,16 +45,16 @@ class ManualCompression:
     saved_files: tuple[str, ...] = ()
 
     def body(self) -> dict[str, Any]:
-        """The API response: ``{status, before_tokens, after_tokens, compressed_messages, file_path, reason?}``."""
+        """The API response: ``{status, before_tokens, after_tokens, compressed_messages, file_path, reason}``
+        (``file_path`` is null for a ``no_op``, ``reason`` null unless it is one)."""
         body: dict[str, Any] = {
             "status": self.status,
             "before_tokens": self.before_tokens,
             "after_tokens": self.after_tokens,
             "compressed_messages": self.compressed_messages,
             "file_path": self.file_path,
+            "reason": self.reason,
         }
-        if self.reason:
-            body["reason"] = self.reason
         return body
 
 

@@ -46,7 +46,7 @@ class CompressionRecord(models.Model):
     summary_usage = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     # NULL (not "") so uniqueness binds only requests that carried an Idempotency-Key.
-    idempotency_key = models.CharField(max_length=200, null=True, blank=True, unique=True)  # noqa: DJ001
+    idempotency_key = models.CharField(max_length=300, null=True, blank=True, unique=True)  # noqa: DJ001
     result = models.JSONField(default=dict, blank=True)  # the response body, replayed on an idempotent retry
     started_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)

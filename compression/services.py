@@ -68,7 +68,8 @@ def thread_compress(
         lock=partial(thread_lock, thread_id=thread_id, user=user),
         trigger=CompressionRecord.Trigger.MANUAL,
         requested_by=user,
-        idempotency_key=idempotency_key,
+        # A client's keys are its own: another user reusing the same key is a different request.
+        idempotency_key=f"user:{user.pk}:{idempotency_key}" if idempotency_key else None,
     )
 
 
@@ -94,6 +95,7 @@ def conversation_compress(
 
 def thread_compress_undo(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> dict[str, Any]:
     """Restore the model-visible history from before the latest summary (same lock and idle rules)."""
+    from conversations import events
     from conversations.services import thread_lock
 
     with thread_lock(thread_id=thread_id, user=user) as conversation:
@@ -118,6 +120,7 @@ def thread_compress_undo(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) 
         )
         # Last: the checkpoint is outside the transaction.
         repository.update({**update, TOKEN_USAGE_KEY: usage})
+        events.broadcast(conversation.thread_id, events.COMPRESSION, level="undo", **result)  # on commit
         return result
 
 

@@ -453,3 +453,52 @@ def test_a_thread_with_an_empty_checkpoint_is_a_no_op(client, user, thread, summ
     assert model.summary_prompts == [] and _workdir_files(thread) == []
     assert repository_for(thread).get_values() == {}
     assert client.post(f"/api/threads/{thread.thread_id}/compress/undo").json()["code"] == "nothing_to_undo"
+
+
+def test_idempotency_keys_are_scoped_to_their_user(client, user, other_user, agent, thread, summarizer):
+    from conversations.services import thread_create
+
+    model = summarizer()
+    theirs = thread_create(user=other_user, agent_slug=agent.slug)
+    seed_state(thread, conversation_messages(5))
+    seed_state(theirs, conversation_messages(5))
+    client.force_login(user)
+    assert _compress(client, thread, **{"Idempotency-Key": "k-42"}).status_code == 200
+    client.force_login(other_user)
+    response = _compress(client, theirs, **{"Idempotency-Key": "k-42"})
+    assert response.status_code == 200, response.content
+    assert response.json()["status"] == "completed"
+    assert len(model.summary_prompts) == 2
+
+
+def test_response_always_carries_file_path_and_reason(client, user, thread, summarizer):
+    summarizer()
+    seed_state(thread, conversation_messages(1))
+    client.force_login(user)
+    assert _compress(client, thread).json() == {
+        "status": "no_op",
+        "before_tokens": _compress(client, thread).json()["before_tokens"],
+        "after_tokens": _compress(client, thread).json()["after_tokens"],
+        "compressed_messages": 0,
+        "file_path": None,
+        "reason": "insufficient_history",
+    }
+
+
+def test_undo_tells_the_threads_pages(client, user, thread, summarizer, django_capture_on_commit_callbacks):
+    from asgiref.sync import async_to_sync
+    from channels.layers import get_channel_layer
+
+    from conversations.events import thread_group
+
+    summarizer()
+    seed_state(thread, conversation_messages(5))
+    client.force_login(user)
+    _compress(client, thread)
+    layer = get_channel_layer()
+    channel = async_to_sync(layer.new_channel)()
+    async_to_sync(layer.group_add)(thread_group(thread.thread_id), channel)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert client.post(f"/api/threads/{thread.thread_id}/compress/undo").status_code == 200
+    event = async_to_sync(layer.receive)(channel)["event"]
+    assert (event["type"], event["status"], event["level"]) == ("compression", "undone", "undo")
