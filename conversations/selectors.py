@@ -42,6 +42,13 @@ def message_list(
     return conversation.messages.filter(seq__gt=after_seq).order_by("seq")[:limit]
 
 
+def message_list_latest(*, conversation: Conversation, limit: int = MESSAGE_PAGE_MAX) -> list[Message]:
+    """The newest ``limit`` messages, oldest first: a long thread's page opens at its end."""
+    latest = list(conversation.messages.order_by("-seq")[: max(1, min(limit, MESSAGE_PAGE_MAX))])
+    latest.reverse()
+    return latest
+
+
 def run_latest(*, conversation: Conversation) -> AgentRun | None:
     return conversation.runs.order_by("-created_at", "-id").first()
 

@@ -138,7 +138,10 @@ def thread_delete(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
     context = _state_context(conversation)
-    context["messages_list"] = list(selectors.message_list(conversation=conversation))
+    messages_list = selectors.message_list_latest(conversation=conversation)
+    context["messages_list"] = messages_list
+    # seq counts from 1 without gaps, so the first shown message says how many are older.
+    context["earlier_count"] = messages_list[0].seq - 1 if messages_list else 0
     return render(request, "conversations/thread_detail.html", context)
 
 

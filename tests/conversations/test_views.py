@@ -233,6 +233,21 @@ def test_a_receipt_links_to_the_saved_file(owner_client, thread):
     assert f'href="{href}"' in html
 
 
+def test_a_long_thread_opens_at_its_newest_messages(owner_client, thread, settings):
+    from conversations.selectors import MESSAGE_PAGE_MAX
+
+    Message.objects.bulk_create(
+        Message(conversation=thread, seq=seq, role="user", content=f"message {seq}")
+        for seq in range(1, MESSAGE_PAGE_MAX + 3)
+    )
+    html = owner_client.get(_detail(thread)).content.decode()
+    assert f'id="message-{MESSAGE_PAGE_MAX + 2}"' in html  # the newest is on the page
+    assert 'id="message-1"' not in html and 'id="message-2"' not in html and 'id="message-3"' in html
+    assert "2 earlier messages are not shown." in html
+    settings.LANGUAGE_CODE = "zh-hans"
+    assert "更早的 2 条消息未显示。" in owner_client.get(_detail(thread)).content.decode()
+
+
 def test_messages_fragment_returns_only_messages_after_the_given_seq(owner_client, thread):
     for text in ("one", "two", "three"):
         _add(thread, role="user", content=text)
