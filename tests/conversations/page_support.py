@@ -22,12 +22,6 @@ def usage_at(ratio: float, *, trigger: int = 102400, window: int = 128000) -> di
     }
 
 
-def state_has_token_usage(conversation) -> bool:
-    from agent_platform.runtime.graph import state_graph_for
-
-    return "token_usage" in state_graph_for(conversation).channels
-
-
 def write_token_usage(conversation, usage: dict[str, Any]) -> None:
     """Write ``token_usage`` through the state repository, as the token-usage middleware would."""
     from agent_platform.runtime.graph import state_graph_for

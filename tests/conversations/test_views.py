@@ -10,7 +10,7 @@ from django.urls import reverse
 from agent_platform.workdir import workdir_for
 from conversations.models import AgentRun, Conversation, Message
 from conversations.pages import format_tokens, pressure_from_usage, receipt_parse
-from tests.conversations.page_support import state_has_token_usage, usage_at, write_token_usage
+from tests.conversations.page_support import usage_at, write_token_usage
 
 pytestmark = pytest.mark.django_db
 
@@ -28,24 +28,9 @@ RECEIPT = (
 
 
 @pytest.fixture
-def seed_token_usage(monkeypatch):
-    """Seed a thread's ``token_usage`` through the state repository (the token-usage middleware's key).
-
-    While the graph has no ``token_usage`` channel yet, the selector that reads it is stubbed instead.
-    """
-    seeded: dict[str, dict] = {}
-
-    def seed(conversation, usage: dict) -> None:
-        if state_has_token_usage(conversation):
-            write_token_usage(conversation, usage)
-            return
-        seeded[str(conversation.thread_id)] = usage
-        monkeypatch.setattr(
-            "conversations.selectors.thread_token_usage",
-            lambda *, conversation: seeded.get(str(conversation.thread_id)),
-        )
-
-    return seed
+def seed_token_usage():
+    """Seed a thread's ``token_usage`` through the state repository (the token-usage middleware's key)."""
+    return write_token_usage
 
 
 def _detail(thread) -> str:

@@ -14,37 +14,16 @@ from agent_platform.models import Agent
 from conversations import events
 from conversations.models import AgentRun, Conversation
 from conversations.services import thread_create
-from tests.conversations.page_support import state_has_token_usage, write_token_usage
+from tests.conversations.page_support import write_token_usage
 
 USERNAME = "alice"
 PASSWORD = "pw-alice-123"
 AGENT_SLUG = "assistant"
 
-# Fallback while the graph has no ``token_usage`` channel: the seeded figures, read by a wrapper.
-_seeded_usage: dict[str, dict] = {}
-
-
-def _install_usage_fallback() -> None:
-    from conversations import selectors
-
-    original = selectors.thread_token_usage
-    if getattr(original, "e2e_wrapped", False):
-        return
-
-    def thread_token_usage(*, conversation):
-        return _seeded_usage.get(str(conversation.thread_id)) or original(conversation=conversation)
-
-    thread_token_usage.e2e_wrapped = True
-    selectors.thread_token_usage = thread_token_usage
-
 
 def _set_usage(conversation: Conversation, usage: dict) -> str:
-    if state_has_token_usage(conversation):
-        write_token_usage(conversation, usage)
-        return "state"
-    _install_usage_fallback()
-    _seeded_usage[str(conversation.thread_id)] = usage
-    return "fallback"
+    write_token_usage(conversation, usage)  # through the state repository, as the middleware writes it
+    return "state"
 
 
 @csrf_exempt
