@@ -32,6 +32,7 @@ TOOL_CHOICES = [
 ]
 TOOL_NAMES = [name for name, _label in TOOL_CHOICES]
 CAPABILITY_CHOICES = [("context_compression", "context_compression: manual and bulk compression")]
+MIN_CONTEXT_WINDOW = 1024
 COMPRESSION_FIELDS = (
     "summary_threshold",
     "summary_keep_messages",
@@ -135,7 +136,11 @@ class Agent(models.Model):
             errors["capabilities"] = _("Unknown capabilities.")
         if self.provider == self.Provider.OPENAI and not self.model_name:
             errors["model_name"] = _("An OpenAI-compatible agent needs a model name.")
-        if self.resolved_context_window is None:
+        if self.context_window is not None and self.context_window < MIN_CONTEXT_WINDOW:
+            errors["context_window"] = _(
+                "A context window below %(min)s tokens cannot hold a conversation."
+            ) % {"min": MIN_CONTEXT_WINDOW}
+        elif self.resolved_context_window is None:
             errors["context_window"] = _(
                 "This model is not in the known-models table: enter its context window (max input tokens)."
             )

@@ -7,13 +7,16 @@ an error message.
 
 from __future__ import annotations
 
+import os
 import re
+import tempfile
+import uuid
 from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import SuspiciousFileOperation
 from django.core.files.base import ContentFile
-from django.core.files.storage import Storage
+from django.core.files.storage import FileSystemStorage, Storage
 from django.utils.module_loading import import_string
 
 from compression.engine.store import StoreError
@@ -111,13 +114,25 @@ class Workdir:
             raise StoreError(f"{name} is not a UTF-8 text file.") from exc
 
     def write_text(self, path: str, content: str) -> None:
+        """Write ``content`` at ``path``, replacing any earlier version without a moment where neither
+        exists: an atomic rename on local disk; elsewhere a temporary copy is saved first and only
+        removed once the new version is in place."""
         name = _file_path(path)
         data = content.encode("utf-8")
         try:
-            # Storages never overwrite on save() (they pick a new name), so replace explicitly.
+            local = self._local_path(name)
+            if local is not None:
+                _replace_local(local, data)
+                return
+            # Storages never overwrite on save() (they pick a new name): the new version is saved
+            # aside first, so a failure between delete and save loses nothing written so far.
+            backup = None
             if self.storage.exists(name):
+                backup = self.storage.save(f"{name}.{uuid.uuid4().hex}.tmp", ContentFile(data))
                 self.storage.delete(name)
             saved = self.storage.save(name, ContentFile(data))
+            if backup is not None:
+                self.storage.delete(backup)
         except IsADirectoryError as exc:
             raise StoreError(f"{name} is a directory.") from exc
         except (OSError, SuspiciousFileOperation) as exc:
@@ -125,6 +140,12 @@ class Workdir:
         if saved != name:
             self.storage.delete(saved)
             raise StoreError(f"Could not write {name}: the storage chose another name.")
+
+    def _local_path(self, name: str) -> Path | None:
+        """The host path of ``name`` when the storage is a local filesystem (never shown to anyone)."""
+        if isinstance(self.storage, FileSystemStorage):
+            return Path(self.storage.path(name))
+        return None
 
     def append_text(self, path: str, content: str) -> None:
         name = _file_path(path)
@@ -187,3 +208,18 @@ def _reason(exc: BaseException) -> str:
 def workdir_for(conversation) -> Workdir:
     """The workdir of a conversation's thread (sub-agents reuse their parent's)."""
     return Workdir(conversation.thread_id)
+
+
+def _replace_local(target: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``target`` and rename it over ``target`` (atomic)."""
+    if target.is_dir():
+        raise IsADirectoryError(str(target))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+        os.replace(temporary, target)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

@@ -34,6 +34,7 @@ def test_default_agent_is_valid_and_triggers_at_threshold_times_1024():
         ("tools", ["query_kb", "rm_rf"]),
         ("capabilities", ["mind_reading"]),
         ("temperature", 3.0),
+        ("context_window", 1),
     ],
 )
 def test_invalid_compression_config_is_rejected_on_its_field(field, value):

@@ -115,3 +115,26 @@ def test_workdir_for_uses_the_conversation_thread_id(settings, tmp_path, user, a
     assert workdir.thread_id == str(conversation.thread_id)
     workdir.write_text("x.txt", "x")
     assert workdir_for(conversation).read_text("x.txt") == "x"
+
+
+def test_a_failed_replacement_leaves_the_previous_version_whole(workdir, monkeypatch):
+    workdir.write_text("outputs/conversation_history/s.md", "section one\n")
+
+    def refuse(source, target):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("agent_platform.workdir.os.replace", refuse)
+    with pytest.raises(StoreError):
+        workdir.append_text("outputs/conversation_history/s.md", "section two\n")
+    assert workdir.read_text("outputs/conversation_history/s.md") == "section one\n"
+    assert workdir.list_dir("outputs/conversation_history") == ["outputs/conversation_history/s.md"]
+
+
+def test_replacing_on_a_remote_style_storage_keeps_no_temporary_copy():
+    from django.core.files.storage import InMemoryStorage
+
+    remote = Workdir(uuid.uuid4(), storage=InMemoryStorage())
+    remote.write_text("notes.md", "first")
+    remote.append_text("notes.md", " second")
+    assert remote.read_text("notes.md") == "first second"
+    assert remote.list_dir(".") == ["notes.md"]

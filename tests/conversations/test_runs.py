@@ -243,3 +243,19 @@ def test_a_knowledge_question_goes_through_query_kb(thread, user, django_capture
     assert tool_result.tool_name == "query_kb"
     assert json.loads(tool_result.content)["query"]
     assert "query_kb" in thread.messages.filter(role="assistant").last().content
+
+
+def test_a_tool_result_with_nul_characters_is_kept_in_the_transcript(thread):
+    from conversations.services import message_append
+
+    message = message_append(
+        conversation=thread,
+        role="tool",
+        content="binary\x00output",
+        tool_calls=[{"name": "x", "args": {"q": "a\x00b"}}],
+        tool_name="web\x00search",
+    )
+    message.refresh_from_db()
+    assert message.content == "binary\ufffdoutput"
+    assert message.tool_calls == [{"name": "x", "args": {"q": "a\ufffdb"}}]
+    assert message.tool_name == "web\ufffdsearch"
