@@ -161,7 +161,7 @@ def test_concurrent_requests_with_one_idempotency_key_summarize_once(thread, use
     assert results["first"].result["status"] == "completed"
     assert results["second"].result == results["first"].result
     assert len(model.summary_prompts) == 1
-    assert CompressionRecord.objects.filter(idempotency_key="retry-me").count() == 1
+    assert CompressionRecord.objects.filter(idempotency_key=f"user:{user.pk}:retry-me").count() == 1
     assert CompressionRecord.objects.count() == 1
 
 
