@@ -48,6 +48,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    "agent_platform.http_errors.ApiMethodNotAllowedMiddleware",
 ]
 
 ROOT_URLCONF = "agent_platform.urls"

@@ -76,3 +76,18 @@ def test_an_unknown_api_path_is_a_json_404(client, bearer):
     assert response.status_code == 404
     assert response.json()["code"] == "not_found"
     assert client.get("/api/me", headers=bearer).status_code == 200  # known paths still resolve first
+
+
+def test_a_wrong_method_gets_a_json_405(client, user):
+    client.force_login(user)
+    response = client.get("/api/threads/00000000-0000-0000-0000-000000000000/compress")
+    assert response.status_code == 405
+    assert response.json()["code"] == "method_not_allowed"
+    assert "POST" in response["Allow"]
+
+
+def test_pages_keep_django_405(client, user):
+    client.force_login(user)
+    response = client.get("/accounts/logout/")
+    assert response.status_code == 405
+    assert not response.get("Content-Type", "").startswith("application/json")
