@@ -6,6 +6,8 @@ checkpointer come from the agent and the thread.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from langchain.agents import create_agent
@@ -112,7 +114,29 @@ def state_graph_for(conversation: Any) -> CompiledStateGraph:
     """The thread's graph for reading or writing its checkpoint: same state schema, no model calls.
 
     The offline model stands in for the agent's own, so reading state never needs an API key.
+    Compiling costs ~10 ms and pages read state on every live event, so recent graphs are reused
+    while the agent's configuration and the process's checkpointer are unchanged.
     """
     from agent_platform.runtime.offline import OfflineChatModel
 
-    return build_agent_graph(agent=conversation.agent, conversation=conversation, model=OfflineChatModel())
+    agent = conversation.agent
+    checkpointer = checkpointer_get()
+    key = (conversation.pk, agent.pk, agent.updated_at, id(checkpointer))
+    with _state_graphs_lock:
+        graph = _state_graphs.get(key)
+        if graph is not None:
+            _state_graphs.move_to_end(key)
+            return graph
+    graph = build_agent_graph(
+        agent=agent, conversation=conversation, model=OfflineChatModel(), checkpointer=checkpointer
+    )
+    with _state_graphs_lock:
+        _state_graphs[key] = graph
+        while len(_state_graphs) > STATE_GRAPH_CACHE_SIZE:
+            _state_graphs.popitem(last=False)
+    return graph
+
+
+STATE_GRAPH_CACHE_SIZE = 64
+_state_graphs: OrderedDict[tuple, CompiledStateGraph] = OrderedDict()
+_state_graphs_lock = threading.Lock()

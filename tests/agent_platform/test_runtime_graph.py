@@ -82,3 +82,13 @@ def test_the_checkpointer_is_reopened_after_a_fork(monkeypatch):
     cp.checkpointer_close()
     assert cp.checkpointer_get() is not child
     first.conn.close()  # the "parent's" connection, left open on purpose by the fork path
+
+
+def test_state_graphs_are_reused_until_the_agent_changes(thread):
+    from agent_platform.runtime.graph import state_graph_for
+
+    first = state_graph_for(thread)
+    assert state_graph_for(thread) is first
+    thread.agent.summary_keep_messages = 3
+    thread.agent.save()
+    assert state_graph_for(thread) is not first
