@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from compression.engine.tokens import model_key
+
 OFFLINE_MODEL_NAME = "offline-extractive"
 
 # Longest prefix wins. Figures are the providers' published input windows.
@@ -11,6 +13,7 @@ KNOWN_CONTEXT_WINDOWS: dict[str, int] = {
     "gpt-4o-mini": 128_000,
     "gpt-4.1": 1_047_576,
     "gpt-4-turbo": 128_000,
+    "gpt-4.5": 128_000,
     "gpt-4": 8_192,
     "gpt-3.5-turbo": 16_385,
     "gpt-5": 272_000,
@@ -31,7 +34,8 @@ KNOWN_CONTEXT_WINDOWS: dict[str, int] = {
 
 
 def context_window_for(model_name: str) -> int | None:
-    name = (model_name or "").strip().lower()
+    """The window of a known model, named as the estimator's profiles are (``model_key``)."""
+    name = model_key(model_name)
     best = None
     for prefix, window in KNOWN_CONTEXT_WINDOWS.items():
         if name.startswith(prefix) and (best is None or len(prefix) > len(best[0])):

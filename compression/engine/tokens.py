@@ -200,14 +200,21 @@ _MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
-def profile_for_model(model_name: str | None) -> TokenProfile:
-    """The profile for a model name (``gpt-4o``, ``openai:gpt-4o``, ``Qwen/Qwen2.5-7B``...)."""
-    if not model_name:
-        return DEFAULT_PROFILE
-    name = model_name.strip().lower()
+def model_key(model_name: str | None) -> str:
+    """A model name as the known-models tables look it up: lower case, without a provider or
+    organisation prefix (``openai:gpt-4o`` and ``Qwen/Qwen2.5-7B`` become ``gpt-4o``, ``qwen2.5-7b``)."""
+    name = (model_name or "").strip().lower()
     for sep in (":", "/"):
         if sep in name:
             name = name.rsplit(sep, 1)[1]
+    return name
+
+
+def profile_for_model(model_name: str | None) -> TokenProfile:
+    """The profile for a model name (``gpt-4o``, ``openai:gpt-4o``, ``Qwen/Qwen2.5-7B``...)."""
+    name = model_key(model_name)
+    if not name:
+        return DEFAULT_PROFILE
     for prefix, profile_name in _MODEL_PREFIXES:
         if name.startswith(prefix):
             return PROFILES[profile_name]

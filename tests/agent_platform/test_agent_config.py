@@ -79,3 +79,22 @@ def test_compression_config_carries_the_admin_values(settings):
     assert config.tool_result_token_limit == 0
     assert config.tool_arg_max_length == 1234
     assert config.trigger_tokens == 100 * 1024
+
+
+@pytest.mark.parametrize(
+    ("model", "window", "profile"),
+    [
+        ("gpt-4o", 128_000, "o200k"),
+        ("openai:gpt-4o-mini", 128_000, "o200k"),
+        ("gpt-4.5-preview", 128_000, "o200k"),
+        ("gpt-4", 8_192, "cl100k"),
+        ("Qwen/Qwen2.5-7B-Instruct", 32_768, "qwen"),
+        ("deepseek-chat", 65_536, "qwen"),
+    ],
+)
+def test_the_window_table_and_the_estimator_profiles_read_model_names_alike(model, window, profile):
+    from agent_platform.model_catalog import context_window_for
+    from compression.engine.tokens import profile_for_model
+
+    assert context_window_for(model) == window
+    assert profile_for_model(model).name == profile
