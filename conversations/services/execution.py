@@ -13,6 +13,7 @@ from django.utils import timezone
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
+from compression.agent_middleware.state import merge_token_usage
 from conversations import events
 from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import run_next_queued
@@ -122,11 +123,14 @@ class _RunRelay:
 
     def execute(self) -> None:
         from agent_platform.runtime.graph import build_agent_graph, thread_config
+        from compression.state_repository import AgentStateRepository
 
         graph = build_agent_graph(agent=self.conversation.agent, conversation=self.conversation)
         config = thread_config(self.conversation)
-        snapshot = graph.get_state(config)
+        repository = AgentStateRepository(graph, self.thread_id)
+        snapshot = repository.snapshot()
         self.seen = {m.id for m in snapshot.values.get("messages", []) if m.id}
+        self.token_usage = snapshot.values.get("token_usage")
         payload = self._input(pending_interrupt=bool(snapshot.interrupts))
         interrupted: Any = None
         for mode, chunk in graph.stream(payload, config, stream_mode=["messages", "custom", "updates"]):
@@ -138,7 +142,7 @@ class _RunRelay:
             elif mode == "updates":
                 interrupted = self._on_updates(chunk) or interrupted
         if interrupted is None:
-            interrupted = graph.get_state(config).interrupts or None
+            interrupted = repository.snapshot().interrupts or None
         self._record_pressure()
         if interrupted:
             question = _interrupt_question(interrupted)
@@ -175,16 +179,15 @@ class _RunRelay:
             events.broadcast(self.thread_id, events.RUN_TOKEN, run_id=self.run.pk, text=text)
 
     def _on_custom(self, chunk: Any) -> None:
-        if not isinstance(chunk, dict) or chunk.get("type") not in (events.COMPRESSION, events.STATE):
+        if not isinstance(chunk, dict) or chunk.get("type") != events.COMPRESSION:
             return
+        from compression.services import compression_record_from_event
+
         event = events.json_safe(chunk)
         kind = event.pop("type")
-        if kind == events.COMPRESSION:
-            from compression.services import compression_record_from_event
-
-            self.run.events = [*self.run.events, {"type": kind, **event}]
-            AgentRun.objects.filter(pk=self.run.pk).update(events=self.run.events)
-            compression_record_from_event(run=self.run, event=event)
+        self.run.events = [*self.run.events, {"type": kind, **event}]
+        AgentRun.objects.filter(pk=self.run.pk).update(events=self.run.events)
+        compression_record_from_event(run=self.run, event=event)
         events.broadcast(self.thread_id, kind, **event)
 
     def _on_updates(self, chunk: dict[str, Any]) -> Any:
@@ -199,7 +202,8 @@ class _RunRelay:
                 for message in part.get("messages") or []:
                     self._on_message(message)
                 if isinstance(part.get("token_usage"), dict):
-                    self.token_usage = part["token_usage"]
+                    # Updates are deltas for the channel's reducer: merge them as the checkpoint does.
+                    self.token_usage = merge_token_usage(self.token_usage, part["token_usage"])
                     events.broadcast(self.thread_id, events.STATE, token_usage=self.token_usage)
         return interrupted
 

@@ -259,3 +259,18 @@ def test_a_tool_result_with_nul_characters_is_kept_in_the_transcript(thread):
     assert message.content == "binary\ufffdoutput"
     assert message.tool_calls == [{"name": "x", "args": {"q": "a\ufffdb"}}]
     assert message.tool_name == "web\ufffdsearch"
+
+
+def test_a_second_run_sends_whole_pressure_figures_not_reducer_deltas(
+    thread, user, django_capture_on_commit_callbacks, sent_events
+):
+    """The token-usage middleware resets ``run`` with a partial update at each run's start; what the
+    pages and the thread's pressure columns get is the merged value, as in the checkpoint."""
+    _say(thread, user, "hello", django_capture_on_commit_callbacks)
+    sent_events.clear()
+    _say(thread, user, "hello again", django_capture_on_commit_callbacks)
+    state_events = [e for e in sent_events if e["type"] == "state"]
+    assert state_events
+    assert all(e["token_usage"].get("summary_pressure_ratio") is not None for e in state_events)
+    thread.refresh_from_db()
+    assert thread.pressure_ratio == state_events[-1]["token_usage"]["summary_pressure_ratio"]
