@@ -328,12 +328,13 @@ def _repository(conversation: Conversation):
 
 def _require_idle(conversation: Conversation) -> None:
     """409 when a run is running or queued, or the latest run waits on the user; never queued."""
-    runs = conversation.runs
-    if runs.filter(status__in=AgentRun.ACTIVE_STATUSES).exists():
-        raise ThreadBusy("The thread has a run in progress or queued; try again when it is idle.")
-    latest = runs.order_by("-created_at", "-id").first()
-    if latest is not None and latest.status == AgentRun.Status.INTERRUPTED:
+    from conversations.selectors import thread_busy_flags
+
+    flags = thread_busy_flags(conversation=conversation)
+    if flags["interrupted"]:
         raise ThreadBusy("The thread is waiting for your answer; answer it before compressing.")
+    if flags["busy"]:
+        raise ThreadBusy("The thread has a run in progress or queued; try again when it is idle.")
 
 
 def _replay(conversation: Conversation, key: str | None) -> CompressionOutcome | None:

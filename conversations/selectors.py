@@ -72,17 +72,21 @@ def interrupt_question(run: AgentRun | None) -> str | None:
 
 
 def thread_busy_flags(*, conversation: Conversation) -> dict[str, object]:
-    """``running``, ``queued``, ``interrupted`` (the latest run waits on the user) and its question."""
+    """``running``, ``queued``, ``interrupted`` (the latest run waits on the user), its question, the
+    latest run, and ``busy``: the one rule for "not idle" (no message may start a compression)."""
     statuses = set(
         conversation.runs.filter(status__in=AgentRun.ACTIVE_STATUSES).values_list("status", flat=True)
     )
     latest = run_latest(conversation=conversation)
     interrupted = latest is not None and latest.status == AgentRun.Status.INTERRUPTED
+    running, queued = AgentRun.Status.RUNNING in statuses, AgentRun.Status.QUEUED in statuses
     return {
-        "running": AgentRun.Status.RUNNING in statuses,
-        "queued": AgentRun.Status.QUEUED in statuses,
+        "running": running,
+        "queued": queued,
         "interrupted": interrupted,
         "interrupt_question": interrupt_question(latest) if interrupted else None,
+        "latest_run": latest,
+        "busy": running or queued or interrupted,
     }
 
 
@@ -109,5 +113,5 @@ def thread_state(*, conversation: Conversation) -> dict[str, object]:
         "queued": flags["queued"],
         "interrupted": flags["interrupted"],
         "interrupt": {"question": flags["interrupt_question"]} if flags["interrupted"] else None,
-        "latest_run": run_latest(conversation=conversation),
+        "latest_run": flags["latest_run"],
     }
