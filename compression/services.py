@@ -176,8 +176,10 @@ def _compress(
 
     started_at = timezone.now()
     announced: list[object] = []  # the thread id, once "started" went out
+    locked: list[int] = []  # the conversation, once its row is held
     try:
         with lock() as conversation:
+            locked.append(conversation.pk)
             outcome = _compress_locked(
                 conversation,
                 trigger=trigger,
@@ -189,7 +191,7 @@ def _compress(
     except SummaryFailed as exc:
         # The locked transaction rolled back (state untouched); the failure is still audited.
         CompressionRecord.objects.create(
-            conversation_id=exc.extra.pop("conversation_id"),
+            conversation_id=locked[0],
             requested_by=requested_by,
             trigger=trigger,
             level=CompressionRecord.Level.SUMMARY,
@@ -306,12 +308,10 @@ def _run_manual(conversation: Conversation, values: Mapping[str, Any]) -> Manual
     except StoreError as exc:
         raise SummaryFailed(
             f"The conversation history could not be saved, so nothing was compressed: {exc}",
-            conversation_id=conversation.pk,
         ) from exc
     except Exception as exc:
         raise SummaryFailed(
             f"The summary could not be produced, so nothing was compressed: {describe_error(exc)}",
-            conversation_id=conversation.pk,
         ) from exc
 
 

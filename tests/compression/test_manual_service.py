@@ -148,6 +148,7 @@ def test_summary_failure_answers_502_and_leaves_the_checkpoint_unchanged(
 
     assert response.status_code == 502
     assert response.json()["code"] == "summary_failed"
+    assert set(response.json()) == {"code", "message"}  # no internal ids in the body
     after = repository_for(thread).get_values()
     assert after == before
     assert SUMMARY_EVENT_KEY not in after
