@@ -124,7 +124,8 @@ def build_summarization_event(
 def effective_messages(messages: Sequence[BaseMessage], event: Mapping[str, Any] | None) -> list[BaseMessage]:
     """What the model sees: ``[summary, *messages[cutoff:]]`` after a summary, else all messages.
 
-    A malformed event is ignored (all messages are returned: nothing is ever hidden by mistake).
+    A malformed event (no summary message, a cutoff that is not a non-negative int) is ignored and all
+    messages are returned. A cutoff past the end keeps only the summary: it still stands for them.
     """
     if not event:
         return list(messages)

@@ -92,7 +92,7 @@ def test_effective_messages_rebuild_from_the_original_state_messages():
     assert effective_messages(state, None) == state and effective_messages(state, None) is not state
 
 
-def test_malformed_or_out_of_range_events_never_hide_messages_by_mistake():
+def test_malformed_events_hide_nothing_and_a_cutoff_past_the_end_keeps_the_summary():
     state = _messages(3)
     assert effective_messages(state, {"cutoff_index": "x", "summary_message": None}) == state
     summary = build_summary_message("s", file_path=None)

@@ -74,7 +74,8 @@ def test_compression_summarizes_history_and_keeps_every_message(client, user, th
     assert event["file_path"] == body["file_path"]
     assert "Read documents about compression." in event["summary_message"].content
     visible = effective_messages(values["messages"], event)
-    assert visible[0] is event["summary_message"] or visible[0].content == event["summary_message"].content
+    assert visible[0].content == event["summary_message"].content
+    assert visible[0].additional_kwargs == {"lc_source": "summarization"}
     assert [m.id for m in visible[1:]] == [m.id for m in messages[event["cutoff_index"] :]]
     assert repository.get_values()["_summary_events"] == [None]
 
@@ -353,12 +354,22 @@ def test_automatic_compressions_leave_audit_records(user, agent, django_capture_
     assert record.level in ("compaction", "summary")
 
 
-def test_summary_model_is_the_agents_own(thread):
-    # The scripted fake above replaces chat_model_for: make sure the real factory is what is patched.
+def test_summary_model_is_the_agents_own(client, user, thread, monkeypatch):
+    """The service summarizes with ``chat_model_for(<the thread's agent>)``, the agent's own model."""
     from agent_platform.runtime import models
 
     assert callable(models.chat_model_for)
     assert isinstance(models.chat_model_for(thread.agent).invoke("hi"), AIMessage)
+
+    asked_for: list = []
+    model = ScriptedChatModel(summaries=["## SESSION INTENT\nsummarized by the agent's model"])
+    monkeypatch.setattr(models, "chat_model_for", lambda agent: asked_for.append(agent) or model)
+    seed_state(thread, conversation_messages(5))
+    client.force_login(user)
+    assert _compress(client, thread).status_code == 200
+    assert asked_for == [thread.agent]
+    event = repository_for(thread).get_values()[SUMMARY_EVENT_KEY]
+    assert "summarized by the agent's model" in event["summary_message"].content
 
 
 def test_manual_compression_tells_the_threads_pages_and_marks_it_under_way(
@@ -476,14 +487,16 @@ def test_response_always_carries_file_path_and_reason(client, user, thread, summ
     summarizer()
     seed_state(thread, conversation_messages(1))
     client.force_login(user)
-    assert _compress(client, thread).json() == {
+    body = _compress(client, thread).json()
+    assert body == {
         "status": "no_op",
-        "before_tokens": _compress(client, thread).json()["before_tokens"],
-        "after_tokens": _compress(client, thread).json()["after_tokens"],
+        "before_tokens": body["before_tokens"],
+        "after_tokens": body["after_tokens"],
         "compressed_messages": 0,
         "file_path": None,
         "reason": "insufficient_history",
     }
+    assert body["before_tokens"] == body["after_tokens"] > 0
 
 
 def test_undo_tells_the_threads_pages(client, user, thread, summarizer, django_capture_on_commit_callbacks):

@@ -359,6 +359,18 @@ def test_paths_outside_the_workdir_or_missing_are_404(owner_client, thread, path
     assert owner_client.get(f"/threads/{thread.thread_id}/files/{path}").status_code == 404
 
 
+def test_traversal_is_404_even_where_the_target_file_exists(owner_client, thread, settings, tmp_path):
+    settings.WORKDIR_ROOT = root = tmp_path
+    (root / "other" / "outputs").mkdir(parents=True, exist_ok=True)
+    (root / "other" / "outputs" / "x.txt").write_text("another thread's file")
+    (root / "x.txt").write_text("a file beside the workdirs")
+    workdir_for(thread).write_text("outputs/present.txt", "here")
+    for path in ("../other/outputs/x.txt", "outputs/../../x.txt", "%2e%2e/other/outputs/x.txt"):
+        response = owner_client.get(f"/threads/{thread.thread_id}/files/{path}")
+        assert response.status_code == 404, path
+        assert b"another thread" not in response.content and b"beside" not in response.content
+
+
 def test_a_deleted_threads_files_are_gone(owner_client, user, thread):
     from conversations.services import thread_soft_delete
 
