@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,8 @@ pytest_plugins = ["tests.support.fixtures"]
 
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+# The real traces beside the checkout (../shared/data); tests marked shared_data read them.
+SHARED_DATA = Path(os.environ.get("SHARED_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
 
 
 def _redis_up() -> bool:
@@ -38,7 +41,20 @@ def _missing_service(item: pytest.Item) -> str | None:
         return "needs Redis (set REDIS_URL)"
     if item.get_closest_marker("browser") and not shutil.which(CHROMIUM):
         return f"needs Chromium at {CHROMIUM}"
+    if item.get_closest_marker("shared_data") and not SHARED_DATA.is_dir():
+        return f"needs the shared traces at {SHARED_DATA}"
     return None
+
+
+def shared_data_file(*parts: str) -> Path:
+    """A file of the shared traces; a test that needs one missing skips locally and fails under CI."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.exists():
+        reason = f"needs the shared traces at {path}"
+        if REQUIRE_SERVICES:
+            pytest.fail(f"REQUIRE_SERVICES=1 but this test {reason}", pytrace=False)
+        pytest.skip(reason)
+    return path
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -7,11 +7,12 @@ Real cl100k sizes of these threads are measured offline by ``bench/tokenizers.py
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-DATA = Path("/work/shared/data/cjk_toolcall_chats")
+from tests.conftest import SHARED_DATA
+
+DATA = SHARED_DATA / "cjk_toolcall_chats"
 FILES = {"zh": "glaive_toolcall_zh_demo.json", "en": "glaive_toolcall_en_demo.json"}
 
 

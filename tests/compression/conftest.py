@@ -9,8 +9,7 @@ import pytest
 
 from compression.engine.config import CompressionConfig
 from compression.engine.store import MemoryStore, StoreError
-
-DATA = Path("/work/shared/data")
+from tests.conftest import shared_data_file
 
 
 class FailingStore(MemoryStore):
@@ -46,18 +45,14 @@ def _jsonl(path: Path) -> list[dict]:
 @pytest.fixture(scope="session")
 def tavily_payloads() -> list[dict]:
     """Real Tavily web-search responses: {query, response_time, results: [{title, url, content, score}]}."""
-    path = DATA / "pydantic_ai_cassettes" / "tool_results.jsonl"
-    if not path.exists():
-        pytest.skip("shared data not available")
+    path = shared_data_file("pydantic_ai_cassettes", "tool_results.jsonl")
     return [r["payload"] for r in _jsonl(path) if r["kind"] == "tavily_search_response"]
 
 
 @pytest.fixture(scope="session")
 def pinecone_matches() -> list[list[dict]]:
     """Real Pinecone query matches: [{id, score, metadata: {text, source, ...}}]."""
-    path = DATA / "kb_retrieval" / "pinecone_examples_notebook_retrieval_outputs.jsonl"
-    if not path.exists():
-        pytest.skip("shared data not available")
+    path = shared_data_file("kb_retrieval", "pinecone_examples_notebook_retrieval_outputs.jsonl")
     out = []
     for record in _jsonl(path):
         parsed = record.get("parsed")

@@ -14,7 +14,7 @@ from compression.agent_middleware import CompressionMiddleware
 from compression.engine.config import CompressionConfig
 from compression.engine.store import MemoryStore
 from tests.compression._agent_fakes import Handler, ScriptedChatModel, make_request
-from tests.compression._cjk_chats import DATA, thread
+from tests.compression._cjk_chats import thread
 
 REAL_ZH = [
     50,
@@ -258,7 +258,7 @@ def _first_trigger(language: str, records: int) -> int:
     raise AssertionError(f"{language} thread never reached the trigger")
 
 
-@pytest.mark.skipif(not DATA.exists(), reason="shared data not available")
+@pytest.mark.shared_data
 def test_chinese_and_english_threads_of_the_same_real_size_trigger_at_the_same_point():
     zh = REAL_ZH[_first_trigger("zh", 30)]
     en = REAL_EN[_first_trigger("en", 20)]
@@ -266,7 +266,7 @@ def test_chinese_and_english_threads_of_the_same_real_size_trigger_at_the_same_p
     assert abs(zh - TRIGGER) <= 0.10 * TRIGGER and abs(en - TRIGGER) <= 0.10 * TRIGGER
 
 
-@pytest.mark.skipif(not DATA.exists(), reason="shared data not available")
+@pytest.mark.shared_data
 def test_characters_over_four_would_not_trigger_on_the_same_chinese_thread():
     messages = thread("zh", records=30)
     index = next(i for i, real in enumerate(REAL_ZH) if real >= TRIGGER)
