@@ -188,11 +188,6 @@ def render_sensitivity(rows: list[dict]) -> str:
     )
 
 
-def per_turn_tokens(name: str, trajectory: str = CHART_TRAJECTORY) -> list[int]:
-    traj = next(t for t in trajectories.trajectories() if t.name == trajectory)
-    return replay(traj, name).tokens
-
-
 # --- tables ---------------------------------------------------------------------------------------
 
 

@@ -13,18 +13,13 @@ import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench import bulk, charts, effectiveness, estimator_accuracy, overhead, peers
+from bench import bulk, charts, effectiveness, estimator_accuracy, manual_latency, overhead, peers
 from bench.common import machine_markdown, markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks.md"
 README = ROOT / "README.md"
 README_HEADING = "## Benchmarks"
-
-try:  # item 4 (manual compression latency on PostgreSQL) is added by another module when available
-    from bench import manual_latency
-except ImportError:
-    manual_latency = None
 
 
 def _pct(v: float) -> str:

@@ -63,10 +63,6 @@ def _clip(text: str, limit: int = 240) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _tool_name(tool: Any) -> str:
-    return convert_to_openai_tool(tool)["function"]["name"]
-
-
 class OfflineChatModel(BaseChatModel):
     """Deterministic, network-free chat model. ``bind_tools`` returns a copy routed to those tools."""
 

@@ -255,8 +255,6 @@ def _write_once(store: ResultStore | None, path: str, text: str) -> bool:
             return False  # same name means same content hash
         store.write_text(path, text)
     except Exception as exc:  # any store failure keeps the message whole; it is reported, not raised further
-        if "already exists" in str(exc).lower():
-            return False
         raise OffloadError(path, f"{type(exc).__name__}: {exc}") from exc
     return True
 

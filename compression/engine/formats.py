@@ -34,7 +34,6 @@ Output only the summary, with no extra commentary."""
 
 # --- Paths (virtual, relative to the thread's workdir) -------------------------------------------
 
-OUTPUTS_DIR = "outputs"
 LARGE_TOOL_RESULTS_DIR = "outputs/large_tool_results"
 CONVERSATION_HISTORY_DIR = "outputs/conversation_history"
 TOOL_RESULT_FILE_TEMPLATE = "{directory}/{tool}-{digest}.txt"  # digest: sha256[:16]

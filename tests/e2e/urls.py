@@ -21,11 +21,6 @@ PASSWORD = "pw-alice-123"
 AGENT_SLUG = "assistant"
 
 
-def _set_usage(conversation: Conversation, usage: dict) -> str:
-    write_token_usage(conversation, usage)  # through the state repository, as the middleware writes it
-    return "state"
-
-
 @csrf_exempt
 @require_POST
 def seed(request: HttpRequest) -> JsonResponse:
@@ -46,7 +41,8 @@ def seed(request: HttpRequest) -> JsonResponse:
         return JsonResponse({"thread_id": str(conversation.thread_id)})
     conversation = Conversation.objects.get(thread_id=data["thread_id"])
     if action == "usage":
-        return JsonResponse({"through": _set_usage(conversation, data["usage"])})
+        write_token_usage(conversation, data["usage"])  # through the state repository, as the middleware does
+        return JsonResponse({})
     if action == "run":
         run = AgentRun.objects.create(conversation=conversation, status=data["status"])
         events.broadcast(conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
@@ -63,42 +59,7 @@ def seed(request: HttpRequest) -> JsonResponse:
     return JsonResponse({"error": f"unknown action {action}"}, status=400)
 
 
-def _real_compress_route() -> bool:
-    from compression.api import router
-
-    return any("compress" in route for route in router.path_operations)
-
-
-@require_POST
-def compress_stand_in(request: HttpRequest, thread_id) -> JsonResponse:
-    """The manual-compression contract (SPEC 8), for as long as the real endpoint is not mounted."""
-    from conversations import selectors
-
-    conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
-    flags = selectors.thread_busy_flags(conversation=conversation)
-    if flags["running"] or flags["queued"] or flags["interrupted"]:
-        return JsonResponse({"code": "thread_busy", "message": "The thread is busy."}, status=409)
-    before = selectors.thread_token_usage(conversation=conversation) or {}
-    after = {
-        **before,
-        "next_llm_input_tokens": 9000,
-        "summary_pressure_ratio": 0.0879,
-        "summary_active": True,
-    }
-    _set_usage(conversation, after)
-    return JsonResponse(
-        {
-            "status": "completed",
-            "before_tokens": before.get("next_llm_input_tokens", 0),
-            "after_tokens": 9000,
-            "compressed_messages": 4,
-            "file_path": "outputs/conversation_history/session_e2e.md",
-        }
-    )
-
-
 urlpatterns = [
     path("__e2e__/seed", seed),
-    *([] if _real_compress_route() else [path("api/threads/<uuid:thread_id>/compress", compress_stand_in)]),
     path("", include("agent_platform.urls")),
 ]
