@@ -13,8 +13,13 @@ from django.utils.translation import gettext_lazy as _
 
 from agent_platform.knowledge import admin as knowledge_admin  # noqa: F401  (registers KB admin)
 from agent_platform.models import CAPABILITY_CHOICES, COMPRESSION_FIELDS, TOOL_CHOICES, Agent, ApiToken
+from compression.engine.budget import TOKENS_PER_K
 
 TUNE_COMPRESSION_PERMISSION = "agent_platform.tune_compression"
+# The editable fields, in their fieldsets (the form and the page list them from here).
+GENERAL_FIELDS = ("name", "slug", "description", "system_prompt", "is_enabled")
+MODEL_FIELDS = ("provider", "model_name", "base_url", "api_key_env", "temperature", "context_window")
+TOOL_FIELDS = ("tools", "capabilities")
 
 
 class AgentAdminForm(forms.ModelForm):
@@ -27,22 +32,7 @@ class AgentAdminForm(forms.ModelForm):
 
     class Meta:
         model = Agent
-        fields = [
-            "name",
-            "slug",
-            "description",
-            "system_prompt",
-            "is_enabled",
-            "provider",
-            "model_name",
-            "base_url",
-            "api_key_env",
-            "temperature",
-            "context_window",
-            "tools",
-            "capabilities",
-            *COMPRESSION_FIELDS,
-        ]
+        fields = [*GENERAL_FIELDS, *MODEL_FIELDS, *TOOL_FIELDS, *COMPRESSION_FIELDS]
 
 
 @admin.register(Agent)
@@ -61,21 +51,9 @@ class AgentAdmin(admin.ModelAdmin):
     search_fields = ("name", "slug", "model_name")
     prepopulated_fields = {"slug": ("name",)}
     fieldsets = (
-        (None, {"fields": ("name", "slug", "description", "system_prompt", "is_enabled")}),
-        (
-            _("Model"),
-            {
-                "fields": (
-                    "provider",
-                    "model_name",
-                    "base_url",
-                    "api_key_env",
-                    "temperature",
-                    "context_window",
-                )
-            },
-        ),
-        (_("Tools and capabilities"), {"fields": ("tools", "capabilities")}),
+        (None, {"fields": GENERAL_FIELDS}),
+        (_("Model"), {"fields": MODEL_FIELDS}),
+        (_("Tools and capabilities"), {"fields": TOOL_FIELDS}),
         (
             _("Context compression"),
             {
@@ -93,7 +71,7 @@ class AgentAdmin(admin.ModelAdmin):
         if obj.pk is None and not obj.summary_threshold:
             return "-"
         window = obj.resolved_context_window
-        capped = window and obj.summary_threshold * 1024 > 0.9 * window
+        capped = obj.effective_trigger < obj.summary_threshold * TOKENS_PER_K
         note = _(" (capped at 90%% of the %(window)s-token window)") % {"window": window} if capped else ""
         return f"{obj.effective_trigger:,}{note}"
 

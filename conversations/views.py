@@ -149,26 +149,35 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 @require_POST
 @_not_found_as_404
 def message_send(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
-    try:
-        services.message_intake(
+    return _command(
+        request,
+        thread_id,
+        lambda: services.message_intake(
             thread_id=thread_id,
             user=request.user,
             content=request.POST.get("content", ""),
             request_id=request.POST.get("request_id") or None,
-        )
-    except NotFound:
-        raise
-    except ApplicationError as error:
-        return _command_response(request, thread_id, error)
-    return _command_response(request, thread_id, None)
+        ),
+    )
 
 
 @login_required
 @require_POST
 @_not_found_as_404
 def question_answer(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    return _command(
+        request,
+        thread_id,
+        lambda: services.run_resume(
+            thread_id=thread_id, user=request.user, answer=request.POST.get("answer", "")
+        ),
+    )
+
+
+def _command(request: HttpRequest, thread_id: uuid.UUID, call: Callable[[], object]) -> HttpResponse:
+    """Run one service call for a page form; its domain errors (not "not found") become the answer."""
     try:
-        services.run_resume(thread_id=thread_id, user=request.user, answer=request.POST.get("answer", ""))
+        call()
     except NotFound:
         raise
     except ApplicationError as error:

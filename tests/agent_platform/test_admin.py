@@ -115,3 +115,11 @@ def test_change_page_shows_the_effective_trigger(client, admin_user, agent):
     page = client.get(_change_url(agent)).content.decode()
     assert "Effective trigger" in page
     assert "102,400" in page
+
+
+def test_change_page_says_when_the_window_caps_the_trigger(client, admin_user, agent):
+    agent.provider, agent.model_name = Agent.Provider.OPENAI, "gpt-4"
+    agent.save()
+    client.force_login(admin_user)
+    page = client.get(_change_url(agent)).content.decode()
+    assert "7,372" in page and "capped at 90% of the 8192-token window" in page
