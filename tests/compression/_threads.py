@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from io import StringIO
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -43,3 +45,24 @@ def seed_state(conversation, messages: list[BaseMessage], **extra: Any) -> Agent
     repository = repository_for(conversation)
     repository.update({"messages": messages, **extra})
     return repository
+
+
+def workdir_files(conversation) -> list[str]:
+    """Every file in the thread's workdir, as virtual paths."""
+    from agent_platform.workdir import workdir_for
+
+    workdir = workdir_for(conversation)
+    found, pending = [], ["."]
+    while pending:
+        for entry in workdir.list_dir(pending.pop()):
+            (pending if entry.endswith("/") else found).append(entry.rstrip("/"))
+    return sorted(found)
+
+
+def compact(*args: str) -> dict:
+    """``manage.py compact_threads ... --json``, parsed."""
+    from django.core.management import call_command
+
+    out = StringIO()
+    call_command("compact_threads", *args, "--json", stdout=out, stderr=StringIO())
+    return json.loads(out.getvalue())

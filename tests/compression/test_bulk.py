@@ -3,7 +3,6 @@ and the Celery task's retry and idempotency (run eagerly here; the real worker i
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import threading
@@ -22,7 +21,13 @@ from compression.management.commands.compact_threads import parse_duration
 from compression.models import CompressionRecord
 from conversations.models import AgentRun, Conversation
 from tests.compression._agent_fakes import ScriptedChatModel
-from tests.compression._threads import conversation_messages, repository_for, seed_state
+from tests.compression._threads import (
+    compact,
+    conversation_messages,
+    repository_for,
+    seed_state,
+    workdir_files,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -71,12 +76,6 @@ def make_thread(user, agent):
     return make
 
 
-def compact(*args: str) -> dict:
-    out = StringIO()
-    call_command("compact_threads", *args, "--json", stdout=out, stderr=StringIO())
-    return json.loads(out.getvalue())
-
-
 def compact_text(*args: str) -> str:
     out = StringIO()
     call_command("compact_threads", *args, stdout=out, stderr=StringIO())
@@ -89,17 +88,6 @@ def selected(*args: str) -> list[str]:
 
 def snapshot(thread) -> dict:
     return repository_for(thread).get_values()
-
-
-def workdir_files(thread) -> list[str]:
-    from agent_platform.workdir import workdir_for
-
-    workdir = workdir_for(thread)
-    found, pending = [], ["."]
-    while pending:
-        for entry in workdir.list_dir(pending.pop()):
-            (pending if entry.endswith("/") else found).append(entry.rstrip("/"))
-    return sorted(found)
 
 
 def bulk_records(thread):

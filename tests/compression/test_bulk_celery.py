@@ -5,7 +5,6 @@ same test database, the offline model) compresses each thread exactly once, dupl
 from __future__ import annotations
 
 import ast
-import json
 import os
 import signal
 import subprocess
@@ -13,21 +12,19 @@ import sys
 import time
 import uuid
 from datetime import timedelta
-from io import StringIO
 from pathlib import Path
 from urllib.parse import quote
 
 import psycopg
 import pytest
 from django.conf import settings
-from django.core.management import call_command
 from django.db import connection
 from django.utils import timezone
 
 from compression.models import CompressionRecord
 from conversations.models import Conversation
 from tests.compression._agent_fakes import ScriptedChatModel
-from tests.compression._threads import conversation_messages, repository_for, seed_state
+from tests.compression._threads import compact, conversation_messages, repository_for, seed_state
 
 ROOT = Path(__file__).resolve().parents[2]
 CELERY = Path(sys.executable).with_name("celery")
@@ -50,12 +47,6 @@ def make_thread(user, agent):
         return thread
 
     return make
-
-
-def compact(*args: str) -> dict:
-    out = StringIO()
-    call_command("compact_threads", *args, "--json", stdout=out, stderr=StringIO())
-    return json.loads(out.getvalue())
 
 
 @pytest.mark.postgres

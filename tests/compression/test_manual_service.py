@@ -11,7 +11,7 @@ from compression.engine.history import SUMMARY_EVENT_KEY, effective_messages
 from compression.models import CompressionRecord
 from conversations.models import AgentRun, Conversation
 from tests.compression._agent_fakes import ScriptedChatModel
-from tests.compression._threads import conversation_messages, repository_for, seed_state
+from tests.compression._threads import conversation_messages, repository_for, seed_state, workdir_files
 
 pytestmark = pytest.mark.django_db
 
@@ -39,17 +39,6 @@ def summarizer(monkeypatch):
 
 def _compress(client, thread, **headers):
     return client.post(f"/api/threads/{thread.thread_id}/compress", headers=headers)
-
-
-def _workdir_files(thread) -> list[str]:
-    from agent_platform.workdir import workdir_for
-
-    workdir = workdir_for(thread)
-    found, pending = [], ["."]
-    while pending:
-        for entry in workdir.list_dir(pending.pop()):
-            (pending if entry.endswith("/") else found).append(entry.rstrip("/"))
-    return sorted(found)
 
 
 def test_compression_summarizes_history_and_keeps_every_message(client, user, thread, summarizer):
@@ -132,7 +121,7 @@ def test_insufficient_history_is_a_no_op_that_writes_nothing(client, user, threa
     assert response.json()["reason"] == "insufficient_history"
     assert model.summary_prompts == []
     assert repository_for(thread).get_values() == before
-    assert _workdir_files(thread) == []
+    assert workdir_files(thread) == []
     assert CompressionRecord.objects.get(conversation=thread).status == "no_op"
 
 
@@ -462,7 +451,7 @@ def test_a_thread_with_an_empty_checkpoint_is_a_no_op(client, user, thread, summ
     response = _compress(client, thread)
     assert response.status_code == 200
     assert response.json()["status"] == "no_op" and response.json()["reason"] == "insufficient_history"
-    assert model.summary_prompts == [] and _workdir_files(thread) == []
+    assert model.summary_prompts == [] and workdir_files(thread) == []
     assert repository_for(thread).get_values() == {}
     assert client.post(f"/api/threads/{thread.thread_id}/compress/undo").json()["code"] == "nothing_to_undo"
 
