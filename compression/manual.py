@@ -17,7 +17,13 @@ from langchain_core.messages import BaseMessage
 
 from compression.agent_middleware.effects import Blocking, Steps
 from compression.agent_middleware.state import SUMMARY_EVENT_KEY, SUMMARY_EVENTS_KEY
-from compression.agent_middleware.summary import summarize_span, summary_budget, summary_update, valid_event
+from compression.agent_middleware.summary import (
+    summarize_span,
+    summary_budget,
+    summary_update,
+    tail_cap,
+    valid_event,
+)
 from compression.engine.compaction import compact_messages
 from compression.engine.config import CompressionConfig
 from compression.engine.cutoff import find_cutoff
@@ -81,7 +87,7 @@ def force_summarize(
     )
     view = compaction.messages
     cutoff = find_cutoff(
-        view, keep_messages=config.keep_messages, max_tail_tokens=config.trigger_tokens // 2, profile=profile
+        view, keep_messages=config.keep_messages, max_tail_tokens=tail_cap(config), profile=profile
     )
     if cutoff <= 0:
         return ManualCompression(

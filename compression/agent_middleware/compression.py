@@ -25,7 +25,13 @@ from compression.agent_middleware.state import (
     SUMMARY_EVENT_KEY,
     CompressionState,
 )
-from compression.agent_middleware.summary import summarize_span, summary_budget, summary_update, valid_event
+from compression.agent_middleware.summary import (
+    summarize_span,
+    summary_budget,
+    summary_update,
+    tail_cap,
+    valid_event,
+)
 from compression.engine.clipping import clip_overflow_tail
 from compression.engine.config import CompressionConfig
 from compression.engine.cutoff import find_cutoff
@@ -129,9 +135,9 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                 return response
 
         # The kept tail stays within half the budget: half of T, or of what the provider just rejected.
-        tail_cap = (trigger if overflowed_at is None else min(trigger, overflowed_at)) // 2
+        kept_cap = tail_cap(config, overflowed_at=overflowed_at)
         cutoff = find_cutoff(
-            view, keep_messages=config.keep_messages, max_tail_tokens=tail_cap, profile=self.profile
+            view, keep_messages=config.keep_messages, max_tail_tokens=kept_cap, profile=self.profile
         )
         to_summarize, preserved = view[:cutoff], view[cutoff:]
         replacements: Sequence[BaseMessage] = ()
@@ -140,7 +146,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                 partial(
                     clip_overflow_tail,
                     preserved,
-                    max_tokens=tail_cap,
+                    max_tokens=kept_cap,
                     store=self.store,
                     preview_tokens=config.tool_result_token_limit,
                     profile=self.profile,

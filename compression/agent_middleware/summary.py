@@ -68,6 +68,13 @@ def session_id_from(value: Any) -> str:
     return new_session_id()
 
 
+def tail_cap(config: CompressionConfig, *, overflowed_at: int | None = None) -> int:
+    """Most tokens the verbatim tail may keep after a summary: half of T, or of what the provider
+    just rejected as too long when that is smaller (SPEC 6 step 4)."""
+    limit = config.trigger_tokens if overflowed_at is None else min(config.trigger_tokens, overflowed_at)
+    return limit // 2
+
+
 def summary_budget(config: CompressionConfig, *, overflowed_at: int | None = None) -> int:
     """Input tokens for the summary call: most of the window (room left for the summary itself),
     at most half of what the provider just rejected as too long."""
