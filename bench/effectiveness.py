@@ -148,14 +148,17 @@ def run(trajs: tuple[trajectories.Trajectory, ...] | None = None, setup: peers.S
 SENSITIVITY_TRIGGERS = (4096, 8192, 16384)
 
 
-def sensitivity(triggers=SENSITIVITY_TRIGGERS) -> list[dict]:
-    """TOTAL summary calls and recoverability at other budgets (window = 4x trigger, keep unchanged)."""
+def sensitivity(triggers=SENSITIVITY_TRIGGERS, *, main_total: dict | None = None) -> list[dict]:
+    """TOTAL summary calls and recoverability at other budgets (window = 4x trigger, keep unchanged).
+
+    ``main_total`` is the TOTAL row already measured with ``SETUP``: that budget is not replayed again.
+    """
     rows = []
     for trigger in triggers:
         setup = peers.Setup(
             trigger_tokens=trigger, keep_messages=SETUP.keep_messages, context_window=4 * trigger
         )
-        total = summarize(run(setup=setup))[-1]
+        total = main_total if main_total is not None and setup == SETUP else summarize(run(setup=setup))[-1]
         rows.append({"trigger": trigger, **{k: total[k] for k in SENSITIVITY_COLUMNS[1:]}})
     return rows
 

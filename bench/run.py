@@ -280,7 +280,7 @@ def main() -> None:
 
     replays = effectiveness.run()
     summary = effectiveness.summarize(replays)
-    sens = effectiveness.sensitivity()
+    sens = effectiveness.sensitivity(main_total=summary[-1])
     chart_traj = effectiveness.CHART_TRAJECTORY
     series = {r.middleware: r.tokens for r in replays if r.trajectory == chart_traj}
     turn_chart = charts.tokens_per_turn(
