@@ -11,7 +11,7 @@ Phases are timed without touching product code, by timing shims monkeypatched ov
 service goes through (only calls made by the sampling thread count):
 
 * ``lock wait``: ``conversations.services.threads._lock_row`` (``SELECT ... FOR UPDATE``);
-* ``graph build``: ``compression.services._repository`` (compiling the thread's state graph);
+* ``graph build``: ``compression.services._repository`` (the thread's state graph, compiled on its first use in a process);
 * ``state read``: ``AgentStateRepository.get_values`` (checkpoint load and deserialization);
 * ``token counts``: ``compression.manual.messages_tokens`` (the estimate of the effective messages
   before and after, the first one cold);
@@ -431,8 +431,9 @@ def notes(rows: list[dict]) -> str:
 
         fixed = ms(small, "graph build") + ms(small, "lock wait") + ms(small, "other")
         lines.append(
-            f"At {small:,} messages fixed costs dominate: compiling the thread's state graph on every call "
-            f"(graph build, {ms(small, 'graph build'):.0f} ms whatever the size) plus the row lock, idle check, "
+            f"At {small:,} messages fixed costs dominate: the thread's state graph (graph build, "
+            f"{ms(small, 'graph build'):.0f} ms; each sample is a thread seen for the first time, and the "
+            f"compiled graph is then reused for that thread) plus the row lock, idle check, "
             f"audit record, pressure update and commit come to {fixed:.0f} ms of {ms(small, 'total'):.0f}. "
             f"At {big:,} the size-proportional work takes over ({ms(big, 'total') / ms(small, 'total'):.1f}× the "
             f"time for {big // small}× the messages): compaction ({ms(big, 'compaction'):.0f} ms, of which "
