@@ -24,6 +24,7 @@ from agent_platform.errors import ApplicationError, NotFound
 from agent_platform.selectors import agent_list_enabled
 from agent_platform.workdir import workdir_for
 from compression.engine.store import StoreError
+from compression.selectors import compression_latest
 from conversations import pages, selectors, services
 from conversations.models import Conversation
 
@@ -85,17 +86,10 @@ def _state_context(conversation: Conversation) -> dict[str, Any]:
         "latest_run": latest_run,
         "busy": busy,
         "question": (state.get("interrupt") or {}).get("question") if state["interrupted"] else None,
-        "compression": pages.compression_status_from(_last_compression(token_usage, latest_run)),
+        "compression": pages.compression_status_from(
+            {"status": "started"} if state["compressing"] else compression_latest(conversation=conversation)
+        ),
     }
-
-
-def _last_compression(token_usage: dict[str, Any], latest_run: Any) -> dict[str, Any] | None:
-    """The newest compression the server knows of: in the latest run's events, else a manual result."""
-    for event in reversed(getattr(latest_run, "events", None) or []):
-        if isinstance(event, dict) and event.get("type") == "compression":
-            return event
-    manual = token_usage.get("compression")
-    return manual if isinstance(manual, dict) else None
 
 
 @login_required

@@ -58,7 +58,6 @@ def level_label(level: Any) -> str:
     labels = {
         "compaction": _("compaction"),
         "summary": _("summary"),
-        "summarization": _("summary"),
-        "manual": _("manual summary"),
+        "undo": _("undo"),
     }
     return str(labels.get(str(level or ""), level or _("summary")))

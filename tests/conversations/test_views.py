@@ -490,3 +490,49 @@ def test_receipt_parsing():
     assert receipt.preview.startswith("[HEAD]")
     assert receipt_parse("just text") is None
     assert receipt_parse("[Tool result saved]\nTool: x\n") is None  # no path, no link
+
+
+def test_after_a_reload_the_page_shows_the_newest_compression_whatever_its_trigger(owner_client, thread):
+    """A manual compression after a run's automatic one is what the status line shows on load."""
+    from compression.models import CompressionRecord
+
+    run = AgentRun.objects.create(conversation=thread, status="succeeded")
+    run.events = [{"type": "compression", "status": "completed", "level": "compaction", "before_tokens": 9}]
+    run.save()
+    CompressionRecord.objects.create(
+        conversation=thread,
+        run=run,
+        trigger="auto",
+        level="compaction",
+        status="completed",
+        before_tokens=9000,
+        after_tokens=8000,
+    )
+    CompressionRecord.objects.create(
+        conversation=thread,
+        trigger="manual",
+        level="summary",
+        status="completed",
+        before_tokens=8000,
+        after_tokens=1200,
+        file_path="outputs/conversation_history/session_abc.md",
+    )
+    page = owner_client.get(f"/threads/{thread.thread_id}/").content.decode()
+    status = page[page.index('id="compression-status"') :]
+    status = status[: status.index("</div>")]
+    assert "Compression completed (summary)" in status
+    assert "session_abc.md" in status
+
+
+def test_the_page_shows_a_compression_under_way_after_a_reload(owner_client, thread):
+    from django.core.cache import cache
+
+    from compression.services import COMPRESSING_KEY
+
+    cache.set(COMPRESSING_KEY.format(thread_id=thread.thread_id), "manual", 60)
+    try:
+        page = owner_client.get(f"/threads/{thread.thread_id}/").content.decode()
+    finally:
+        cache.delete(COMPRESSING_KEY.format(thread_id=thread.thread_id))
+    assert 'id="compression-status" class="compression-status" data-status="started"' in page
+    assert 'data-busy="true"' in page
