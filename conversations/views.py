@@ -109,7 +109,7 @@ def thread_new(request: HttpRequest) -> HttpResponse:
         conversation = services.thread_create(
             user=request.user,
             agent_slug=request.POST.get("agent", ""),
-            title=request.POST.get("title", "")[:200],
+            title=request.POST.get("title", ""),
         )
     except ApplicationError as error:
         messages.error(request, error.message)

@@ -536,3 +536,12 @@ def test_the_page_shows_a_compression_under_way_after_a_reload(owner_client, thr
         cache.delete(COMPRESSING_KEY.format(thread_id=thread.thread_id))
     assert 'id="compression-status" class="compression-status" data-status="started"' in page
     assert 'data-busy="true"' in page
+
+
+def test_a_too_long_title_is_refused_as_in_the_api_not_cut_silently(owner_client, agent):
+    response = owner_client.post(
+        reverse("conversations:thread-new"), {"agent": agent.slug, "title": "t" * 250}, follow=True
+    )
+    assert response.status_code == 200
+    assert not Conversation.objects.filter(agent=agent).exists()
+    assert b"title" in response.content.lower()
