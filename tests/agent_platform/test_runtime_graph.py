@@ -92,3 +92,22 @@ def test_state_graphs_are_reused_until_the_agent_changes(thread):
     thread.agent.summary_keep_messages = 3
     thread.agent.save()
     assert state_graph_for(thread) is not first
+
+
+def test_a_sub_agent_shares_the_parents_workdir_and_middleware_stack(thread, agent):
+    from agent_platform.runtime.graph import agent_middleware
+    from agent_platform.runtime.subagent import build_task_tool
+    from compression.agent_middleware import CompressionMiddleware, TokenUsageMiddleware
+
+    workdir = workdir_for(thread)
+    workdir.write_text("parent.txt", "written by the parent")
+    stack = agent_middleware(agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel())
+    assert [type(m) for m in stack] == [CompressionMiddleware, TokenUsageMiddleware]
+    assert stack[0].store is workdir
+    sub = build_agent_graph(
+        agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel(), subagent=True
+    )
+    assert "TokenUsageMiddleware.before_agent" in sub.nodes  # the same stack runs in the sub-agent
+
+    task = build_task_tool(agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel())
+    assert "parent.txt" in task.invoke({"description": "list files"})

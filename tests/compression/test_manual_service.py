@@ -505,3 +505,25 @@ def test_undo_tells_the_threads_pages(client, user, thread, summarizer, django_c
         assert client.post(f"/api/threads/{thread.thread_id}/compress/undo").status_code == 200
     event = async_to_sync(layer.receive)(channel)["event"]
     assert (event["type"], event["status"], event["level"]) == ("compression", "undone", "undo")
+
+
+def test_undo_leaves_an_audit_record(client, user, thread, summarizer):
+    summarizer()
+    seed_state(thread, conversation_messages(5))
+    client.force_login(user)
+    _compress(client, thread)
+    body = client.post(f"/api/threads/{thread.thread_id}/compress/undo").json()
+    record = CompressionRecord.objects.get(conversation=thread, trigger="undo")
+    assert (record.status, record.requested_by) == ("completed", user)
+    assert (record.before_tokens, record.after_tokens) == (body["before_tokens"], body["after_tokens"])
+
+
+def test_the_undo_history_is_bounded():
+    from compression.agent_middleware.state import MAX_SUMMARY_EVENTS, push_summary_event
+
+    history: list = []
+    for n in range(MAX_SUMMARY_EVENTS + 5):
+        history = push_summary_event(history, {"cutoff_index": n})
+    assert len(history) == MAX_SUMMARY_EVENTS
+    assert history[-1] == {"cutoff_index": MAX_SUMMARY_EVENTS + 4}  # newest kept, oldest dropped
+    assert push_summary_event(None, None) == [None]  # "no summary yet" is itself undoable to

@@ -274,3 +274,29 @@ def test_a_second_run_sends_whole_pressure_figures_not_reducer_deltas(
     assert all(e["token_usage"].get("summary_pressure_ratio") is not None for e in state_events)
     thread.refresh_from_db()
     assert thread.pressure_ratio == state_events[-1]["token_usage"]["summary_pressure_ratio"]
+
+
+def test_on_celery_a_run_is_sent_as_its_id_after_commit_and_a_redelivery_does_nothing(
+    thread, user, settings, monkeypatch, django_capture_on_commit_callbacks
+):
+    from conversations.tasks import run_execute_task
+
+    settings.RUN_EXECUTION = "celery"
+    sent: list[int] = []
+    monkeypatch.setattr(run_execute_task, "delay", lambda run_id: sent.append(run_id))
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        result = message_intake(thread_id=thread.thread_id, user=user, content="hello")
+    assert sent == []  # nothing leaves before the intake commits
+    for callback in callbacks:
+        callback()
+    assert sent == [result.run.pk]
+    assert run_execute_task.acks_late is True
+
+    run_execute_task.apply(args=[result.run.pk])  # what a worker does with the message
+    result.run.refresh_from_db()
+    assert result.run.status == "succeeded"
+    replies = Message.objects.filter(conversation=thread, role="assistant").count()
+    run_execute_task.apply(args=[result.run.pk])  # a redelivery (acks_late) after success
+    result.run.refresh_from_db()
+    assert result.run.status == "succeeded"
+    assert Message.objects.filter(conversation=thread, role="assistant").count() == replies
