@@ -199,16 +199,10 @@ def _compress(
             error=exc.message,
             started_at=started_at,
         )
-        for thread_id in announced:
-            events.broadcast(
-                thread_id, events.COMPRESSION, status="failed", level="summary", error=exc.message
-            )
+        _announce_failure(announced, exc.message)
         raise
     except BaseException as exc:
-        for thread_id in announced:
-            events.broadcast(
-                thread_id, events.COMPRESSION, status="failed", level="summary", error=describe_error(exc)
-            )
+        _announce_failure(announced, describe_error(exc))
         raise
     finally:
         for thread_id in announced:
@@ -218,7 +212,7 @@ def _compress(
         events.broadcast(
             announced[0],
             events.COMPRESSION,
-            status="completed" if record.status == CompressionRecord.Status.COMPLETED else record.status,
+            status=record.status,
             level=record.level,
             trigger=trigger,
             **{k: v for k, v in outcome.result.items() if k != "status"},
@@ -232,9 +226,31 @@ def _announce(conversation: Conversation, trigger: str) -> object:
 
     cache.set(COMPRESSING_KEY.format(thread_id=conversation.thread_id), trigger, COMPRESSING_TTL_SECONDS)
     events.broadcast_now(
-        conversation.thread_id, events.COMPRESSION, status="started", level="summary", trigger=trigger
+        conversation.thread_id,
+        events.COMPRESSION,
+        status="started",
+        level="summary",
+        before_tokens=None,
+        after_tokens=None,
+        trigger=trigger,
     )
     return conversation.thread_id
+
+
+def _announce_failure(announced: list[object], error: str) -> None:
+    """``failed`` for a compression whose ``started`` went out (SPEC 6.7: same fields, plus the error)."""
+    from conversations import events
+
+    for thread_id in announced:
+        events.broadcast(
+            thread_id,
+            events.COMPRESSION,
+            status="failed",
+            level="summary",
+            before_tokens=None,
+            after_tokens=None,
+            error=error,
+        )
 
 
 def thread_compressing(*, thread_id: object) -> bool:

@@ -401,6 +401,7 @@ def test_manual_compression_tells_the_threads_pages_and_marks_it_under_way(
 
     received = async_to_sync(drain)()
     assert [e["status"] for e in received] == ["started", "completed"]
+    assert all({"level", "before_tokens", "after_tokens"} <= set(e) for e in received)  # SPEC 6.7 fields
     assert received[-1]["after_tokens"] == body["after_tokens"]
     assert seen_during == [True]
     assert thread_compressing(thread_id=thread.thread_id) is False
