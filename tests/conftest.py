@@ -17,8 +17,17 @@ pytest_plugins = ["tests.support.fixtures"]
 
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
+
+
 # The real traces beside the checkout (../shared/data); tests marked shared_data read them.
-SHARED_DATA = Path(os.environ.get("SHARED_DATA_DIR", Path(__file__).resolve().parents[2] / "shared" / "data"))
+def _shared_data_dir() -> Path:
+    if os.environ.get("SHARED_DATA_DIR"):
+        return Path(os.environ["SHARED_DATA_DIR"])
+    candidates = (Path(__file__).resolve().parents[2] / "shared" / "data", Path("/work/shared/data"))
+    return next((path for path in candidates if path.is_dir()), candidates[0])
+
+
+SHARED_DATA = _shared_data_dir()
 
 
 def _redis_up() -> bool:
