@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_platform.workdir import WorkdirPathError, resolve
+from compression.engine.compaction import sha256_text
 from compression.engine.formats import (
     RECEIPT_HEADER,
     RECEIPT_PATH_PREFIX,
@@ -108,6 +109,31 @@ def format_tokens(value: Any) -> str:
                 scaled = f"{number / divisor:.0f}"
             return f"{scaled}{suffix}"
     return str(number)
+
+
+# The saved-file page shows at most this much text; the download has all of it.
+FILE_PAGE_MAX_CHARS = 500_000
+
+
+@dataclass(frozen=True)
+class SavedFile:
+    """A workdir file as its page shows it: path, size, SHA-256 of its text, the text (maybe cut)."""
+
+    path: str
+    size_bytes: int
+    sha256: str
+    text: str
+    cut: bool
+
+
+def saved_file(*, path: str, text: str) -> SavedFile:
+    return SavedFile(
+        path=resolve(path),
+        size_bytes=len(text.encode("utf-8", "surrogatepass")),
+        sha256=sha256_text(text),
+        text=text[:FILE_PAGE_MAX_CHARS],
+        cut=len(text) > FILE_PAGE_MAX_CHARS,
+    )
 
 
 @dataclass(frozen=True)

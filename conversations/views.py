@@ -17,6 +17,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
+from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_POST
 
@@ -228,15 +229,27 @@ def fragment_compression(request: HttpRequest, thread_id: uuid.UUID) -> HttpResp
 @require_GET
 @_not_found_as_404
 def workdir_file(request: HttpRequest, thread_id: uuid.UUID, path: str) -> HttpResponse:
-    """A saved workdir file (e.g. a receipt's full output), for the thread's owner only."""
+    """A saved workdir file (a receipt's full output, a history file), for the thread's owner only:
+    a page with its size and SHA-256 (the receipt's, so a reader can check it); ``?download=1`` gives
+    the file itself, ``?raw=1`` the text alone."""
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
     try:
         text = workdir_for(conversation).read_text(path)
     except StoreError as exc:  # includes paths outside the workdir boundary
         raise Http404(_("No such file.")) from exc
-    # Plain text whatever the extension: user content is shown, never run as HTML.
-    response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+    if request.GET.get("download") or request.GET.get("raw"):
+        # Plain text whatever the extension: user content is shown, never run as HTML.
+        response = HttpResponse(text, content_type="text/plain; charset=utf-8")
+        disposition = "attachment" if request.GET.get("download") else "inline"
+        response["Content-Disposition"] = content_disposition_header(
+            disposition == "attachment", path.rsplit("/", 1)[-1]
+        )
+    else:
+        response = render(
+            request,
+            "conversations/workdir_file.html",
+            {"conversation": conversation, "file": pages.saved_file(path=path, text=text)},
+        )
     # User content: never let the browser sniff it into HTML.
     response["X-Content-Type-Options"] = "nosniff"
-    response["Content-Disposition"] = "inline"
     return response

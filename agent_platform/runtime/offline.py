@@ -20,7 +20,14 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from agent_platform.model_catalog import OFFLINE_MODEL_NAME
-from compression.engine.tokens import estimate_text
+from compression.engine.formats import (
+    RECEIPT_HEADER,
+    RECEIPT_PATH_PREFIX,
+    RECEIPT_PREVIEW_HEADER,
+    RECEIPT_TOKENS_PREFIX,
+    RECEIPT_TRUNCATED_TEMPLATE,
+)
+from compression.engine.tokens import estimate_messages, estimate_text, profile_for_model
 
 OFFLINE_NOTICE = "(Offline model: no language model is configured, so I route to tools by simple rules.)"
 SUMMARY_HEADINGS = (
@@ -43,6 +50,7 @@ _ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("web_search", re.compile(r"\bweb\b|\binternet\b|\bnews\b|网上|网络|新闻", re.I)),
     ("query_kb", re.compile(r"\bsearch\b|\bfind\b|\bknowledge\b|\bkb\b|文档|知识库|查找|搜索", re.I)),
 )
+_TRUNCATED_PREFIX = RECEIPT_TRUNCATED_TEMPLATE.split("{", 1)[0]
 _MESSAGES_BLOCK = re.compile(r"<messages>\s*(.*?)\s*</messages>", re.S)
 _XML_MESSAGE = re.compile(r'<message type="(?P<type>\w+)"[^>]*>(?P<body>.*?)</message>', re.S)
 _XML_TOOL_CALL = re.compile(r'<tool_call id="[^"]*" name="(?P<name>[^"]*)">', re.S)
@@ -69,6 +77,7 @@ class OfflineChatModel(BaseChatModel):
     model_name: str = OFFLINE_MODEL_NAME
     tool_names: tuple[str, ...] = ()
     tool_schemas: dict[str, dict] = {}
+    tool_definitions: tuple[dict, ...] = ()  # as sent to a provider; counted in the reported usage
 
     @property
     def _llm_type(self) -> str:
@@ -79,11 +88,19 @@ class OfflineChatModel(BaseChatModel):
         return {"model_name": self.model_name}
 
     def bind_tools(self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any) -> OfflineChatModel:
-        schemas = {}
+        schemas, definitions = {}, []
         for tool in tools:
-            spec = convert_to_openai_tool(tool)["function"]
+            definition = convert_to_openai_tool(tool)
+            definitions.append(definition)
+            spec = definition["function"]
             schemas[spec["name"]] = spec.get("parameters") or {}
-        return self.model_copy(update={"tool_names": tuple(schemas), "tool_schemas": schemas})
+        return self.model_copy(
+            update={
+                "tool_names": tuple(schemas),
+                "tool_schemas": schemas,
+                "tool_definitions": tuple(definitions),
+            }
+        )
 
     # --- the one pure core ---------------------------------------------------------------------
 
@@ -137,18 +154,18 @@ class OfflineChatModel(BaseChatModel):
             if not isinstance(message, ToolMessage):
                 break
             results.insert(0, message)
-        lines = [f"{OFFLINE_NOTICE} Here is what the tools returned:"]
-        for result in results:
-            lines.append(f"- {result.name or 'tool'}: {_describe_tool_result(result.text)}")
-        return "\n".join(lines)
+        calls = _tool_call_args(messages)
+        sentences = [describe_tool_result(r.name, r.text, calls.get(r.tool_call_id) or {}) for r in results]
+        return f"{OFFLINE_NOTICE} " + " ".join(sentences)
 
     # --- BaseChatModel hooks -------------------------------------------------------------------
 
     def _usage(self, messages: Sequence[BaseMessage], reply: AIMessage) -> dict[str, int]:
-        prompt = sum(
-            estimate_text(m.text if isinstance(m.content, (str, list)) else "") + 4 for m in messages
-        )
-        output = estimate_text(reply.text) + 4 * len(reply.tool_calls)
+        # This model's tokenizer is the platform's own estimator: it reports the whole request
+        # (system prompt, tool schemas, messages), as a provider's prompt-token count does.
+        profile = profile_for_model(self.model_name)
+        prompt = estimate_messages(messages, tools=self.tool_definitions, profile=profile)
+        output = estimate_text(reply.text, profile) + 4 * len(reply.tool_calls)
         return {"input_tokens": prompt, "output_tokens": output, "total_tokens": prompt + output}
 
     def _generate(
@@ -200,32 +217,118 @@ class OfflineChatModel(BaseChatModel):
         )
 
 
-def _describe_tool_result(text: str) -> str:
-    try:
-        payload = json.loads(text)
-    except (TypeError, ValueError):
-        return _clip(text, 400) or "(empty result)"
-    if isinstance(payload, list):
-        payload = {"results": payload}
-    if not isinstance(payload, dict):
-        return _clip(text, 400)
-    if payload.get("error"):
-        return f"error: {_clip(payload['error'], 300)}"
-    results = payload.get("results")
-    if not isinstance(results, list):
-        return _clip(text, 400)
-    if not results:
-        return "no results."
-    quoted = []
-    for item in results[:5]:
+def _tool_call_args(messages: Sequence[BaseMessage]) -> dict[str, dict[str, Any]]:
+    """The arguments of every tool call in ``messages``, by call id."""
+    args: dict[str, dict[str, Any]] = {}
+    for message in messages:
+        for call in getattr(message, "tool_calls", None) or ():
+            if call.get("id"):
+                args[call["id"]] = call.get("args") or {}
+    return args
+
+
+def _count(n: int, word: str, plural: str | None = None) -> str:
+    return f"{n} {word if n == 1 else plural or word + 's'}"
+
+
+def _titles(records: Sequence[Any], limit: int = 3) -> str:
+    """“Title” (source), … for the first records, naming how many more there are."""
+    parts = []
+    for item in records[:limit]:
         if not isinstance(item, dict):
-            quoted.append(_clip(str(item), 160))
             continue
-        label = item.get("title") or item.get("source") or item.get("url") or "untitled"
-        ref = item.get("id") or item.get("url") or ""
-        body = item.get("content") or item.get("snippet") or item.get("text") or ""
-        quoted.append(f"“{_clip(label, 80)}” [{ref}]: {_clip(body, 160)}")
-    return f"{len(results)} result(s): " + "; ".join(quoted)
+        title = item.get("title") or item.get("source") or item.get("url") or "untitled"
+        where = item.get("site_name") or item.get("url") if "url" in item else item.get("source")
+        label = f"“{_clip(title, 70)}”"
+        if where and where != title:
+            label += f" ({_clip(where, 60)})"
+        parts.append(label)
+    more = len(records) - len(parts)
+    return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
+
+
+def _describe_search(tool: str, payload: dict[str, Any]) -> str:
+    query = payload.get("query")
+    what = "the web" if tool == "web_search" else "the knowledge base"
+    about = f" for “{_clip(query, 60)}”" if query else ""
+    if payload.get("error"):
+        return f"Searching {what}{about} did not work: {_clip(payload['error'], 200)}"
+    results = payload.get("results")
+    count = payload.get("result_count", len(results) if isinstance(results, list) else 0)
+    if not count:
+        return f"Searching {what}{about} found nothing."
+    records = results if isinstance(results, list) else []
+    sentence = f"Searching {what}{about} found {_count(count, 'result')}: {_titles(records)}."
+    best = records[0] if records and isinstance(records[0], dict) else {}
+    body = next((best.get(k) for k in ("content", "content_preview", "snippet", "text") if best.get(k)), "")
+    if body:
+        sentence += f" The best match says: “{_clip(body, 160)}”"
+    return sentence
+
+
+def _describe_receipt(tool: str, text: str) -> str:
+    """A saved result: where the full text is, and what its preview shows (never the receipt itself)."""
+    fields = {}
+    preview = ""
+    lines = text.split("\n")
+    for index, line in enumerate(lines):
+        if line == RECEIPT_PREVIEW_HEADER:
+            rest = lines[index + 1 :]
+            if rest and rest[-1].startswith(_TRUNCATED_PREFIX):
+                rest = rest[:-1]
+            preview = "\n".join(rest).strip()
+            break
+        for prefix in (RECEIPT_TOKENS_PREFIX, RECEIPT_PATH_PREFIX):
+            if line.startswith(prefix):
+                fields[prefix] = line[len(prefix) :].strip()
+    path = fields.get(RECEIPT_PATH_PREFIX, "a saved file")
+    tokens = fields.get(RECEIPT_TOKENS_PREFIX)
+    sentence = f"The {tool} result was large{f' (about {tokens} tokens)' if tokens else ''}; its full text is saved at {path}."
+    try:
+        payload = json.loads(preview)
+    except ValueError:
+        payload = None
+    if isinstance(payload, dict) and payload.get("kind"):
+        sentence += " " + _describe_search(tool, payload)
+    return sentence
+
+
+def describe_tool_result(tool: str | None, text: str, args: dict[str, Any]) -> str:
+    """One or two readable sentences citing what a tool found (titles, paths, counts), never its raw text."""
+    tool = tool or "tool"
+    text = text or ""
+    if text.startswith(RECEIPT_HEADER):
+        return _describe_receipt(tool, text)
+    if text.startswith("Error: "):
+        return f"{tool} reported a problem: {_clip(text[len('Error: ') :], 200)}"
+    if tool in ("query_kb", "web_search"):
+        try:
+            payload = json.loads(text)
+        except ValueError:
+            payload = None
+        if isinstance(payload, list):
+            payload = {"results": payload}
+        if isinstance(payload, dict):
+            return _describe_search(tool, payload)
+    if tool == "ls":
+        entries = [line for line in text.splitlines() if line.strip()]
+        if not entries or text.startswith("(no files"):
+            return "The workdir has no files there yet."
+        shown = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
+        return f"The workdir lists {_count(len(entries), 'entry', 'entries')}: {shown}."
+    if tool == "read_file":
+        path = args.get("path") or "the file"
+        rows = [line.split("\t", 1)[-1] for line in text.splitlines() if "\t" in line]
+        first = next((row for row in rows if row.strip()), "")
+        sentence = f"I read {path} ({_count(len(rows), 'line')} shown)."
+        return sentence + (f" It begins: “{_clip(first, 140)}”" if first else "")
+    if tool in ("write_file", "edit_file", "ask_user"):
+        return f"{tool}: {_clip(text, 200)}"
+    if tool == "task":
+        return f"The sub-agent answered: “{_clip(text, 240)}”"
+    if not text.strip():
+        return f"{tool} returned nothing."
+    return f"{tool} returned {_count(len(text), 'character')}, starting with “{_clip(text, 100)}”"
 
 
 def extractive_summary(prompt: str) -> str:

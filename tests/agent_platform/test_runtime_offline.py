@@ -72,19 +72,76 @@ def test_plain_reply_says_it_is_offline():
     assert reply.usage_metadata["total_tokens"] > 0
 
 
-def test_the_answer_quotes_titles_ids_and_snippets_of_tool_results():
+def _after_tool(name: str, content: str, args: dict | None = None) -> list:
+    return [
+        HumanMessage("go"),
+        AIMessage("", tool_calls=[{"name": name, "args": args or {}, "id": "c1"}]),
+        ToolMessage(content, tool_call_id="c1", name=name),
+    ]
+
+
+def test_the_answer_cites_titles_sources_counts_and_the_best_snippet_in_plain_words():
     payload = {
         "query": "pricing",
-        "results": [{"id": "chunk-7", "title": "Price list", "content": "Pro costs 9 EUR"}],
+        "results": [
+            {"id": "chunk-7", "title": "Price list", "source": "prices.md", "content": "Pro costs 9 EUR"},
+            {"id": "chunk-8", "title": "Plans", "source": "plans.md", "content": "Three plans"},
+        ],
     }
-    messages = [
-        HumanMessage("search pricing"),
-        AIMessage("", tool_calls=[{"name": "query_kb", "args": {"query": "pricing"}, "id": "c1"}]),
-        ToolMessage(json.dumps(payload), tool_call_id="c1", name="query_kb"),
-    ]
-    reply = OfflineChatModel().bind_tools(ALL).invoke(messages)
+    reply = OfflineChatModel().bind_tools(ALL).invoke(_after_tool("query_kb", json.dumps(payload)))
     assert reply.tool_calls == []
-    assert "Price list" in reply.content and "chunk-7" in reply.content and "Pro costs 9 EUR" in reply.content
+    text = reply.content
+    assert "Offline model" in text
+    assert "found 2 results" in text and "“Price list” (prices.md)" in text and "“Plans” (plans.md)" in text
+    assert "Pro costs 9 EUR" in text
+    assert "{" not in text and '"results"' not in text  # no raw JSON echoed
+
+
+def test_a_saved_result_is_cited_by_its_path_never_pasted_as_a_receipt():
+    receipt = (
+        "[Tool result saved]\nTool: query_kb\nApprox tokens: 5120\nSHA-256: " + "a" * 64 + "\n"
+        "Full output path: outputs/large_tool_results/query_kb-aaaaaaaaaaaaaaaa.txt\n\nOutput preview:\n"
+        '{"kind":"knowledge_base","result_count":12,"query":"refunds","results":[{"title":"Refund policy",'
+        '"source":"refunds.md","content_preview":"Refunds within 30 days"}],"omitted_results":11}\n'
+        "[Truncated 20000 chars. Read the full output from the saved file.]"
+    )
+    text = OfflineChatModel().bind_tools(ALL).invoke(_after_tool("query_kb", receipt)).content
+    assert "outputs/large_tool_results/query_kb-aaaaaaaaaaaaaaaa.txt" in text
+    assert "about 5120 tokens" in text and "found 12 results" in text and "“Refund policy”" in text
+    for raw in ("[Tool result saved]", "SHA-256", "Approx tokens", "Output preview", "[Truncated"):
+        assert raw not in text
+
+
+def test_file_tool_answers_name_paths_and_counts():
+    model = OfflineChatModel().bind_tools(ALL)
+    listing = model.invoke(_after_tool("ls", "notes/\noutputs/\nplan.md")).content
+    assert "3 entries: notes/, outputs/, plan.md" in listing
+    read = model.invoke(
+        _after_tool("read_file", "     1\t# Plan\n     2\tDay one: Lisbon", {"path": "plan.md"})
+    ).content
+    assert "I read plan.md (2 lines shown)" in read and "# Plan" in read
+    failed = model.invoke(_after_tool("web_search", json.dumps({"query": "x", "error": "not configured"})))
+    assert "did not work: not configured" in failed.content
+
+
+def test_answers_from_tools_are_deterministic():
+    messages = _after_tool("ls", "a.txt\nb.txt")
+    model = OfflineChatModel().bind_tools(ALL)
+    assert model.invoke(messages).content == model.invoke(messages).content
+
+
+def test_reported_prompt_tokens_are_the_platform_estimate_of_the_whole_request():
+    from compression.engine.tokens import estimate_messages, profile_for_model
+
+    model = OfflineChatModel().bind_tools(ALL)
+    messages = [HumanMessage("hello there")]
+    reply = model.invoke(messages)
+    expected = estimate_messages(
+        messages, tools=model.tool_definitions, profile=profile_for_model(model.model_name)
+    )
+    assert reply.usage_metadata["input_tokens"] == expected
+    # the tool schemas count, as they do in a provider's prompt tokens
+    assert expected > OfflineChatModel().invoke(messages).usage_metadata["input_tokens"]
 
 
 def test_summary_has_exactly_the_five_headings_and_keeps_references_verbatim():

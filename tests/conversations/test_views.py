@@ -335,13 +335,32 @@ def test_page_posts_need_the_csrf_token(client, user, thread):
 # --- saved files -------------------------------------------------------------------------------
 
 
-def test_owner_reads_a_saved_file_as_plain_text(owner_client, thread):
-    workdir_for(thread).write_text("outputs/large_tool_results/x.txt", "<script>full output</script>")
+def test_owner_sees_a_saved_file_with_its_size_and_sha256_escaped_never_run(owner_client, thread):
+    import hashlib
+
+    text = "<script>full output</script> 中文"
+    workdir_for(thread).write_text("outputs/large_tool_results/x.txt", text)
     response = owner_client.get(_file(thread, "outputs/large_tool_results/x.txt"))
+    assert response.status_code == 200
+    assert response["X-Content-Type-Options"] == "nosniff"
+    html = response.content.decode()
+    assert hashlib.sha256(text.encode()).hexdigest() in html
+    assert "&lt;script&gt;full output&lt;/script&gt; 中文" in html and "<script>full output" not in html
+    assert f"{len(text.encode())} bytes" in html
+    assert 'href="?download=1"' in html
+
+
+def test_a_saved_file_downloads_byte_for_byte_as_an_attachment(owner_client, thread):
+    text = "<script>full output</script> 中文"
+    workdir_for(thread).write_text("outputs/large_tool_results/x.txt", text)
+    response = owner_client.get(_file(thread, "outputs/large_tool_results/x.txt") + "?download=1")
     assert response.status_code == 200
     assert response["Content-Type"] == "text/plain; charset=utf-8"
     assert response["X-Content-Type-Options"] == "nosniff"
-    assert response.content.decode() == "<script>full output</script>"
+    assert response["Content-Disposition"] == 'attachment; filename="x.txt"'
+    assert response.content == text.encode()
+    raw = owner_client.get(_file(thread, "outputs/large_tool_results/x.txt") + "?raw=1")
+    assert raw["Content-Type"] == "text/plain; charset=utf-8" and raw.content == text.encode()
 
 
 def test_another_user_and_staff_get_404_for_a_saved_file(client, other_user, staff_user, thread):

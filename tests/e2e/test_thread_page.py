@@ -66,7 +66,7 @@ def test_new_thread_from_the_list_then_a_streamed_reply(page, e2e_server, screen
     expect(page.locator(".tool-call summary").last).to_contain_text("Calls query_kb")
     expect(page.locator("#transcript .message.role-tool").last).to_contain_text("Result of query_kb")
     expect(page.locator("#transcript .message.role-assistant").last).to_contain_text(
-        "Here is what the tools returned"
+        "Searching the knowledge base"
     )
     expect(page.locator("#run-status")).to_have_attribute("data-status", "succeeded")
     expect(page.locator("#meter-trigger")).to_be_visible()  # the run's token_usage reached the panel
