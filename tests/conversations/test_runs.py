@@ -242,7 +242,7 @@ def test_a_knowledge_question_goes_through_query_kb(thread, user, django_capture
     tool_result = thread.messages.get(role="tool")
     assert tool_result.tool_name == "query_kb"
     assert json.loads(tool_result.content)["query"]
-    assert "query_kb" in thread.messages.filter(role="assistant").last().content
+    assert "Searching the knowledge base" in thread.messages.filter(role="assistant").last().content
 
 
 def test_a_tool_result_with_nul_characters_is_kept_in_the_transcript(thread):
