@@ -140,6 +140,14 @@ WEB_SEARCH_BASE_URL = env.str("WEB_SEARCH_BASE_URL", default="")
 WEB_SEARCH_API_KEY = env.str("WEB_SEARCH_API_KEY", default="")
 MODEL_REQUEST_TIMEOUT = env.float("MODEL_REQUEST_TIMEOUT", default=120.0)
 
+# --- Attachments (files a user brings into a thread; saved under the workdir's uploads/) ------------
+ATTACHMENT_MAX_FILE_BYTES = env.int("ATTACHMENT_MAX_FILE_BYTES", default=10 * 1024 * 1024)
+ATTACHMENT_MAX_FILES = env.int("ATTACHMENT_MAX_FILES", default=5)
+ATTACHMENT_MAX_THREAD_BYTES = env.int("ATTACHMENT_MAX_THREAD_BYTES", default=100 * 1024 * 1024)
+# Text attachments up to this many characters are shown inline; longer ones as a note with a preview.
+ATTACHMENT_INLINE_MAX_CHARS = env.int("ATTACHMENT_INLINE_MAX_CHARS", default=4000)
+ATTACHMENT_PREVIEW_TOKENS = env.int("ATTACHMENT_PREVIEW_TOKENS", default=400)
+
 # --- Compression ------------------------------------------------------------------------------
 COMPRESSION_TOOL_ARG_MAX_LENGTH = env.int("COMPRESSION_TOOL_ARG_MAX_LENGTH", default=2000)
 # How long message intake waits for a thread's row lock (held by a compression) before answering 409.

@@ -99,26 +99,32 @@ class Workdir:
 
     def read_text(self, path: str) -> str:
         name = _file_path(path)
+        data = self.read_bytes(name)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise StoreError(f"{name} is not a UTF-8 text file.") from exc
+
+    def read_bytes(self, path: str) -> bytes:
+        name = _file_path(path)
         try:
             with self.storage.open(name, "rb") as handle:
-                data = handle.read()
+                return handle.read()
         except FileNotFoundError as exc:
             raise StoreError(f"File not found: {name}") from exc
         except IsADirectoryError as exc:
             raise StoreError(f"{name} is a directory; use ls to list it.") from exc
         except (OSError, SuspiciousFileOperation) as exc:
             raise StoreError(f"Could not read {name}: {_reason(exc)}") from exc
-        try:
-            return data.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise StoreError(f"{name} is not a UTF-8 text file.") from exc
 
     def write_text(self, path: str, content: str) -> None:
-        """Write ``content`` at ``path``, replacing any earlier version without a moment where neither
+        self.write_bytes(path, content.encode("utf-8"))
+
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Write ``data`` at ``path``, replacing any earlier version without a moment where neither
         exists: an atomic rename on local disk; elsewhere a temporary copy is saved first and only
         removed once the new version is in place."""
         name = _file_path(path)
-        data = content.encode("utf-8")
         try:
             local = self._local_path(name)
             if local is not None:

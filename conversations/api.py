@@ -5,7 +5,7 @@ from __future__ import annotations
 import uuid
 
 from django.http import HttpRequest
-from ninja import Query, Router, Schema, Status
+from ninja import File, Form, Query, Router, Schema, Status, UploadedFile
 
 from conversations import selectors, services
 from conversations.schemas import (
@@ -17,6 +17,7 @@ from conversations.schemas import (
     ThreadCreateIn,
     ThreadOut,
 )
+from conversations.services.attachments import upload_read
 
 router = Router(tags=["threads"])
 
@@ -59,6 +60,22 @@ def message_list(request: HttpRequest, thread_id: uuid.UUID, filters: Query[Mess
 def message_create(request: HttpRequest, thread_id: uuid.UUID, payload: MessageIn):
     result = services.message_intake(
         thread_id=thread_id, user=request.user, content=payload.content, request_id=payload.request_id
+    )
+    return Status(202, {"message": result.message, "run": result.run})
+
+
+@router.post("/{thread_id}/messages/upload", response={202: IntakeOut})
+def message_create_with_files(
+    request: HttpRequest,
+    thread_id: uuid.UUID,
+    files: File[list[UploadedFile]],
+    content: Form[str] = "",
+    request_id: Form[str | None] = None,
+):
+    """A message with attached files (multipart/form-data: ``files`` repeated, ``content``, ``request_id``)."""
+    uploads = [upload_read(name=file.name or "file", file=file) for file in files]
+    result = services.message_intake(
+        thread_id=thread_id, user=request.user, content=content, request_id=request_id, attachments=uploads
     )
     return Status(202, {"message": result.message, "run": result.run})
 

@@ -123,3 +123,30 @@ class Message(models.Model):
         if self.pk is not None and not self._state.adding:
             raise ValueError("The transcript is append-only: messages are never rewritten.")
         super().save(*args, **kwargs)
+
+
+class Attachment(models.Model):
+    """A file a user attached to a message, saved whole in the thread's workdir under ``uploads/``."""
+
+    class Kind(models.TextChoices):
+        TEXT = "text", _("Text")
+        PDF = "pdf", _("PDF")
+        IMAGE = "image", _("Image")
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="attachments")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="attachments")
+    name = models.CharField(_("name"), max_length=255)  # as the user named it, for display only
+    path = models.CharField(_("path"), max_length=400)  # virtual workdir path: uploads/<sha256[:12]>-<name>
+    mime_type = models.CharField(_("type"), max_length=100)
+    kind = models.CharField(_("kind"), max_length=10, choices=Kind.choices)
+    size = models.PositiveBigIntegerField(_("size"))
+    sha256 = models.CharField(_("SHA-256"), max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["message_id", "id"]
+        verbose_name = _("attachment")
+        verbose_name_plural = _("attachments")
+
+    def __str__(self) -> str:
+        return self.name

@@ -6,6 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from django.urls import reverse
 from ninja import Field, Schema
 
 from conversations.services.intake import MESSAGE_MAX_CHARS, REQUEST_ID_MAX_CHARS
@@ -39,6 +40,20 @@ class ResumeIn(Schema):
     answer: str = Field(..., min_length=1, max_length=MESSAGE_MAX_CHARS)
 
 
+class AttachmentOut(Schema):
+    name: str
+    path: str
+    mime_type: str
+    kind: str
+    size: int
+    sha256: str
+    url: str
+
+    @staticmethod
+    def resolve_url(obj) -> str:
+        return reverse("conversations:workdir-file", args=[obj.conversation.thread_id, obj.path])
+
+
 class MessageOut(Schema):
     id: int
     seq: int
@@ -49,6 +64,11 @@ class MessageOut(Schema):
     tool_name: str
     run_id: int | None
     created_at: datetime
+    attachments: list[AttachmentOut] = []
+
+    @staticmethod
+    def resolve_attachments(obj) -> list:
+        return list(obj.attachments.all())
 
 
 class RunOut(Schema):

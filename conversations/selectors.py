@@ -39,12 +39,17 @@ def message_list(
     *, conversation: Conversation, after_seq: int = 0, limit: int = MESSAGE_PAGE_MAX
 ) -> QuerySet[Message]:
     limit = max(1, min(limit, MESSAGE_PAGE_MAX))
-    return conversation.messages.filter(seq__gt=after_seq).order_by("seq")[:limit]
+    return (
+        conversation.messages.filter(seq__gt=after_seq)
+        .prefetch_related("attachments__conversation")
+        .order_by("seq")[:limit]
+    )
 
 
 def message_list_latest(*, conversation: Conversation, limit: int = MESSAGE_PAGE_MAX) -> list[Message]:
     """The newest ``limit`` messages, oldest first: a long thread's page opens at its end."""
-    latest = list(conversation.messages.order_by("-seq")[: max(1, min(limit, MESSAGE_PAGE_MAX))])
+    newest = conversation.messages.prefetch_related("attachments__conversation").order_by("-seq")
+    latest = list(newest[: max(1, min(limit, MESSAGE_PAGE_MAX))])
     latest.reverse()
     return latest
 

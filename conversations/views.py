@@ -27,6 +27,7 @@ from agent_platform.workdir import workdir_for
 from compression.engine.store import StoreError
 from compression.selectors import compression_latest
 from conversations import pages, selectors, services
+from conversations.attachments import served_type
 from conversations.models import Conversation
 
 # fetch() from thread.js sends this header; plain form posts redirect instead.
@@ -234,21 +235,21 @@ def workdir_file(request: HttpRequest, thread_id: uuid.UUID, path: str) -> HttpR
     the file itself, ``?raw=1`` the text alone."""
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
     try:
-        text = workdir_for(conversation).read_text(path)
+        data = workdir_for(conversation).read_bytes(path)
     except StoreError as exc:  # includes paths outside the workdir boundary
         raise Http404(_("No such file.")) from exc
-    if request.GET.get("download") or request.GET.get("raw"):
-        # Plain text whatever the extension: user content is shown, never run as HTML.
-        response = HttpResponse(text, content_type="text/plain; charset=utf-8")
-        disposition = "attachment" if request.GET.get("download") else "inline"
-        response["Content-Disposition"] = content_disposition_header(
-            disposition == "attachment", path.rsplit("/", 1)[-1]
-        )
+    # Text is shown on a page (or raw); images are shown; anything else downloads. Never as HTML.
+    content_type, inline = served_type(data)
+    is_text = content_type.startswith("text/plain")
+    if request.GET.get("download") or request.GET.get("raw") or not is_text:
+        response = HttpResponse(data, content_type=content_type)
+        as_attachment = bool(request.GET.get("download")) or not inline
+        response["Content-Disposition"] = content_disposition_header(as_attachment, path.rsplit("/", 1)[-1])
     else:
         response = render(
             request,
             "conversations/workdir_file.html",
-            {"conversation": conversation, "file": pages.saved_file(path=path, text=text)},
+            {"conversation": conversation, "file": pages.saved_file(path=path, text=data.decode("utf-8"))},
         )
     # User content: never let the browser sniff it into HTML.
     response["X-Content-Type-Options"] = "nosniff"

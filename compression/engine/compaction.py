@@ -38,6 +38,7 @@ from compression.engine.formats import (
     TOOL_RESULT_SAVED_KEY,
 )
 from compression.engine.lru import LRU
+from compression.engine.media import FailedMedia, SavedMedia, offload_message_media
 from compression.engine.previews import tool_result_preview
 from compression.engine.store import ResultStore
 from compression.engine.tokens import DEFAULT_PROFILE, TokenProfile, estimate_text, profile_for_model
@@ -72,10 +73,12 @@ class CompactionResult:
     saved: tuple[SavedToolResult, ...] = ()
     failed: tuple[FailedToolResult, ...] = ()
     truncated_tool_calls: int = 0
+    media: tuple[SavedMedia, ...] = ()
+    media_failed: tuple[FailedMedia, ...] = ()
 
     @property
     def changed(self) -> bool:
-        return bool(self.saved or self.truncated_tool_calls)
+        return bool(self.saved or self.truncated_tool_calls or self.media)
 
 
 _text_tokens = LRU(CACHE_SIZE)  # (profile, sha256) -> estimate_text of the full text
@@ -270,6 +273,14 @@ def trailing_tool_batch_start(messages: Sequence[BaseMessage]) -> int:
     return index
 
 
+def seen_until(messages: Sequence[BaseMessage]) -> int:
+    """Index just after the latest AIMessage: what comes later the model has not answered yet."""
+    for index in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[index], AIMessage):
+            return index + 1
+    return 0
+
+
 def compact_messages(
     messages: Sequence[BaseMessage],
     *,
@@ -283,16 +294,25 @@ def compact_messages(
     whole and are listed in ``result.failed``. A ``read_file`` result the model has not seen yet (in
     the trailing tool batch) is left whole: it is the model reading a saved file back, and replacing
     it by another receipt would send it round in circles. Once answered, it is compacted like any other.
+    Inline media (``data:`` URIs, base64 blocks) of every message the model has answered are saved to
+    ``outputs/media/`` and replaced by receipts; the unanswered ones keep their media this once.
     """
     profile = profile or profile_for_model(config.model_name)
     limit = config.tool_result_token_limit
     unseen_from = trailing_tool_batch_start(messages)
+    answered = seen_until(messages)
     call_names: dict[str, str] = {}
     out: list[BaseMessage] = []
     saved: list[SavedToolResult] = []
     failed: list[FailedToolResult] = []
+    media: list[SavedMedia] = []
+    media_failed: list[FailedMedia] = []
     truncated = 0
     for index, message in enumerate(messages):
+        if index < answered:
+            message, done, missed = offload_message_media(message, store=store)
+            media += done
+            media_failed += missed
         new = message
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
@@ -326,8 +346,10 @@ def compact_messages(
                         )
                     )
         out.append(new)
-    if not saved and not truncated:
+    if not saved and not truncated and not media:
         return CompactionResult(
-            messages if isinstance(messages, list) else list(messages), failed=tuple(failed)
+            messages if isinstance(messages, list) else list(messages),
+            failed=tuple(failed),
+            media_failed=tuple(media_failed),
         )
-    return CompactionResult(out, tuple(saved), tuple(failed), truncated)
+    return CompactionResult(out, tuple(saved), tuple(failed), truncated, tuple(media), tuple(media_failed))

@@ -88,3 +88,31 @@ SUMMARY_MESSAGE_TEMPLATE = (
 )
 SUMMARY_MESSAGE_NO_FILE_TEMPLATE = "Here is a summary of the conversation to date:\n\n{summary}"
 HISTORY_SECTION_TEMPLATE = "## Summarized at {timestamp}\n\n{messages}\n\n"
+
+# --- Inline media saved to the workdir (data: URIs, base64 image/file/audio blocks) -----------------
+
+MEDIA_DIR = "outputs/media"
+MEDIA_FILE_TEMPLATE = "{directory}/{digest}.{ext}"  # digest: sha256[:16] of the decoded bytes
+MEDIA_DIGEST_CHARS = 16
+MEDIA_FALLBACK_EXT = "bin"
+MEDIA_SAVED_KEY = "media_saved"  # additional_kwargs: the paths of the media saved from this message
+MEDIA_RECEIPT_TEMPLATE = "[Media saved: {path} | {mime_type} | {size} bytes | SHA-256 {sha256}]"
+
+# --- Attachments a user brought into a thread (uploads/) --------------------------------------------
+
+UPLOADS_DIR = "uploads"
+ATTACHMENT_FILE_TEMPLATE = "{directory}/{digest}-{name}"  # digest: sha256[:12] of the file's bytes
+ATTACHMENT_DIGEST_CHARS = 12
+ATTACHMENT_TEXT_SUFFIX = ".txt"  # text extracted from a PDF is saved beside it: <path>.txt
+ATTACHMENT_INLINE_TEMPLATE = (
+    '<attachment name="{name}" path="{path}" type="{mime_type}" size="{size}" sha256="{sha256}">\n'
+    "{text}\n"
+    "</attachment>"
+)
+ATTACHMENT_NOTE_TEMPLATE = (
+    "[Attachment saved]\nName: {name}\nType: {mime_type}\nSize: {size} bytes\nSHA-256: {sha256}\nPath: {path}"
+)
+ATTACHMENT_READ_HINT = "Read the full text with read_file: {text_path}"
+ATTACHMENT_PREVIEW_HEADER = "Preview:"
+ATTACHMENT_NO_VISION_HINT = "This model cannot see images; only the file's details are shown."
+ATTACHMENT_IMAGE_LABEL = "Attached image {name} ({mime_type}, {size} bytes, saved at {path}):"

@@ -24,16 +24,20 @@ class ResultStore(Protocol):
     def append_text(self, path: str, content: str) -> None:
         """Append ``content`` to ``path`` (creating it); raise ``StoreError`` on failure."""
 
+    def write_bytes(self, path: str, data: bytes) -> None:
+        """Write binary ``data`` at ``path`` (saved media); raise ``StoreError`` on failure."""
+
 
 class MemoryStore:
     """A dict-backed store for tests and benchmarks."""
 
     def __init__(self) -> None:
         self.files: dict[str, str] = {}
+        self.blobs: dict[str, bytes] = {}
         self.writes = 0
 
     def exists(self, path: str) -> bool:
-        return path in self.files
+        return path in self.files or path in self.blobs
 
     def read_text(self, path: str) -> str:
         try:
@@ -49,6 +53,10 @@ class MemoryStore:
         self.writes += 1
         self.files[path] = self.files.get(path, "") + content
 
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self.writes += 1
+        self.blobs[path] = bytes(data)
+
 
 class StagedStore:
     """Writes held back until ``flush()``: lets a caller decide, after compaction, whether anything
@@ -57,9 +65,10 @@ class StagedStore:
     def __init__(self, target: ResultStore) -> None:
         self.target = target
         self.staged: dict[str, str] = {}
+        self.staged_bytes: dict[str, bytes] = {}
 
     def exists(self, path: str) -> bool:
-        return path in self.staged or self.target.exists(path)
+        return path in self.staged or path in self.staged_bytes or self.target.exists(path)
 
     def read_text(self, path: str) -> str:
         if path in self.staged:
@@ -75,9 +84,16 @@ class StagedStore:
             base = self.target.read_text(path) if self.target.exists(path) else ""
         self.staged[path] = base + content
 
+    def write_bytes(self, path: str, data: bytes) -> None:
+        self.staged_bytes[path] = bytes(data)
+
     def flush(self) -> list[str]:
         """Write every staged file to the target; returns the paths written."""
         written = []
+        for path, data in self.staged_bytes.items():
+            self.target.write_bytes(path, data)
+            written.append(path)
+        self.staged_bytes.clear()
         for path, content in self.staged.items():
             self.target.write_text(path, content)
             written.append(path)

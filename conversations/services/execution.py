@@ -17,6 +17,7 @@ from compression.agent_middleware.state import merge_token_usage
 from conversations import events
 from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import run_next_queued
+from conversations.services.attachments import agent_sees_images, message_model_content
 from conversations.services.dispatch import run_dispatch_next
 from conversations.services.threads import conversation_lock, message_append
 
@@ -160,7 +161,10 @@ class _RunRelay:
         if pending_interrupt:  # the thread waits on ask_user: this message is the answer
             return Command(resume=message.content)
         self.seen.add(message.lc_message_id)
-        return {"messages": [HumanMessage(content=message.content, id=message.lc_message_id)]}
+        content = message_model_content(
+            message=message, vision=agent_sees_images(self.run.conversation.agent)
+        )
+        return {"messages": [HumanMessage(content=content, id=message.lc_message_id)]}
 
     def _heartbeat(self) -> None:
         now = timezone.now()

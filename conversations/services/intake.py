@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -13,6 +14,7 @@ from conversations import events
 from conversations.errors import EmptyMessage, NotInterrupted
 from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import run_latest
+from conversations.services.attachments import CheckedUpload, Upload, attachments_check, attachments_save
 from conversations.services.dispatch import run_dispatch_next
 from conversations.services.threads import message_append, text_checked, thread_lock
 
@@ -34,6 +36,7 @@ def _enqueue(
     kind: str,
     request_id: str | None,
     resume_value: object = None,
+    attachments: Sequence[CheckedUpload] = (),
 ) -> IntakeResult:
     run = AgentRun.objects.create(
         conversation=conversation, kind=kind, request_id=request_id, resume_value=resume_value
@@ -45,6 +48,7 @@ def _enqueue(
         run=run,
         lc_message_id=f"user-{uuid.uuid4()}",
     )
+    attachments_save(conversation=conversation, message=message, checked=attachments)
     run.input_message = message
     run.save(update_fields=["input_message"])
     Conversation.objects.filter(pk=conversation.pk).update(last_activity_at=timezone.now())
@@ -55,18 +59,24 @@ def _enqueue(
 
 
 def message_intake(
-    *, thread_id: uuid.UUID | str, user: AbstractBaseUser, content: str, request_id: str | None = None
+    *,
+    thread_id: uuid.UUID | str,
+    user: AbstractBaseUser,
+    content: str,
+    request_id: str | None = None,
+    attachments: Sequence[Upload] = (),
 ) -> IntakeResult:
     """Append the user's message and queue a run for it; runs execute one at a time, FIFO.
 
     Holds the thread's row lock (bounded wait, then ``ThreadBusy``), so a message never interleaves with
     a compression. With ``request_id``, a retry returns the first result and queues nothing. The run is
     dispatched after commit. If the thread is waiting on ``ask_user``, that run takes this message as
-    the answer.
+    the answer. ``attachments`` are checked before the lock is taken and saved under it.
     """
     content = (content or "").strip()
-    if not content:
+    if not content and not attachments:
         raise EmptyMessage()
+    checked = attachments_check(uploads=attachments)
     text_checked(content, field="message", max_length=MESSAGE_MAX_CHARS)
     if request_id:
         text_checked(request_id, field="request_id", max_length=REQUEST_ID_MAX_CHARS)
@@ -76,7 +86,11 @@ def message_intake(
             if first is not None:
                 return IntakeResult(message=first.input_message, run=first, created=False)
         return _enqueue(
-            conversation=conversation, content=content, kind=AgentRun.Kind.CHAT, request_id=request_id
+            conversation=conversation,
+            content=content,
+            kind=AgentRun.Kind.CHAT,
+            request_id=request_id,
+            attachments=checked,
         )
 
 

@@ -1,0 +1,156 @@
+"""Inline media saved to outputs/media/ and replaced by receipts (engine, pure)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from compression.engine.compaction import compact_messages
+from compression.engine.config import CompressionConfig
+from compression.engine.formats import MEDIA_RECEIPT_TEMPLATE, MEDIA_SAVED_KEY
+from compression.engine.media import media_path, offload_media, offload_message_media
+from compression.engine.store import MemoryStore, StoreError
+from compression.engine.tokens import estimate_message, profile_for_model
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
+PDF = b"%PDF-1.4\n" + b"0123456789" * 300
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def test_media_receipt_format_is_pinned():
+    assert MEDIA_RECEIPT_TEMPLATE == "[Media saved: {path} | {mime_type} | {size} bytes | SHA-256 {sha256}]"
+    assert media_path("image/png", "ab" * 32) == "outputs/media/abababababababab.png"
+    assert media_path("image/jpeg", "cd" * 32) == "outputs/media/cdcdcdcdcdcdcdcd.jpg"
+    assert media_path("application/x-unknown-thing", "ef" * 32).startswith("outputs/media/efefefefefefefef.")
+
+
+def test_data_uri_in_text_is_saved_byte_for_byte_and_replaced_by_a_receipt():
+    store = MemoryStore()
+    message = HumanMessage(f"look: data:image/png;base64,{b64(PNG)} and tell me", id="h1")
+    new, saved, failed = offload_message_media(message, store=store)
+    path = media_path("image/png", digest(PNG))
+    assert failed == []
+    assert store.blobs[path] == PNG
+    assert new.content == (
+        f"look: [Media saved: {path} | image/png | {len(PNG)} bytes | SHA-256 {digest(PNG)}] and tell me"
+    )
+    assert new.id == "h1" and new.additional_kwargs[MEDIA_SAVED_KEY] == [path]
+    assert saved[0].sha256 == digest(PNG) and saved[0].size == len(PNG) and saved[0].written
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64(PNG)}"}},
+        {"type": "image_url", "image_url": f"data:image/png;base64,{b64(PNG)}"},
+        {"type": "input_image", "image_url": f"data:image/png;base64,{b64(PNG)}"},
+        {"type": "image", "base64": b64(PNG), "mime_type": "image/png"},
+        {"type": "image", "source_type": "base64", "data": b64(PNG), "mime_type": "image/png"},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64(PNG)}},
+    ],
+    ids=["openai-url-dict", "openai-url-str", "responses", "lc-v1", "lc-v0", "anthropic"],
+)
+def test_every_image_block_shape_is_saved_and_replaced_by_a_text_block(block):
+    store = MemoryStore()
+    message = HumanMessage(content=[{"type": "text", "text": "what is this?"}, block], id="h1")
+    new, saved, _ = offload_message_media(message, store=store)
+    assert [item.mime_type for item in saved] == ["image/png"]
+    assert new.content[0] == {"type": "text", "text": "what is this?"}
+    assert new.content[1]["type"] == "text" and "SHA-256 " + digest(PNG) in new.content[1]["text"]
+    assert b64(PNG) not in str(new.content)
+    assert store.blobs[saved[0].path] == PNG
+
+
+def test_file_parts_in_a_tool_result_are_saved():
+    store = MemoryStore()
+    part = {
+        "type": "file",
+        "file": {"file_data": f"data:application/pdf;base64,{b64(PDF)}", "filename": "a.pdf"},
+    }
+    message = ToolMessage(content=[part], tool_call_id="c1", name="fetch", id="t1")
+    new, saved, _ = offload_message_media(message, store=store)
+    assert saved[0].path.endswith(".pdf") and store.blobs[saved[0].path] == PDF
+    assert new.tool_call_id == "c1" and b64(PDF) not in str(new.content)
+
+
+def test_identical_media_are_saved_once():
+    store = MemoryStore()
+    messages = [HumanMessage(f"data:image/png;base64,{b64(PNG)}", id=f"h{i}") for i in range(3)]
+    result = offload_media(messages, store=store)
+    assert len(store.blobs) == 1 and store.writes == 1
+    assert [item.written for item in result.saved] == [True, False, False]
+
+
+def test_a_payload_that_cannot_be_written_stays_inline_and_is_reported():
+    class Broken(MemoryStore):
+        def write_bytes(self, path, data):
+            raise StoreError("disk full")
+
+    message = HumanMessage(f"data:image/png;base64,{b64(PNG)}", id="h1")
+    new, saved, failed = offload_message_media(message, store=Broken())
+    assert new is message and saved == [] and "disk full" in failed[0].error
+
+
+def test_text_that_only_mentions_base64_is_left_alone():
+    store = MemoryStore()
+    for text in (
+        "use data:image/png;base64,AAAA here",
+        "base64, not a data uri",
+        "data:image/png;base64,%%%%",
+    ):
+        message = HumanMessage(text, id="h1")
+        assert offload_message_media(message, store=store)[0] is message
+    assert store.writes == 0
+
+
+def _image_turn(data: bytes) -> list:
+    image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64(data)}"}}
+    return [
+        HumanMessage(content=[{"type": "text", "text": "describe"}, image], id="h1"),
+        AIMessage("A chart.", id="a1"),
+    ]
+
+
+def test_compaction_saves_media_the_model_has_answered_and_is_idempotent():
+    store = MemoryStore()
+    config = CompressionConfig(trigger_tokens=100_000, model_name="gpt-4o-mini")
+    messages = [*_image_turn(PNG), HumanMessage("thanks", id="h2")]
+    first = compact_messages(messages, config=config, store=store)
+    assert first.changed and [item.sha256 for item in first.media] == [digest(PNG)]
+    assert b64(PNG) not in str([m.content for m in first.messages])
+    assert [m.id for m in first.messages] == ["h1", "a1", "h2"]
+    second = compact_messages(first.messages, config=config, store=store)
+    assert not second.changed and second.messages == first.messages
+    assert store.writes == 1
+
+
+def test_compaction_leaves_media_the_model_has_not_answered_yet():
+    store = MemoryStore()
+    image = {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{b64(PNG)}"}}
+    messages = [
+        HumanMessage("hi", id="h0"),
+        AIMessage("hello", id="a0"),
+        HumanMessage(content=[image], id="h1"),
+    ]
+    result = compact_messages(
+        messages, config=CompressionConfig(trigger_tokens=100_000, model_name="gpt-4o-mini"), store=store
+    )
+    assert result.media == () and result.messages[-1] is messages[-1]
+
+
+def test_an_image_block_costs_the_profiles_image_cost_whatever_its_size():
+    profile = profile_for_model("gpt-4o-mini")
+    small = _image_turn(PNG[:200])[0]
+    large = _image_turn(PNG * 50)[0]
+    assert estimate_message(small, profile) == estimate_message(large, profile)
+    assert estimate_message(large, profile) < profile.image + 50
