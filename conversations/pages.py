@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_platform.workdir import WorkdirPathError, resolve
-from compression.engine.compaction import sha256_text
+from compression.engine.compaction import sha256_text, tool_result_path
 from compression.engine.formats import (
     RECEIPT_HEADER,
     RECEIPT_PATH_PREFIX,
@@ -178,6 +178,28 @@ def receipt_parse(content: str) -> Receipt | None:
         path=fields[RECEIPT_PATH_PREFIX],
         preview="\n".join(preview_lines or []).strip(),
     )
+
+
+@dataclass(frozen=True)
+class SavedResult:
+    """A transcript tool result whose full text is saved in the workdir: compaction shows the model a
+    receipt pointing at ``path`` instead of the text (the file is content-addressed, so it holds exactly
+    this text)."""
+
+    path: str
+    sha256: str
+    size_bytes: int
+
+
+def saved_result(*, content: Any, tool_name: str, saved_paths: frozenset[str]) -> SavedResult | None:
+    """The saved copy of a tool result, when ``saved_paths`` (the thread's saved results) holds it."""
+    if not saved_paths or not isinstance(content, str) or not content:
+        return None
+    digest = sha256_text(content)
+    path = tool_result_path(tool_name or None, digest)
+    if path not in saved_paths:
+        return None
+    return SavedResult(path=path, sha256=digest, size_bytes=len(content.encode("utf-8", "surrogatepass")))
 
 
 def is_long(text: Any) -> bool:

@@ -7,6 +7,8 @@ import uuid
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
+from compression.engine.formats import LARGE_TOOL_RESULTS_DIR
+from compression.engine.store import StoreError
 from conversations.errors import ThreadNotFound
 from conversations.models import AgentRun, Conversation, Message
 
@@ -93,6 +95,16 @@ def thread_busy_flags(*, conversation: Conversation) -> dict[str, object]:
         "latest_run": latest,
         "busy": running or queued or interrupted,
     }
+
+
+def thread_saved_results(*, conversation: Conversation) -> frozenset[str]:
+    """Paths of the tool results saved in the thread's workdir (one directory listing)."""
+    from agent_platform.workdir import workdir_for
+
+    try:
+        return frozenset(workdir_for(conversation).list_dir(LARGE_TOOL_RESULTS_DIR))
+    except StoreError:
+        return frozenset()
 
 
 def thread_token_usage(*, conversation: Conversation) -> dict | None:

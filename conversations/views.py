@@ -136,6 +136,7 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     context = _state_context(conversation)
     messages_list = selectors.message_list_latest(conversation=conversation)
     context["messages_list"] = messages_list
+    context["saved_paths"] = selectors.thread_saved_results(conversation=conversation)
     # seq counts from 1 without gaps, so the first shown message says how many are older.
     context["earlier_count"] = messages_list[0].seq - 1 if messages_list else 0
     return render(request, "conversations/thread_detail.html", context)
@@ -197,6 +198,7 @@ def fragment_messages(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespons
         {
             "conversation": conversation,
             "messages_list": selectors.message_list(conversation=conversation, after_seq=after),
+            "saved_paths": selectors.thread_saved_results(conversation=conversation),
         },
     )
 

@@ -24,6 +24,16 @@ def receipt(content: Any) -> pages.Receipt | None:
 
 
 @register.filter
+def saved_result(message: Any, saved_paths: Any) -> pages.SavedResult | None:
+    """``{% with saved=message|saved_result:saved_paths %}``: the saved copy of a tool result."""
+    return pages.saved_result(
+        content=getattr(message, "content", None),
+        tool_name=getattr(message, "tool_name", "") or "",
+        saved_paths=saved_paths or frozenset(),
+    )
+
+
+@register.filter
 def is_long(text: Any) -> bool:
     return pages.is_long(text)
 

@@ -218,6 +218,32 @@ def test_a_receipt_links_to_the_saved_file(owner_client, thread):
     assert f'href="{href}"' in html
 
 
+def test_a_saved_tool_result_carries_a_saved_for_the_model_marker_with_link_size_and_sha256(
+    owner_client, thread
+):
+    import hashlib
+
+    from compression.engine.compaction import tool_result_path
+
+    big = "row " * 400
+    digest = hashlib.sha256(big.encode()).hexdigest()
+    path = tool_result_path("query_kb", digest)
+    workdir_for(thread).write_text(path, big)  # what compaction wrote
+    _add(thread, role="tool", content=big, tool_name="query_kb", tool_call_id="c1")
+    _add(thread, role="tool", content="not saved " * 100, tool_name="query_kb", tool_call_id="c2")
+    for url in (
+        _detail(thread),
+        reverse("conversations:fragment-messages", kwargs={"thread_id": thread.thread_id}),
+    ):
+        html = owner_client.get(url).content.decode()
+        assert html.count('class="saved-marker"') == 1, url
+        assert "Saved for the model" in html
+        assert f'href="{_file(thread, path)}"' in html
+        assert digest in html and "1.6\xa0KB" in html
+    # the link opens the file page, which shows the same SHA-256
+    assert digest in owner_client.get(_file(thread, path)).content.decode()
+
+
 def test_a_long_thread_opens_at_its_newest_messages(owner_client, thread, settings):
     from conversations.selectors import MESSAGE_PAGE_MAX
 
