@@ -6,7 +6,9 @@ Event shapes (JSON primitives only), delivered to sockets as ``{"type": <type>, 
 - ``run.token``       ``{run_id, text}``: a streamed piece of the assistant's reply
 - ``message.created`` ``{message: {id, seq, role, content, tool_calls, tool_call_id, tool_name, run_id}}``
 - ``compression``     ``{status: started|completed|failed, level, before_tokens, after_tokens, ...}``
-- ``state``           ``{token_usage: {...}}``: fresh pressure figures
+- ``state``           ``{token_usage: {...}}``: fresh pressure figures; ``{reason: "agent_retuned"}`` when
+                      a staff user changed the agent's budget (sent to the agent's group: every open
+                      thread of that agent re-reads its meter)
 
 Agent middleware emits ``compression`` and ``state`` events on LangGraph's ``custom`` stream as dicts
 with a ``"type"`` key (``get_stream_writer()({"type": "compression", "status": "started", ...})``);
@@ -40,21 +42,26 @@ def thread_group(thread_id: object) -> str:
     return f"thread.{thread_id}"
 
 
+def agent_group(agent_id: object) -> str:
+    """The Channels group of every open thread page of one agent (its configuration changed)."""
+    return f"agent.{agent_id}"
+
+
 def json_safe(value: Any) -> Any:
     """``value`` reduced to JSON primitives (unknown objects become strings)."""
     return json.loads(json.dumps(value, default=str))
 
 
-def _send(thread_id: str, event: dict[str, Any]) -> None:
+def _send(thread_id: str, event: dict[str, Any], *, group: str | None = None) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
     try:
         async_to_sync(layer.group_send)(
-            thread_group(thread_id), {"type": CHANNELS_MESSAGE_TYPE, "event": event}
+            group or thread_group(thread_id), {"type": CHANNELS_MESSAGE_TYPE, "event": event}
         )
     except Exception:  # noqa: BLE001 - a lost live event must never fail the run that emitted it
-        logger.exception("Could not broadcast a %s event to thread %s", event.get("type"), thread_id)
+        logger.exception("Could not broadcast a %s event to %s", event.get("type"), group or thread_id)
 
 
 def broadcast_now(thread_id: object, type: str, **payload: Any) -> None:  # noqa: A002
@@ -75,3 +82,15 @@ def broadcast(thread_id: object, type: str, **payload: Any) -> None:  # noqa: A0
         transaction.on_commit(lambda: _send(thread_id, event))
     else:
         _send(thread_id, event)
+
+
+def broadcast_agent(agent_id: object, type: str, **payload: Any) -> None:  # noqa: A002
+    """Send an event to every open thread page of one agent, on commit when inside an atomic block."""
+    if type not in EVENT_TYPES:
+        raise ValueError(f"Unknown event type {type!r}")
+    event = json_safe({"type": type, **payload})
+    group = agent_group(agent_id)
+    if transaction.get_connection().in_atomic_block:
+        transaction.on_commit(lambda: _send("", event, group=group))
+    else:
+        _send("", event, group=group)

@@ -37,6 +37,11 @@ def thread_can_subscribe(
     return threads.exists() if user.is_staff else threads.filter(owner=user).exists()
 
 
+def thread_agent_id(*, thread_id: uuid.UUID | str) -> int | None:
+    """The agent of a thread (call after ``thread_can_subscribe``: it does not check access)."""
+    return Conversation.objects.filter(thread_id=thread_id).values_list("agent_id", flat=True).first()
+
+
 def message_list(
     *, conversation: Conversation, after_seq: int = 0, limit: int = MESSAGE_PAGE_MAX
 ) -> QuerySet[Message]:

@@ -77,3 +77,19 @@ async def test_staff_may_watch_any_thread_and_gets_compression_and_state_events(
     }
     assert (await communicator.receive_json_from(timeout=2))["token_usage"] == {"summary_pressure_ratio": 0.5}
     await communicator.disconnect()
+
+
+async def test_an_agent_event_reaches_every_open_thread_of_that_agent_only(thread, user, other_user, agent):
+    from agent_platform.models import Agent
+    from conversations.events import broadcast_agent
+    from conversations.services import thread_create
+
+    second_agent = await sync_to_async(Agent.objects.create)(name="Other", slug="other-agent")
+    other_thread = await sync_to_async(thread_create)(user=user, agent_slug=second_agent.slug)
+    same_agent = await _connect(thread, user)
+    different_agent = await _connect(other_thread, user)
+    await sync_to_async(broadcast_agent)(agent.pk, "state", reason="agent_retuned")
+    assert await same_agent.receive_json_from(timeout=2) == {"type": "state", "reason": "agent_retuned"}
+    assert await different_agent.receive_nothing(timeout=0.3)
+    await same_agent.disconnect()
+    await different_agent.disconnect()
