@@ -1,7 +1,18 @@
 """Test settings: only overrides of agent_platform.settings."""
 
+import os
+import tempfile
+
 from agent_platform.settings import *  # noqa: F403
-from agent_platform.settings import BASE_DIR
+from agent_platform.settings import BASE_DIR, DATABASES
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A file, as in the embedded default, not Django's shared-cache in-memory database: shared cache
+    # answers "database table is locked" at once to a second connection (a run's thread) instead of
+    # waiting, and no busy timeout applies to it. One file per test process, so sessions never meet.
+    DATABASES["default"]["TEST"] = {
+        "NAME": os.path.join(tempfile.gettempdir(), f"agent-platform-test-{os.getpid()}.sqlite3")
+    }
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

@@ -145,3 +145,34 @@ def test_a_message_sent_while_a_run_is_running_queues_and_runs_after_it(
     assert [call[-1].content for call in model.calls] == ["first", "second"]
     contents = list(thread.messages.order_by("seq").values_list("content", flat=True))
     assert contents.index("first answer") < contents.index("second answer")
+
+
+def test_concurrent_in_process_runs_on_several_threads_all_succeed(user, agent, scripted_model, settings):
+    """The embedded default (SQLite, runs in threads beside the requests): writes that meet wait, none fail."""
+    from conversations.services import thread_create
+
+    settings.RUN_EXECUTION = "inprocess"
+    scripted_model()  # every reply is "(script exhausted)": the point is the writes, not the words
+    threads = [thread_create(user=user, agent_slug=agent.slug, title=f"t{n}") for n in range(4)]
+    per_thread = 3
+    barrier = threading.Barrier(len(threads))
+    errors: list[BaseException] = []
+
+    def client(conversation) -> None:
+        barrier.wait()
+        for i in range(per_thread):
+            try:
+                message_intake(thread_id=conversation.thread_id, user=user, content=f"m{i}")
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+
+    workers = [_in_thread(client, conversation) for conversation in threads]
+    for worker in workers:
+        worker.join(60)
+    assert errors == []
+    _wait_until(lambda: not AgentRun.objects.filter(status__in=AgentRun.ACTIVE_STATUSES).exists(), 60)
+    runs = AgentRun.objects.filter(conversation__in=threads)
+    assert runs.count() == per_thread * len(threads)
+    assert sorted({run.status for run in runs}) == ["succeeded"], [run.error for run in runs if run.error]
+    for conversation in threads:
+        assert conversation.messages.filter(role="assistant").count() == per_thread
