@@ -1,24 +1,37 @@
-"""Admin control room for agents and API tokens.
+"""Admin control room for model endpoints, agents and API tokens.
 
 Compression fields are editable only with ``agent_platform.tune_compression``; other staff see them
-read-only.
+read-only. Endpoints (a URL and the name of its key's variable) are created, changed and deleted only
+with ``agent_platform.manage_model_endpoints``. A token's owner is fixed when it is issued.
 """
 
 from __future__ import annotations
 
 from django import forms
 from django.contrib import admin
+from django.db.models import Count
 from django.http import HttpRequest
+from django.urls import reverse
+from django.utils.html import format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from agent_platform.knowledge import admin as knowledge_admin  # noqa: F401  (registers KB admin)
-from agent_platform.models import CAPABILITY_CHOICES, COMPRESSION_FIELDS, TOOL_CHOICES, Agent, ApiToken
+from agent_platform.models import (
+    CAPABILITY_CHOICES,
+    COMPRESSION_FIELDS,
+    TOOL_CHOICES,
+    Agent,
+    ApiToken,
+    ModelEndpoint,
+)
+from agent_platform.services import api_token_revoke
 from compression.engine.budget import TOKENS_PER_K
 
 TUNE_COMPRESSION_PERMISSION = "agent_platform.tune_compression"
+MANAGE_ENDPOINTS_PERMISSION = "agent_platform.manage_model_endpoints"
 # The editable fields, in their fieldsets (the form and the page list them from here).
 GENERAL_FIELDS = ("name", "slug", "description", "system_prompt", "is_enabled")
-MODEL_FIELDS = ("provider", "model_name", "base_url", "api_key_env", "temperature", "context_window")
+MODEL_FIELDS = ("endpoint", "model_name", "temperature", "context_window")
 TOOL_FIELDS = ("tools", "capabilities")
 
 
@@ -41,13 +54,14 @@ class AgentAdmin(admin.ModelAdmin):
     list_display = (
         "name",
         "slug",
-        "provider",
+        "endpoint",
         "model_name",
         "summary_threshold",
         "trigger_display",
         "is_enabled",
     )
-    list_filter = ("provider", "is_enabled")
+    list_filter = ("endpoint", "is_enabled")
+    list_select_related = ("endpoint",)
     search_fields = ("name", "slug", "model_name")
     prepopulated_fields = {"slug": ("name",)}
     fieldsets = (
@@ -82,13 +96,68 @@ class AgentAdmin(admin.ModelAdmin):
         return readonly
 
 
+@admin.register(ModelEndpoint)
+class ModelEndpointAdmin(admin.ModelAdmin):
+    list_display = ("name", "base_url", "api_key_env", "default_model", "supports_vision", "agent_count")
+    search_fields = ("name", "base_url", "default_model")
+    readonly_fields = ("agents_using",)
+    fields = (
+        "name",
+        "base_url",
+        "api_key_env",
+        "default_model",
+        "context_window",
+        "supports_vision",
+        "agents_using",
+    )
+
+    def get_queryset(self, request: HttpRequest):
+        return super().get_queryset(request).annotate(agent_total=Count("agents"))
+
+    @admin.display(description=_("Agents"), ordering="agent_total")
+    def agent_count(self, obj: ModelEndpoint) -> int:
+        return obj.agent_total
+
+    @admin.display(description=_("Agents using this endpoint"))
+    def agents_using(self, obj: ModelEndpoint) -> str:
+        agents = obj.agents.order_by("name") if obj.pk else Agent.objects.none()
+        if not agents:
+            return "-"
+        return format_html_join(
+            ", ",
+            '<a href="{}">{}</a>',
+            ((reverse("admin:agent_platform_agent_change", args=[a.pk]), a.name) for a in agents),
+        )
+
+    # The one permission guards every write: the model has no add/change/delete permissions at all.
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return request.user.has_perm(MANAGE_ENDPOINTS_PERMISSION)
+
+    def has_change_permission(self, request: HttpRequest, obj: ModelEndpoint | None = None) -> bool:
+        return request.user.has_perm(MANAGE_ENDPOINTS_PERMISSION)
+
+    def has_delete_permission(self, request: HttpRequest, obj: ModelEndpoint | None = None) -> bool:
+        return request.user.has_perm(MANAGE_ENDPOINTS_PERMISSION)
+
+    def has_view_permission(self, request: HttpRequest, obj: ModelEndpoint | None = None) -> bool:
+        return super().has_view_permission(request, obj) or self.has_change_permission(request, obj)
+
+
 @admin.register(ApiToken)
 class ApiTokenAdmin(admin.ModelAdmin):
     list_display = ("key_prefix", "user", "name", "created_at", "last_used_at", "revoked_at")
     list_filter = ("revoked_at",)
     search_fields = ("user__username", "name", "key_prefix")
-    readonly_fields = ("key_prefix", "created_at", "last_used_at")
+    # The owner is fixed at issue (a staff user who may change tokens must not take over another's):
+    # the admin names tokens and revokes them, nothing else.
+    readonly_fields = ("user", "key_prefix", "created_at", "last_used_at", "revoked_at")
     fields = ("user", "name", "key_prefix", "created_at", "last_used_at", "revoked_at")
+    actions = ["revoke"]
+
+    @admin.action(description=_("Revoke selected tokens"), permissions=["change"])
+    def revoke(self, request: HttpRequest, queryset) -> None:
+        count = api_token_revoke(tokens=queryset)
+        self.message_user(request, _("%(count)d token(s) revoked.") % {"count": count})
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         # Raw tokens are shown once, by `manage.py create_api_token`; the admin only revokes.

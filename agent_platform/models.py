@@ -1,8 +1,10 @@
-"""Admin-only agent configuration and API tokens."""
+"""Admin-only agent configuration: model endpoints, agents and API tokens."""
 
 from __future__ import annotations
 
+import fnmatch
 import hashlib
+import re
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -49,11 +51,87 @@ def _default_capabilities() -> list[str]:
     return ["context_compression"]
 
 
-class Agent(models.Model):
-    class Provider(models.TextChoices):
-        OFFLINE = "offline", _("Offline deterministic model")
-        OPENAI = "openai", _("OpenAI-compatible endpoint")
+# Env names read by settings.py that are not themselves settings: never a model key either.
+SERVICE_ENV_NAMES = frozenset({"DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"})
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
 
+
+def key_env_error(name: str) -> str | None:
+    """Why ``name`` may not hold a model endpoint's key, or None when it may.
+
+    Allowed: an environment variable name matching a pattern of ``MODEL_KEY_ENV_ALLOWLIST`` (default
+    ``*_API_KEY``) that is not the name of a Django setting (``SECRET_KEY``, ``WEB_SEARCH_API_KEY``...)
+    nor of a service URL the settings read: whoever may edit endpoints must not be able to send the
+    process's own secrets to a server.
+    """
+    if not _ENV_NAME.fullmatch(name):
+        return str(_("An environment variable name: capital letters, digits and underscores."))
+    if name in SERVICE_ENV_NAMES or hasattr(settings, name):
+        return str(_("%(name)s is a setting of this server, never a model key.") % {"name": name})
+    patterns = settings.MODEL_KEY_ENV_ALLOWLIST
+    if not any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
+        return str(
+            _("%(name)s is not allowed by MODEL_KEY_ENV_ALLOWLIST (%(patterns)s).")
+            % {"name": name, "patterns": ", ".join(patterns)}
+        )
+    return None
+
+
+class ModelEndpoint(models.Model):
+    """An OpenAI-compatible server and the environment variable holding its key (never the key).
+
+    A key is only ever sent to its own endpoint's URL: agents pick an endpoint, never a URL or a key
+    variable, and only holders of ``manage_model_endpoints`` create or change endpoints.
+    """
+
+    name = models.CharField(max_length=100, unique=True)
+    base_url = models.URLField(
+        max_length=500, help_text=_("OpenAI-compatible base URL, e.g. https://api.openai.com/v1.")
+    )
+    api_key_env = models.CharField(
+        max_length=100,
+        blank=True,
+        help_text=_(
+            "Name of the environment variable holding this endpoint's key (the key itself is never "
+            "stored). Must match MODEL_KEY_ENV_ALLOWLIST. Empty: a server that needs no key."
+        ),
+    )
+    default_model = models.CharField(
+        max_length=200, blank=True, help_text=_("Model used by agents that name none.")
+    )
+    context_window = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text=_("Max input tokens of the default model, when the known-models table lacks it."),
+    )
+    supports_vision = models.BooleanField(
+        default=False, help_text=_("The endpoint's models accept image inputs.")
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        # Only "view" by default: adding, changing and deleting all need the one dedicated permission.
+        default_permissions = ("view",)
+        permissions = [("manage_model_endpoints", "Can create, change and delete model endpoints")]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def clean(self) -> None:
+        errors: dict[str, str] = {}
+        if self.api_key_env and (problem := key_env_error(self.api_key_env)):
+            errors["api_key_env"] = problem
+        if self.context_window is not None and self.context_window < MIN_CONTEXT_WINDOW:
+            errors["context_window"] = _(
+                "A context window below %(min)s tokens cannot hold a conversation."
+            ) % {"min": MIN_CONTEXT_WINDOW}
+        if errors:
+            raise ValidationError(errors)
+
+
+class Agent(models.Model):
     name = models.CharField(max_length=100)
     slug = models.SlugField(unique=True)
     description = models.TextField(blank=True)
@@ -62,17 +140,19 @@ class Agent(models.Model):
     )
     is_enabled = models.BooleanField(default=True)
 
-    provider = models.CharField(max_length=20, choices=Provider.choices, default=Provider.OFFLINE)
-    model_name = models.CharField(max_length=200, default=OFFLINE_MODEL_NAME)
-    base_url = models.URLField(
-        blank=True, help_text=_("OpenAI-compatible base URL, e.g. http://localhost:8001/v1.")
+    endpoint = models.ForeignKey(
+        ModelEndpoint,
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="agents",
+        help_text=_("The model server. Empty: the built-in offline model (no network)."),
     )
-    api_key_env = models.CharField(
-        max_length=100,
-        default="OPENAI_API_KEY",
-        help_text=_(
-            "Name of the environment variable that holds the API key (the key itself is never stored)."
-        ),
+    model_name = models.CharField(
+        max_length=200,
+        blank=True,
+        default=OFFLINE_MODEL_NAME,
+        help_text=_("Empty: the endpoint's default model."),
     )
     temperature = models.FloatField(default=0.2)
     context_window = models.PositiveIntegerField(
@@ -134,8 +214,8 @@ class Agent(models.Model):
         known_caps = {name for name, _label in CAPABILITY_CHOICES}
         if not isinstance(self.capabilities, list) or set(self.capabilities or []) - known_caps:
             errors["capabilities"] = _("Unknown capabilities.")
-        if self.provider == self.Provider.OPENAI and not self.model_name:
-            errors["model_name"] = _("An OpenAI-compatible agent needs a model name.")
+        if self.endpoint_id is not None and not self.resolved_model_name:
+            errors["model_name"] = _("Name a model: this endpoint has no default model.")
         if self.context_window is not None and self.context_window < MIN_CONTEXT_WINDOW:
             errors["context_window"] = _(
                 "A context window below %(min)s tokens cannot hold a conversation."
@@ -150,8 +230,20 @@ class Agent(models.Model):
             raise ValidationError(errors)
 
     @property
+    def resolved_model_name(self) -> str:
+        """The model name sent to the endpoint: the agent's, else the endpoint's default."""
+        if self.model_name or self.endpoint is None:
+            return self.model_name or OFFLINE_MODEL_NAME
+        return self.endpoint.default_model
+
+    @property
     def resolved_context_window(self) -> int | None:
-        return self.context_window or context_window_for(self.model_name)
+        """The agent's window, else the known-models table, else the endpoint's (for its default model)."""
+        known = context_window_for(self.resolved_model_name)
+        endpoint_window = None
+        if self.endpoint is not None and self.resolved_model_name == self.endpoint.default_model:
+            endpoint_window = self.endpoint.context_window
+        return self.context_window or endpoint_window or known
 
     @property
     def effective_trigger(self) -> int:
@@ -170,7 +262,7 @@ class Agent(models.Model):
             tool_result_token_limit=self.summary_tool_result_token_limit,
             tool_arg_max_length=settings.COMPRESSION_TOOL_ARG_MAX_LENGTH,
             context_window=self.resolved_context_window,
-            model_name=self.model_name,
+            model_name=self.resolved_model_name,
         )
 
 

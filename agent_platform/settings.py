@@ -2,7 +2,8 @@
 
 Embedded default (no environment): SQLite, a SQLite LangGraph checkpointer, the in-memory channel
 layer, runs executed in-process, workdirs on local disk and the offline model. Production switches:
-DATABASE_URL, REDIS_URL, OPENAI_API_KEY / OPENAI_BASE_URL, WORKDIR_STORAGE.
+DATABASE_URL, REDIS_URL, WORKDIR_STORAGE; model servers are ModelEndpoint records in the admin, whose keys
+are environment variables allowed by MODEL_KEY_ENV_ALLOWLIST.
 """
 
 from __future__ import annotations
@@ -139,8 +140,9 @@ WORKDIR_ROOT = env.path("WORKDIR_ROOT", default=VAR_DIR / "workdirs")
 # Dotted path of a Django storage class for workdirs (e.g. an S3 storage); default: local filesystem.
 WORKDIR_STORAGE = env.str("WORKDIR_STORAGE", default="django.core.files.storage.FileSystemStorage")
 CHECKPOINT_SQLITE_PATH = env.path("CHECKPOINT_SQLITE_PATH", default=VAR_DIR / "checkpoints.sqlite3")
-OPENAI_API_KEY = env.str("OPENAI_API_KEY", default="")
-OPENAI_BASE_URL = env.str("OPENAI_BASE_URL", default="")
+# Which environment variables a model endpoint may name as its key (shell-style patterns). Names of
+# settings (SECRET_KEY, WEB_SEARCH_API_KEY...) are refused whatever this says.
+MODEL_KEY_ENV_ALLOWLIST = env.list("MODEL_KEY_ENV_ALLOWLIST", default=["*_API_KEY"])
 WEB_SEARCH_BASE_URL = env.str("WEB_SEARCH_BASE_URL", default="")
 WEB_SEARCH_API_KEY = env.str("WEB_SEARCH_API_KEY", default="")
 MODEL_REQUEST_TIMEOUT = env.float("MODEL_REQUEST_TIMEOUT", default=120.0)

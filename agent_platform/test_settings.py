@@ -19,8 +19,6 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 WORKDIR_ROOT = BASE_DIR / "var" / "test-workdirs"
 MEDIA_ROOT = BASE_DIR / "var" / "test-media"
 CHECKPOINT_SQLITE_PATH = BASE_DIR / "var" / "test-checkpoints.sqlite3"
-OPENAI_API_KEY = ""
-OPENAI_BASE_URL = ""
 WEB_SEARCH_BASE_URL = ""
 WEB_SEARCH_API_KEY = ""
 # Socket tests run in one process; Celery-through-Redis tests opt in explicitly.

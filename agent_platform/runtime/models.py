@@ -8,7 +8,7 @@ from django.conf import settings
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from agent_platform.errors import ApplicationError
-from agent_platform.models import Agent
+from agent_platform.models import Agent, ModelEndpoint, key_env_error
 from agent_platform.runtime.offline import OfflineChatModel
 
 # A self-hosted OpenAI-compatible server (vLLM, Ollama, llama.cpp) usually accepts any key.
@@ -21,27 +21,37 @@ class ModelConfigurationError(ApplicationError):
     code = "model_misconfigured"
 
 
+def endpoint_api_key(endpoint: ModelEndpoint) -> str:
+    """The key to send to ``endpoint`` (and nowhere else): the value of its own variable, checked
+    against the allow-list again at use, so a row written around the admin cannot name a secret."""
+    if not endpoint.api_key_env:
+        return PLACEHOLDER_API_KEY
+    if problem := key_env_error(endpoint.api_key_env):
+        raise ModelConfigurationError(f"Endpoint {endpoint.name!r}: {problem}")
+    key = os.environ.get(endpoint.api_key_env, "")
+    if not key:
+        raise ModelConfigurationError(
+            f"Endpoint {endpoint.name!r} has no key: set the environment variable {endpoint.api_key_env}, "
+            "or clear the variable name for a server that needs none."
+        )
+    return key
+
+
 def chat_model_for(agent: Agent) -> BaseChatModel:
     """The agent's chat model: ``ChatOpenAI`` against its endpoint, or the offline model."""
-    profile = {"max_input_tokens": agent.resolved_context_window} if agent.resolved_context_window else None
-    if agent.provider != Agent.Provider.OPENAI:
+    window = agent.resolved_context_window
+    profile = {"max_input_tokens": window} if window else None
+    endpoint = agent.endpoint
+    if endpoint is None:
         return OfflineChatModel(profile=profile)
 
-    from langchain_openai import ChatOpenAI
+    from langchain_openai import ChatOpenAI  # slow to import; only runs that use an endpoint pay for it
 
-    base_url = agent.base_url or settings.OPENAI_BASE_URL or None
-    api_key = os.environ.get(agent.api_key_env or "", "") or settings.OPENAI_API_KEY
-    if not api_key:
-        if not base_url:
-            raise ModelConfigurationError(
-                f"Agent {agent.slug!r} has no API key: set the environment variable "
-                f"{agent.api_key_env or 'OPENAI_API_KEY'} or give it a base URL of a server that needs none."
-            )
-        api_key = PLACEHOLDER_API_KEY
     return ChatOpenAI(
-        model=agent.model_name,
-        base_url=base_url,
-        api_key=api_key,
+        model=agent.resolved_model_name,
+        # The key and the URL come from the same row: a key never leaves for another host.
+        base_url=endpoint.base_url,
+        api_key=endpoint_api_key(endpoint),
         temperature=agent.temperature,
         timeout=settings.MODEL_REQUEST_TIMEOUT,
         max_retries=MODEL_MAX_RETRIES,

@@ -22,10 +22,8 @@ def _form_data(agent: Agent, **overrides) -> dict:
         "description": agent.description,
         "system_prompt": agent.system_prompt,
         "is_enabled": "on",
-        "provider": agent.provider,
+        "endpoint": agent.endpoint_id or "",
         "model_name": agent.model_name,
-        "base_url": agent.base_url,
-        "api_key_env": agent.api_key_env,
         "temperature": agent.temperature,
         "context_window": "",
         "tools": agent.tools,
@@ -118,7 +116,7 @@ def test_change_page_shows_the_effective_trigger(client, admin_user, agent):
 
 
 def test_change_page_says_when_the_window_caps_the_trigger(client, admin_user, agent):
-    agent.provider, agent.model_name = Agent.Provider.OPENAI, "gpt-4"
+    agent.model_name = "gpt-4"
     agent.save()
     client.force_login(admin_user)
     page = client.get(_change_url(agent)).content.decode()

@@ -53,7 +53,7 @@ def test_zero_tool_result_limit_is_valid():
 
 
 def test_unknown_model_needs_an_explicit_context_window():
-    agent = _agent(provider=Agent.Provider.OPENAI, model_name="my-private-model")
+    agent = _agent(model_name="my-private-model")
     with pytest.raises(ValidationError) as excinfo:
         agent.full_clean()
     assert "context_window" in excinfo.value.message_dict
@@ -62,13 +62,13 @@ def test_unknown_model_needs_an_explicit_context_window():
 
 
 def test_trigger_is_capped_at_ninety_percent_of_the_window():
-    agent = _agent(model_name="gpt-4", provider=Agent.Provider.OPENAI, summary_threshold=100)
+    agent = _agent(model_name="gpt-4", summary_threshold=100)
     assert agent.resolved_context_window == 8192
     assert agent.effective_trigger == int(8192 * 0.9)
 
 
 def test_trigger_below_the_window_is_not_capped():
-    agent = _agent(model_name="gpt-4o", provider=Agent.Provider.OPENAI, summary_threshold=96)
+    agent = _agent(model_name="gpt-4o", summary_threshold=96)
     assert agent.effective_trigger == 96 * 1024
 
 

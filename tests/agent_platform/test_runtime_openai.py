@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_platform.models import Agent
+from agent_platform.models import Agent, ModelEndpoint
 from agent_platform.runtime.models import ModelConfigurationError, chat_model_for
 from conversations.models import AgentRun
 from conversations.services import message_intake, thread_create
@@ -15,13 +15,14 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def openai_agent(openai_stub, monkeypatch):
     monkeypatch.setenv("STUB_API_KEY", "sk-test")
+    endpoint = ModelEndpoint.objects.create(
+        name="stub", base_url=openai_stub.base_url, api_key_env="STUB_API_KEY"
+    )
     return Agent.objects.create(
         name="Stubbed",
         slug="stubbed",
-        provider=Agent.Provider.OPENAI,
+        endpoint=endpoint,
         model_name="gpt-4o-mini",
-        base_url=openai_stub.base_url,
-        api_key_env="STUB_API_KEY",
         temperature=0.0,
         tools=["ls", "read_file", "write_file"],
     )
@@ -96,15 +97,18 @@ def test_agent_settings_reach_the_client(openai_agent, openai_stub):
     assert model.stream_usage is True and model.temperature == 0.0
 
 
-def test_an_openai_agent_without_key_or_base_url_is_a_clear_error(monkeypatch, settings):
-    settings.OPENAI_API_KEY = ""
-    settings.OPENAI_BASE_URL = ""
-    monkeypatch.delenv("NO_SUCH_KEY", raising=False)
-    agent = Agent(
-        slug="keyless", provider=Agent.Provider.OPENAI, model_name="gpt-4o", api_key_env="NO_SUCH_KEY"
-    )
-    with pytest.raises(ModelConfigurationError, match="NO_SUCH_KEY"):
+def test_an_endpoint_whose_key_variable_is_unset_is_a_clear_error(monkeypatch):
+    monkeypatch.delenv("NO_SUCH_API_KEY", raising=False)
+    endpoint = ModelEndpoint(name="keyless", base_url="https://llm.example/v1", api_key_env="NO_SUCH_API_KEY")
+    agent = Agent(slug="keyless", endpoint=endpoint, model_name="gpt-4o")
+    with pytest.raises(ModelConfigurationError, match="NO_SUCH_API_KEY"):
         chat_model_for(agent)
+
+
+def test_an_endpoint_without_a_key_variable_sends_a_placeholder_key(openai_stub):
+    endpoint = ModelEndpoint.objects.create(name="local", base_url=openai_stub.base_url)
+    agent = Agent(slug="local", endpoint=endpoint, model_name="llama3.1")
+    assert chat_model_for(agent).openai_api_key.get_secret_value() == "not-needed"
 
 
 def test_the_offline_agent_gets_the_offline_model(agent):

@@ -2,7 +2,8 @@
 
 Each scripted reply is served as a JSON completion, or as SSE chunks when the request has
 ``"stream": true`` (with a final usage chunk when ``stream_options.include_usage`` is set); errors are
-served with any status and JSON body. Every request body is recorded for assertions.
+served with any status and JSON body. Every request body, and the bearer key it came with, is recorded
+for assertions.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ class OpenAIStub:
         self.model = model
         self.queue: deque[ScriptedReply] = deque()
         self.requests: list[dict[str, Any]] = []
+        self.authorizations: list[str] = []  # the Authorization header of every request, in order
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -124,6 +126,7 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(data)
 
         def do_POST(self) -> None:
+            stub.authorizations.append(self.headers.get("Authorization", ""))
             length = int(self.headers.get("Content-Length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
             if self.path.rstrip("/") != "/v1/chat/completions":
