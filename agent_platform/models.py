@@ -21,6 +21,7 @@ from compression.engine.config import (
     CompressionConfig,
 )
 from compression.engine.formats import DEFAULT_SUMMARY_PROMPT
+from compression.engine.history import validate_summary_prompt
 
 TOOL_CHOICES = [
     ("query_kb", "query_kb: search the knowledge bases"),
@@ -267,15 +268,11 @@ class Agent(models.Model):
 
 
 def summary_prompt_error(prompt: str | None) -> str | None:
-    if not prompt or "{messages}" not in prompt:
-        return str(_("The prompt must contain {messages}."))
+    """The form error of a summary prompt, or None: ``{messages}`` once, and no other placeholder."""
     try:
-        prompt.format(messages="")
-    # AttributeError/TypeError: {messages.x} and {messages[key]} on a str.
-    except (KeyError, IndexError, ValueError, AttributeError, TypeError) as exc:
-        return str(
-            _("The prompt does not format: %(error)s. Double any literal braces: {{ }}.") % {"error": exc}
-        )
+        validate_summary_prompt(prompt or "")
+    except ValueError as exc:
+        return str(exc)
     return None
 
 

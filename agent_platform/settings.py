@@ -49,7 +49,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
-    "agent_platform.http_errors.ApiMethodNotAllowedMiddleware",
+    "agent_platform.http_errors.ApiErrorBodyMiddleware",
+    "agent_platform.http_errors.RequestSizeLimitMiddleware",
 ]
 
 ROOT_URLCONF = "agent_platform.urls"
@@ -87,6 +88,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 FORMS_URLFIELD_ASSUME_HTTPS = True
+# Largest request body (file uploads aside): above it the API answers 413 and pages show a form error.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_621_440)
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},

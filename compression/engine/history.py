@@ -5,6 +5,7 @@ validation, the ``_summarization_event`` (with its global cutoff) and effective-
 from __future__ import annotations
 
 import re
+import string
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
@@ -140,22 +141,41 @@ def effective_messages(messages: Sequence[BaseMessage], event: Mapping[str, Any]
 
 
 def validate_summary_prompt(prompt: str) -> None:
-    """Raise ``ValueError`` unless ``prompt`` contains ``{messages}`` and formats with it alone."""
-    if MESSAGES_PLACEHOLDER not in prompt:
-        raise ValueError("The summary prompt must contain {messages}.")
+    """Raise ``ValueError`` unless ``{messages}`` is the prompt's one and only placeholder.
+
+    Exactly ``{messages}``, once: no format spec (``{messages:>99999999999}`` would allocate gigabytes),
+    no conversion (``{messages!r}``), no attribute or index access (``{messages.__class__}``), no other
+    name. Literal braces are doubled (``{{ }}``).
+    """
     try:
-        prompt.format(messages="")
-    except (KeyError, IndexError, ValueError) as exc:
+        fields = [
+            (name, spec, conversion)
+            for _literal, name, spec, conversion in string.Formatter().parse(prompt)
+            if name is not None
+        ]
+    except ValueError as exc:
         raise ValueError(
-            f"The summary prompt may use no placeholder other than {{messages}} (double other braces): {exc!r}"
+            f"The summary prompt does not parse ({exc}): double any literal braces, {{{{ }}}}."
         ) from exc
+    if not fields:
+        raise ValueError("The summary prompt must contain {messages}.")
+    for name, spec, conversion in fields:
+        if name != "messages" or spec or conversion is not None:
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            raise ValueError(
+                f"The summary prompt may use {{messages}} exactly as written, nothing else: {shown} is not "
+                "allowed (double literal braces: {{ }})."
+            )
+    if len(fields) > 1:
+        raise ValueError("The summary prompt must contain {messages} exactly once.")
 
 
 def _fill(prompt: str, rendered: str) -> str:
     try:
-        return prompt.format(messages=rendered).rstrip()
-    except (KeyError, IndexError, ValueError):  # a prompt with stray braces: substitute literally
+        validate_summary_prompt(prompt)
+    except ValueError:  # a stored prompt from before validation: substitute literally, never format
         return prompt.replace(MESSAGES_PLACEHOLDER, rendered).rstrip()
+    return prompt.format(messages=rendered).rstrip()
 
 
 def format_summary_prompt(

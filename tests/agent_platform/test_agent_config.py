@@ -30,6 +30,13 @@ def test_default_agent_is_valid_and_triggers_at_threshold_times_1024():
         ("summary_prompt", "Bad brace { {messages}"),
         ("summary_prompt", "{messages} and {messages.missing}"),
         ("summary_prompt", "{messages} and {messages[key]}"),
+        ("summary_prompt", "{messages:>99999999999}"),  # a MemoryError (500) when formatted
+        ("summary_prompt", "{messages.__class__}"),
+        ("summary_prompt", "{messages!r}"),
+        ("summary_prompt", "{messages[0]}"),
+        ("summary_prompt", "{messages:{messages}}"),
+        ("summary_prompt", "{messages} twice {messages}"),
+        ("summary_prompt", "{0} {messages}"),
         ("summary_tool_result_token_limit", -1),
         ("tools", ["query_kb", "rm_rf"]),
         ("capabilities", ["mind_reading"]),

@@ -91,3 +91,42 @@ def test_pages_keep_django_405(client, user):
     response = client.get("/accounts/logout/")
     assert response.status_code == 405
     assert not response.get("Content-Type", "").startswith("application/json")
+
+
+# --- writes: 401 whatever the CSRF state, CSRF still guards sessions ---------------------------
+
+
+@pytest.fixture
+def csrf_client():
+    from django.test import Client
+
+    return Client(enforce_csrf_checks=True)
+
+
+def _create_thread(client, **headers):
+    return client.post(
+        "/api/threads", {"agent": "test-agent"}, content_type="application/json", headers=headers
+    )
+
+
+@pytest.mark.parametrize("authorization", [None, "Bearer ap_not-a-real-token", "Bearer ", "Basic abc"])
+def test_an_unauthenticated_write_gets_401_json_not_a_csrf_403(csrf_client, agent, authorization):
+    headers = {"Authorization": authorization} if authorization is not None else {}
+    response = _create_thread(csrf_client, **headers)
+    assert response.status_code == 401
+    assert response.json()["code"] == "unauthorized" and response.json()["message"]
+
+
+def test_a_write_with_a_revoked_token_gets_401(csrf_client, user, agent, bearer):
+    from django.utils import timezone
+
+    assert _create_thread(csrf_client, **bearer).status_code == 201
+    user.api_tokens.update(revoked_at=timezone.now())
+    assert _create_thread(csrf_client, **bearer).status_code == 401
+
+
+def test_a_session_write_without_the_csrf_token_is_still_refused(csrf_client, user, agent):
+    csrf_client.force_login(user)
+    response = _create_thread(csrf_client)
+    assert response.status_code == 403
+    assert not user.conversations.exists()

@@ -137,7 +137,15 @@ def test_summary_prompt_errors_are_explicit():
 def test_custom_summary_prompt_must_contain_messages_and_no_other_placeholder():
     validate_summary_prompt("Summarize: {messages}")
     validate_summary_prompt('JSON like {{"a": 1}} then {messages}')
-    for bad in ("no placeholder", "{messages} and {other}", "{messages} {"):
+    for bad in (
+        "no placeholder",
+        "{messages} and {other}",
+        "{messages} {",
+        "{messages:>99999999999}",
+        "{messages.__class__}",
+        "{messages!r}",
+        "{messages} {messages}",
+    ):
         with pytest.raises(ValueError):
             validate_summary_prompt(bad)
 
@@ -146,6 +154,12 @@ def test_custom_prompt_with_stray_braces_is_filled_literally():
     assert format_summary_prompt([HumanMessage("hi")], prompt='{"x": 1} {messages}') == (
         '{"x": 1} <message type="human">hi</message>'
     )
+
+
+def test_a_stored_prompt_with_a_format_spec_is_filled_literally_never_formatted():
+    # Formatted, "{messages:>99999999999}" would allocate ~100 GB (a MemoryError, a 500 in the admin).
+    prompt = format_summary_prompt([HumanMessage("hi")], prompt="S: {messages:>99999999999} {messages}")
+    assert prompt == 'S: {messages:>99999999999} <message type="human">hi</message>'
 
 
 def test_empty_summaries_are_rejected_and_text_is_stripped():
