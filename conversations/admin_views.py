@@ -1,6 +1,8 @@
 """Staff page for tuning thresholds: active threads by context pressure, with a histogram per agent.
 
-The figures are the per-thread copies of ``token_usage`` on ``Conversation`` (no checkpoint is opened).
+It lists the threads the staff user may see (``conversations.access``): every thread with
+``conversations.view_conversation``, else only their own. The figures are the per-thread copies of
+``token_usage`` on ``Conversation`` (no checkpoint is opened).
 Mounted under /admin/pressure/ by ``agent_platform.urls``.
 """
 
@@ -18,6 +20,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from agent_platform.models import Agent
+from conversations.access import threads_visible_to
 from conversations.models import Conversation
 from conversations.pages import HINT_RATIO
 
@@ -93,7 +96,7 @@ def pressure_histograms(threads: list[Conversation]) -> list[Histogram]:
 @staff_member_required
 @require_GET
 def pressure_overview(request: HttpRequest) -> HttpResponse:
-    threads = Conversation.objects.filter(status=Conversation.Status.ACTIVE).select_related("agent", "owner")
+    threads = threads_visible_to(request.user).select_related("agent", "owner")
     agent_slug = request.GET.get("agent", "")
     if agent_slug:
         # Not a slug (e.g. a NUL byte, which PostgreSQL rejects in a query): no agent has it.

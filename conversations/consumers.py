@@ -1,14 +1,18 @@
-"""The thread WebSocket: live events of one thread, for its owner and staff."""
+"""The thread WebSocket: live events of one thread, for whoever may see it (``conversations.access``)."""
 
 from __future__ import annotations
+
+import uuid
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from conversations.access import thread_visible
 from conversations.events import agent_group, thread_group
-from conversations.selectors import thread_agent_id, thread_can_subscribe
+from conversations.selectors import thread_agent_id
 
 FORBIDDEN_CLOSE_CODE = 4403
+NOT_FOUND_CLOSE_CODE = 4404
 
 
 class ThreadConsumer(AsyncJsonWebsocketConsumer):
@@ -17,20 +21,23 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
     groups_joined: tuple[str, ...] = ()
 
     async def connect(self) -> None:
-        thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
-        allowed = await database_sync_to_async(thread_can_subscribe)(
+        try:
+            thread_id = uuid.UUID(self.scope["url_route"]["kwargs"]["thread_id"])
+        except ValueError:
+            await _refuse(self, NOT_FOUND_CLOSE_CODE)
+            return
+        allowed = await database_sync_to_async(thread_visible)(
             thread_id=thread_id, user=self.scope.get("user")
         )
-        if allowed:
-            # Join before accepting: an event sent once the client sees the socket open is never missed.
-            agent_id = await database_sync_to_async(thread_agent_id)(thread_id=thread_id)
-            self.groups_joined = (thread_group(thread_id), agent_group(agent_id))
-            for group in self.groups_joined:
-                await self.channel_layer.group_add(group, self.channel_name)
-        # Accept, then close with 4403: a browser sees the code, where a refused handshake is only "1006".
-        await self.accept()
         if not allowed:
-            await self.close(code=FORBIDDEN_CLOSE_CODE)
+            await _refuse(self, FORBIDDEN_CLOSE_CODE)
+            return
+        # Join before accepting: an event sent once the client sees the socket open is never missed.
+        agent_id = await database_sync_to_async(thread_agent_id)(thread_id=thread_id)
+        self.groups_joined = (thread_group(thread_id), agent_group(agent_id))
+        for group in self.groups_joined:
+            await self.channel_layer.group_add(group, self.channel_name)
+        await self.accept()
 
     async def disconnect(self, code: int) -> None:
         for group in self.groups_joined:
@@ -41,3 +48,16 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
 
     async def thread_event(self, message: dict) -> None:
         await self.send_json(message["event"])
+
+
+class NoRouteConsumer(AsyncJsonWebsocketConsumer):
+    """Any other socket path: closed with 4404, where the router would raise (a traceback per probe)."""
+
+    async def connect(self) -> None:
+        await _refuse(self, NOT_FOUND_CLOSE_CODE)
+
+
+async def _refuse(consumer: AsyncJsonWebsocketConsumer, code: int) -> None:
+    # Accept, then close with the code: a browser sees it, where a refused handshake is only "1006".
+    await consumer.accept()
+    await consumer.close(code=code)

@@ -1,14 +1,16 @@
-"""Reads of threads, transcripts and runs. Owner-only: another user's thread does not exist."""
+"""Reads of threads, transcripts and runs. A thread the caller may not see (``conversations.access``)
+does not exist for them."""
 
 from __future__ import annotations
 
 import uuid
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
 from compression.engine.formats import LARGE_TOOL_RESULTS_DIR
 from compression.engine.store import StoreError
+from conversations.access import threads_visible_to
 from conversations.errors import ThreadNotFound
 from conversations.models import AgentRun, Conversation, Message
 
@@ -16,29 +18,21 @@ MESSAGE_PAGE_MAX = 500
 
 
 def thread_list(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
+    """The caller's own active threads (a viewer's list is theirs too; others' are reached by id)."""
     return Conversation.objects.filter(owner=user, status=Conversation.Status.ACTIVE).select_related("agent")
 
 
 def thread_get(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> Conversation:
-    """The caller's active thread, else ``ThreadNotFound`` (missing, deleted and foreign look the same)."""
+    """An active thread the caller may see, else ``ThreadNotFound`` (missing, deleted and not visible
+    look the same)."""
     try:
-        return thread_list(user=user).get(thread_id=thread_id)
+        return threads_visible_to(user).select_related("agent").get(thread_id=thread_id)
     except (Conversation.DoesNotExist, ValueError) as exc:
         raise ThreadNotFound() from exc
 
 
-def thread_can_subscribe(
-    *, thread_id: uuid.UUID | str, user: AbstractBaseUser | AnonymousUser | None
-) -> bool:
-    """Whether ``user`` may watch the thread's live events: its owner, or staff."""
-    if user is None or not user.is_authenticated:
-        return False
-    threads = Conversation.objects.filter(thread_id=thread_id, status=Conversation.Status.ACTIVE)
-    return threads.exists() if user.is_staff else threads.filter(owner=user).exists()
-
-
 def thread_agent_id(*, thread_id: uuid.UUID | str) -> int | None:
-    """The agent of a thread (call after ``thread_can_subscribe``: it does not check access)."""
+    """The agent of a thread (call after ``conversations.access.thread_visible``: it does not check access)."""
     return Conversation.objects.filter(thread_id=thread_id).values_list("agent_id", flat=True).first()
 
 

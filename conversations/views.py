@@ -232,7 +232,7 @@ def fragment_compression(request: HttpRequest, thread_id: uuid.UUID) -> HttpResp
 @require_GET
 @_not_found_as_404
 def workdir_file(request: HttpRequest, thread_id: uuid.UUID, path: str) -> HttpResponse:
-    """A saved workdir file (a receipt's full output, a history file), for the thread's owner only:
+    """A saved workdir file (a receipt's full output, a history file), for whoever may see the thread:
     a page with its size and SHA-256 (the receipt's, so a reader can check it); ``?download=1`` gives
     the file itself, ``?raw=1`` the text alone."""
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)

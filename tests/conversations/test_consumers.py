@@ -1,4 +1,5 @@
-"""The thread socket: owner and staff subscribe; anyone else is closed with 4403; events are relayed."""
+"""The thread socket: the owner and holders of the view permission subscribe; anyone else is closed with
+4403; events are relayed."""
 
 from __future__ import annotations
 
@@ -57,7 +58,12 @@ async def test_owner_receives_run_events_as_json(thread, user):
     await communicator.disconnect()
 
 
-async def test_staff_may_watch_any_thread_and_gets_compression_and_state_events(thread, staff_user):
+async def test_a_holder_of_the_view_permission_watches_any_thread_and_gets_its_events(thread, staff_user):
+    from django.contrib.auth.models import Permission
+
+    await sync_to_async(staff_user.user_permissions.add)(
+        await sync_to_async(Permission.objects.get)(codename="view_conversation")
+    )
     communicator = await _connect(thread, staff_user)
     await sync_to_async(broadcast)(
         thread.thread_id,

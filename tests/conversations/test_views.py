@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from agent_platform.workdir import workdir_for
@@ -466,6 +467,7 @@ def test_pressure_page_lists_threads_by_pressure_with_a_histogram_per_agent(clie
     Conversation.objects.filter(pk=other.pk).update(pressure_ratio=0.5)
     thread_create(user=user, agent_slug=agent.slug, title="never measured")
 
+    staff_user.user_permissions.add(Permission.objects.get(codename="view_conversation"))
     client.force_login(staff_user)
     html = client.get(reverse("admin-pressure")).content.decode()
     assert html.count('<figure class="pressure-chart">') == 2
@@ -475,6 +477,20 @@ def test_pressure_page_lists_threads_by_pressure_with_a_histogram_per_agent(clie
 
     filtered = client.get(reverse("admin-pressure"), {"agent": second.slug}).content.decode()
     assert re.findall(r"/change/\">([^<]+)</a>", filtered) == ["other"]
+
+
+def test_pressure_page_lists_only_their_own_threads_to_staff_without_the_view_permission(
+    client, staff_user, user, agent
+):
+    from conversations.services import thread_create
+
+    for owner, title in ((user, "someone else's"), (staff_user, "my own")):
+        conversation = thread_create(user=owner, agent_slug=agent.slug, title=title)
+        Conversation.objects.filter(pk=conversation.pk).update(pressure_ratio=0.5)
+    client.force_login(staff_user)
+    html = client.get(reverse("admin-pressure")).content.decode()
+    assert re.findall(r"/change/\">([^<]+)</a>", html) == ["my own"]
+    assert "someone else" not in html
 
 
 def test_pressure_page_with_a_filter_that_is_not_a_slug_lists_nothing(client, staff_user, thread):

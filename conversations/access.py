@@ -1,0 +1,37 @@
+"""Who may see a thread: the one access rule of the API, the pages, the fragments, the files view, the
+thread socket and /admin/pressure/.
+
+A thread is visible to its owner and to holders of ``conversations.view_conversation`` (superusers hold
+every permission); ``is_staff`` alone grants nothing. Writes (messages, answers, deletion, compression)
+stay the owner's alone: ``conversations.services.thread_lock`` locks only the caller's own thread.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.db.models import QuerySet
+
+from conversations.models import Conversation
+
+VIEW_PERMISSION = "conversations.view_conversation"
+
+
+def threads_visible_to(user: AbstractBaseUser | AnonymousUser | None) -> QuerySet[Conversation]:
+    """The active threads ``user`` may see (none for anonymous or inactive users)."""
+    active = Conversation.objects.filter(status=Conversation.Status.ACTIVE)
+    if user is None or not user.is_authenticated or not user.is_active:
+        return active.none()
+    if user.has_perm(VIEW_PERMISSION):
+        return active
+    return active.filter(owner=user)
+
+
+def thread_visible(*, thread_id: uuid.UUID | str, user: AbstractBaseUser | AnonymousUser | None) -> bool:
+    """Whether ``user`` may see the thread; a ``thread_id`` that is not a UUID names no thread."""
+    try:
+        thread_id = uuid.UUID(str(thread_id))
+    except ValueError:
+        return False
+    return threads_visible_to(user).filter(thread_id=thread_id).exists()

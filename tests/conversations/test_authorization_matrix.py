@@ -1,0 +1,270 @@
+"""The authorization matrix: every URL pattern of the project (and the thread socket) × anonymous,
+owner, other user, staff without permissions, staff holding ``conversations.view_conversation`` and
+superuser.
+
+The routes are found by walking the URL resolver, so a new route without an entry here fails
+``test_every_route_has_an_entry``. The admin site's own model pages are left to Django's model
+permissions (the ones the platform adds are tested in tests/agent_platform); /admin/pressure/ is ours
+and is in the matrix. Reads follow ``conversations.access`` (owner, or the view permission); writes
+are the owner's alone. Where a role may not see the thread, its response must not carry the thread's
+text either.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.auth import AuthMiddlewareStack
+from channels.routing import URLRouter
+from channels.testing import WebsocketCommunicator
+from django.contrib.auth.models import Permission
+from django.urls import URLPattern, URLResolver, get_resolver
+
+from agent_platform.workdir import workdir_for
+from conversations.models import Message
+from conversations.routing import websocket_urlpatterns
+from conversations.services import thread_create
+
+ROLES = ("anonymous", "owner", "other", "staff", "viewer", "superuser")
+MARK = "MARK-7f3a"  # in the thread's title, its message and its file
+LOGIN = "login"  # a redirect to the login page
+ADMIN_LOGIN = "admin-login"
+
+
+@dataclass(frozen=True)
+class Route:
+    method: str
+    path: str  # {thread} is the thread's id
+    expect: dict[str, int | str]
+    sees: frozenset[str] = frozenset()  # roles whose response carries the thread's text
+    data: dict = field(default_factory=dict)
+    json: bool = False
+
+
+def _roles(anonymous, owner, rest, **overrides) -> dict[str, int | str]:
+    expect = {"anonymous": anonymous, "owner": owner, "other": rest, "staff": rest, "viewer": rest}
+    return {**expect, "superuser": rest, **overrides}
+
+
+SEEING = frozenset({"owner", "viewer", "superuser"})
+API_READ = _roles(401, 200, 404, viewer=200, superuser=200)
+PAGE_READ = _roles(LOGIN, 200, 404, viewer=200, superuser=200)
+EVERYONE = _roles(200, 200, 200)
+
+
+def _api_write(owner: int) -> dict[str, int | str]:
+    return _roles(401, owner, 404)
+
+
+def _page_write() -> dict[str, int | str]:
+    return _roles(LOGIN, 302, 404)
+
+
+THREAD = "/threads/{thread}"
+API_THREAD = "/api/threads/{thread}"
+
+MATRIX: dict[str, Route] = {
+    # --- API ---
+    "api:api-root": Route("GET", "/api/", _roles(404, 404, 404)),
+    "api:openapi-json": Route("GET", "/api/openapi.json", EVERYONE),
+    "api:openapi-view": Route("GET", "/api/docs", EVERYONE),
+    "api:me": Route("GET", "/api/me", _roles(401, 200, 200)),
+    "api:agent_list": Route("GET", "/api/agents", _roles(401, 200, 200)),
+    "api:thread_list": Route("GET", "/api/threads", _roles(401, 200, 200), frozenset({"owner"})),
+    "api:thread_create": Route(
+        "POST", "/api/threads", _roles(401, 201, 201), data={"agent": "test-agent"}, json=True
+    ),
+    "api:thread_get": Route("GET", API_THREAD, API_READ, SEEING),
+    "api:thread_delete": Route("DELETE", API_THREAD, _api_write(204)),
+    "api:message_list": Route("GET", f"{API_THREAD}/messages", API_READ, SEEING),
+    "api:message_create": Route(
+        "POST", f"{API_THREAD}/messages", _api_write(202), data={"content": "hi"}, json=True
+    ),
+    "api:thread_resume": Route(
+        "POST", f"{API_THREAD}/resume", _api_write(409), data={"answer": "yes"}, json=True
+    ),
+    "api:thread_state": Route("GET", f"{API_THREAD}/state", API_READ),
+    "api:thread_compress": Route("POST", f"{API_THREAD}/compress", _api_write(200)),
+    "api:thread_compress_undo": Route("POST", f"{API_THREAD}/compress/undo", _api_write(409)),
+    "api/<path:rest>": Route("GET", "/api/no-such-thing", _roles(404, 404, 404)),
+    # --- accounts and language ---
+    "login": Route("GET", "/accounts/login/", EVERYONE),
+    "logout": Route("POST", "/accounts/logout/", _roles(302, 302, 302)),
+    "set_language": Route("POST", "/i18n/setlang/", _roles(302, 302, 302), data={"language": "en"}),
+    # --- pages, fragments, files ---
+    "conversations:thread-list": Route("GET", "/", _roles(LOGIN, 200, 200), frozenset({"owner"})),
+    "conversations:thread-new": Route(
+        "POST", "/threads/new", _roles(LOGIN, 302, 302), data={"agent": "test-agent"}
+    ),
+    "conversations:thread-detail": Route("GET", f"{THREAD}/", PAGE_READ, SEEING),
+    "conversations:thread-delete": Route("POST", f"{THREAD}/delete", _page_write()),
+    "conversations:message-send": Route("POST", f"{THREAD}/messages", _page_write(), data={"content": "hi"}),
+    "conversations:question-answer": Route("POST", f"{THREAD}/answer", _page_write(), data={"answer": "yes"}),
+    "conversations:fragment-messages": Route("GET", f"{THREAD}/fragments/messages", PAGE_READ, SEEING),
+    "conversations:fragment-state": Route("GET", f"{THREAD}/fragments/state", PAGE_READ),
+    "conversations:fragment-compression": Route(
+        "GET", f"{THREAD}/fragments/compression?status=completed", PAGE_READ
+    ),
+    "conversations:workdir-file": Route("GET", f"{THREAD}/files/notes/mark.md", PAGE_READ, SEEING),
+    # --- the admin page the platform adds ---
+    "admin-pressure": Route(
+        "GET",
+        "/admin/pressure/",
+        _roles(ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, staff=200, viewer=200, superuser=200),
+        frozenset({"viewer", "superuser"}),
+    ),
+}
+
+
+def _walk(patterns, prefix: str = "", namespace: str | None = None):
+    for pattern in patterns:
+        if isinstance(pattern, URLResolver):
+            yield from _walk(
+                pattern.url_patterns, prefix + str(pattern.pattern), pattern.namespace or namespace
+            )
+        elif isinstance(pattern, URLPattern):
+            yield prefix + str(pattern.pattern), namespace, pattern.name
+
+
+def _route_keys() -> set[str]:
+    keys = set()
+    for route, namespace, name in _walk(get_resolver().url_patterns):
+        if namespace == "admin":
+            continue
+        keys.add(f"{namespace}:{name}" if namespace and name else name or route)
+    return keys
+
+
+def test_every_route_has_an_entry():
+    walked = _route_keys()
+    assert walked - MATRIX.keys() == set(), "routes without an authorization entry"
+    assert MATRIX.keys() - walked == set(), "entries for routes that no longer exist"
+
+
+def test_every_socket_route_has_an_entry():
+    assert [str(p.pattern) for p in websocket_urlpatterns] == list(SOCKET_ROUTES)
+
+
+# --- the HTTP matrix -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def people(django_user_model, user, other_user):
+    staff = django_user_model.objects.create_user("staff", password="pw-staff-123", is_staff=True)
+    viewer = django_user_model.objects.create_user("viewer", password="pw-viewer-123", is_staff=True)
+    viewer.user_permissions.add(Permission.objects.get(codename="view_conversation"))
+    superuser = django_user_model.objects.create_superuser("root", password="pw-root-123")
+    return {
+        "anonymous": None,
+        "owner": user,
+        "other": other_user,
+        "staff": staff,
+        "viewer": viewer,
+        "superuser": superuser,
+    }
+
+
+@pytest.fixture
+def marked_thread(user, agent):
+    thread = thread_create(user=user, agent_slug=agent.slug, title=f"Plan {MARK}")
+    Message.objects.create(conversation=thread, seq=1, role="user", content=f"secret {MARK}")
+    workdir_for(thread).write_text("notes/mark.md", f"file {MARK}")
+    thread.pressure_ratio, thread.context_tokens, thread.trigger_tokens = 0.5, 500, 1000
+    thread.save()
+    return thread
+
+
+def _request(client, route: Route, thread):
+    path = route.path.format(thread=thread.thread_id)
+    if route.json:
+        return client.generic(
+            route.method, path, data=__import__("json").dumps(route.data), content_type="application/json"
+        )
+    if route.method == "GET":
+        return client.get(path)
+    if route.method == "POST":
+        return client.post(path, route.data)
+    return client.generic(route.method, path)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("key", sorted(MATRIX))
+def test_authorization_matrix(client, people, marked_thread, key, role):
+    route = MATRIX[key]
+    if people[role] is not None:
+        client.force_login(people[role])
+    client.raise_request_exception = False
+    response = _request(client, route, marked_thread)
+
+    expected = route.expect[role]
+    if expected in (LOGIN, ADMIN_LOGIN):
+        assert response.status_code == 302, response.content[:300]
+        prefix = "/accounts/login/" if expected == LOGIN else "/admin/login/"
+        assert response["Location"].startswith(prefix)
+    else:
+        assert response.status_code == expected, response.content[:300]
+        if route.path.startswith("/api/") and response.status_code >= 400:
+            assert {"code", "message"} <= response.json().keys()
+    body = b"".join(response) if response.streaming else response.content
+    assert (MARK.encode() in body) == (role in route.sees), "the thread's text was shown or hidden wrongly"
+
+
+# --- the socket ------------------------------------------------------------------------------------
+
+SOCKET_ROUTES = {
+    "ws/threads/<str:thread_id>/": _roles(4403, "open", 4403, viewer="open", superuser="open"),
+    "": _roles(4404, 4404, 4404),
+}
+
+
+async def _socket(path: str, user):
+    from django.contrib.auth.models import AnonymousUser
+
+    communicator = WebsocketCommunicator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns)), path)
+    communicator.scope["user"] = user or AnonymousUser()
+    connected, _ = await communicator.connect()
+    assert connected
+    return communicator
+
+
+async def _closed_with(communicator) -> int | None:
+    """The close code, or None when the socket stayed open (and it is closed by the test)."""
+    if await communicator.receive_nothing(timeout=0.5):
+        await communicator.disconnect()
+        return None
+    output = await communicator.receive_output(timeout=1)
+    assert output["type"] == "websocket.close"
+    return output["code"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("role", ROLES)
+async def test_socket_matrix(people, marked_thread, role):
+    expected = SOCKET_ROUTES["ws/threads/<str:thread_id>/"][role]
+    communicator = await _socket(f"/ws/threads/{marked_thread.thread_id}/", people[role])
+    code = await _closed_with(communicator)
+    assert code == (None if expected == "open" else expected)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "path", ["/ws/threads/not-a-uuid/", "/ws/threads/1/", "/ws/nothing/", "/ws/threads/"]
+)
+async def test_a_socket_path_that_names_no_thread_is_closed_cleanly(people, path, caplog):
+    communicator = await _socket(path, people["superuser"])
+    assert await _closed_with(communicator) == 4404
+    assert "Traceback" not in caplog.text and not [r for r in caplog.records if r.levelname == "ERROR"]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_staff_without_the_view_permission_gets_no_events(people, marked_thread):
+    from conversations.events import broadcast
+
+    communicator = await _socket(f"/ws/threads/{marked_thread.thread_id}/", people["staff"])
+    await sync_to_async(broadcast)(marked_thread.thread_id, "state", token_usage={"x": MARK})
+    output = await communicator.receive_output(timeout=1)
+    assert output == {"type": "websocket.close", "code": 4403}
+    assert await communicator.receive_nothing(timeout=0.3)
