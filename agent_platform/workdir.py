@@ -1,15 +1,17 @@
 """One thread's workdir, reached through Django's storage API, behind virtual relative paths.
 
 The model (and the compression engine) only ever sees paths like ``outputs/large_tool_results/x.txt``.
-Every path is validated here against the workdir boundary, and no host path appears in a result or
-an error message.
+Every path is validated here against the workdir boundary (``resolve``, for any storage), and no host
+path appears in a result or an error message. On local disk, symbolic links are the other way out:
+reads resolve the real path and refuse one outside the workdir, and writes never follow a link.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
-import tempfile
+import stat
 import uuid
 from pathlib import Path
 
@@ -46,6 +48,8 @@ def resolve(path: str) -> str:
         raise WorkdirPathError(f"The path is longer than {MAX_PATH_LENGTH} characters.")
     if _CONTROL_CHARS.search(path):
         raise WorkdirPathError("The path contains a NUL or control character.")
+    if not _is_utf8(path):
+        raise WorkdirPathError("The path is not valid text (it holds a lone surrogate).")
     if "\\" in path:
         raise WorkdirPathError("The path contains a backslash; use '/' between directories.")
     if path.startswith("/") or path.startswith("~") or _DRIVE_PREFIX.match(path):
@@ -62,6 +66,14 @@ def resolve(path: str) -> str:
             raise WorkdirPathError(f"A path segment is longer than {MAX_SEGMENT_LENGTH} characters.")
         segments.append(segment)
     return "/".join(segments)
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _file_path(path: str) -> str:
@@ -93,8 +105,9 @@ class Workdir:
         if not name:
             return True
         try:
+            self._check_local_real_path(name)
             return self.storage.exists(name)
-        except (OSError, SuspiciousFileOperation):
+        except (OSError, SuspiciousFileOperation, WorkdirPathError):
             return False
 
     def read_text(self, path: str) -> str:
@@ -107,6 +120,7 @@ class Workdir:
 
     def read_bytes(self, path: str) -> bytes:
         name = _file_path(path)
+        self._check_local_real_path(name)
         try:
             with self.storage.open(name, "rb") as handle:
                 return handle.read()
@@ -118,7 +132,15 @@ class Workdir:
             raise StoreError(f"Could not read {name}: {_reason(exc)}") from exc
 
     def write_text(self, path: str, content: str) -> None:
-        self.write_bytes(path, content.encode("utf-8"))
+        name = _file_path(path)
+        try:
+            data = content.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise StoreError(
+                f"Could not write {name}: the content is not valid text (a lone surrogate, "
+                f"U+{ord(exc.object[exc.start]):04X}, at character {exc.start})."
+            ) from exc
+        self.write_bytes(name, data)
 
     def write_bytes(self, path: str, data: bytes) -> None:
         """Write ``data`` at ``path``, replacing any earlier version without a moment where neither
@@ -126,9 +148,9 @@ class Workdir:
         removed once the new version is in place."""
         name = _file_path(path)
         try:
-            local = self._local_path(name)
-            if local is not None:
-                _replace_local(local, data)
+            root = self._local_root()
+            if root is not None:
+                _replace_local_nofollow(root, name, data)
                 return
             # Storages never overwrite on save() (they pick a new name): the new version is saved
             # aside first, so a failure between delete and save loses nothing written so far.
@@ -147,11 +169,22 @@ class Workdir:
             self.storage.delete(saved)
             raise StoreError(f"Could not write {name}: the storage chose another name.")
 
-    def _local_path(self, name: str) -> Path | None:
-        """The host path of ``name`` when the storage is a local filesystem (never shown to anyone)."""
+    def _local_root(self) -> Path | None:
+        """The workdir's host directory when the storage is a local filesystem (never shown to anyone)."""
         if isinstance(self.storage, FileSystemStorage):
-            return Path(self.storage.path(name))
+            return Path(self.storage.location)
         return None
+
+    def _check_local_real_path(self, name: str) -> None:
+        """On local disk, refuse ``name`` when its real path (symbolic links resolved) leaves the workdir.
+        Other storages have no links: ``resolve`` is their boundary."""
+        root = self._local_root()
+        if root is None:
+            return
+        real_root = os.path.realpath(root)
+        real = os.path.realpath(root / name)
+        if real != real_root and not real.startswith(real_root + os.sep):
+            raise WorkdirPathError(f"{name or '.'} leads outside the workdir (through a symbolic link).")
 
     def append_text(self, path: str, content: str) -> None:
         name = _file_path(path)
@@ -181,6 +214,7 @@ class Workdir:
     def list_dir(self, path: str = ".") -> list[str]:
         """Entries of a directory as virtual paths, directories first and ending in ``/``."""
         name = resolve(path)
+        self._check_local_real_path(name)
         try:
             dirs, files = self.storage.listdir(name)
         except FileNotFoundError as exc:
@@ -196,6 +230,7 @@ class Workdir:
 
     def size(self, path: str) -> int:
         name = _file_path(path)
+        self._check_local_real_path(name)
         try:
             return self.storage.size(name)
         except (OSError, SuspiciousFileOperation) as exc:
@@ -216,16 +251,48 @@ def workdir_for(conversation) -> Workdir:
     return Workdir(conversation.thread_id)
 
 
-def _replace_local(target: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``target`` and rename it over ``target`` (atomic)."""
-    if target.is_dir():
-        raise IsADirectoryError(str(target))
-    target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+_DIRECTORY_NOFOLLOW = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
+
+
+def _replace_local_nofollow(root: Path, name: str, data: bytes) -> None:
+    """Write ``data`` at ``root/name`` through a temporary file renamed over it (atomic), never through
+    a symbolic link: each directory is opened relative to its parent with ``O_NOFOLLOW``, so a link
+    placed in the workdir (or swapped in meanwhile) cannot send the write elsewhere."""
+    root.mkdir(parents=True, exist_ok=True)
+    *directories, filename = name.split("/")
+    directory = os.open(root, os.O_RDONLY | os.O_DIRECTORY)  # the root itself is the operator's choice
     try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+        for part in directories:
+            _refuse_link(part, directory, name)
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(part, dir_fd=directory)
+            child = os.open(part, _DIRECTORY_NOFOLLOW, dir_fd=directory)
+            os.close(directory)
+            directory = child
+        if _refuse_link(filename, directory, name) == "directory":
+            raise IsADirectoryError(name)
+        temporary = f".{filename[:100]}.{uuid.uuid4().hex}.tmp"
+        handle = os.open(
+            temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600, dir_fd=directory
+        )
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                stream.write(data)
+            os.replace(temporary, filename, src_dir_fd=directory, dst_dir_fd=directory)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temporary, dir_fd=directory)
+            raise
+    finally:
+        os.close(directory)
+
+
+def _refuse_link(part: str, directory: int, name: str) -> str | None:
+    """``"directory"``, ``"file"`` or None (missing) for ``part`` in ``directory``; a link is refused."""
+    try:
+        mode = os.stat(part, dir_fd=directory, follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return None
+    if stat.S_ISLNK(mode):
+        raise WorkdirPathError(f"Could not write {name}: {part} is a symbolic link, which is not followed.")
+    return "directory" if stat.S_ISDIR(mode) else "file"

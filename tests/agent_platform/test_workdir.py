@@ -120,7 +120,7 @@ def test_workdir_for_uses_the_conversation_thread_id(settings, tmp_path, user, a
 def test_a_failed_replacement_leaves_the_previous_version_whole(workdir, monkeypatch):
     workdir.write_text("outputs/conversation_history/s.md", "section one\n")
 
-    def refuse(source, target):
+    def refuse(source, target, **dir_fds):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr("agent_platform.workdir.os.replace", refuse)
