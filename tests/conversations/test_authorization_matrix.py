@@ -12,6 +12,7 @@ text either.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 import pytest
@@ -20,6 +21,7 @@ from channels.auth import AuthMiddlewareStack
 from channels.routing import URLRouter
 from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import Permission
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from agent_platform.workdir import workdir_for
@@ -41,6 +43,7 @@ class Route:
     sees: frozenset[str] = frozenset()  # roles whose response carries the thread's text
     data: dict = field(default_factory=dict)
     json: bool = False
+    upload: bool = False  # multipart, with a small text file in ``files``
 
 
 def _roles(anonymous, owner, rest, **overrides) -> dict[str, int | str]:
@@ -81,6 +84,9 @@ MATRIX: dict[str, Route] = {
     "api:message_list": Route("GET", f"{API_THREAD}/messages", API_READ, SEEING),
     "api:message_create": Route(
         "POST", f"{API_THREAD}/messages", _api_write(202), data={"content": "hi"}, json=True
+    ),
+    "api:message_create_with_files": Route(
+        "POST", f"{API_THREAD}/messages/upload", _api_write(202), data={"content": "hi"}, upload=True
     ),
     "api:thread_resume": Route(
         "POST", f"{API_THREAD}/resume", _api_write(409), data={"answer": "yes"}, json=True
@@ -180,8 +186,10 @@ def _request(client, route: Route, thread):
     path = route.path.format(thread=thread.thread_id)
     if route.json:
         return client.generic(
-            route.method, path, data=__import__("json").dumps(route.data), content_type="application/json"
+            route.method, path, data=json.dumps(route.data), content_type="application/json"
         )
+    if route.upload:
+        return client.post(path, {**route.data, "files": SimpleUploadedFile("note.txt", b"hello\n")})
     if route.method == "GET":
         return client.get(path)
     if route.method == "POST":
