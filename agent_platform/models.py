@@ -15,6 +15,7 @@ from django.utils.translation import gettext_lazy as _
 from agent_platform.model_catalog import OFFLINE_MODEL_NAME, context_window_for
 from compression.engine.budget import effective_trigger
 from compression.engine.config import (
+    COMPRESSION_CAPABILITY,
     DEFAULT_KEEP_MESSAGES,
     DEFAULT_THRESHOLD_K,
     DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
@@ -34,7 +35,7 @@ TOOL_CHOICES = [
     ("task", "task: delegate to a sub-agent"),
 ]
 TOOL_NAMES = [name for name, _label in TOOL_CHOICES]
-CAPABILITY_CHOICES = [("context_compression", "context_compression: manual and bulk compression")]
+CAPABILITY_CHOICES = [(COMPRESSION_CAPABILITY, f"{COMPRESSION_CAPABILITY}: manual and bulk compression")]
 MIN_CONTEXT_WINDOW = 1024
 COMPRESSION_FIELDS = (
     "summary_threshold",
@@ -49,7 +50,7 @@ def _default_tools() -> list[str]:
 
 
 def _default_capabilities() -> list[str]:
-    return ["context_compression"]
+    return [COMPRESSION_CAPABILITY]
 
 
 # Env names read by settings.py that are not themselves settings: never a model key either.

@@ -203,8 +203,8 @@ def _seed_compactable(slug: str, count: int) -> list:
     from django.utils import timezone
 
     from agent_platform.models import Agent
+    from agent_platform.runtime.graph import state_repository_for
     from bench.overhead import real_state
-    from compression.services import _repository
     from conversations.models import Conversation
     from conversations.services import thread_create
 
@@ -214,7 +214,7 @@ def _seed_compactable(slug: str, count: int) -> list:
     threads = []
     for _ in range(count):
         conversation = thread_create(user=user, agent_slug=agent.slug, title="bench bulk")
-        _repository(conversation).update({"messages": messages})
+        state_repository_for(conversation).update({"messages": messages})
         threads.append(conversation.pk)
     Conversation.objects.filter(pk__in=threads).update(
         pressure_ratio=0.95, last_activity_at=timezone.now() - timedelta(hours=3)
@@ -224,13 +224,13 @@ def _seed_compactable(slug: str, count: int) -> list:
 
 def _checkpoint_read_ms(ids: list[int]) -> float:
     """Median time to open one thread's checkpoint: what selecting by reading checkpoints would pay."""
-    from compression.services import _repository
+    from agent_platform.runtime.graph import state_repository_for
     from conversations.models import Conversation
 
     times = []
     for conversation in Conversation.objects.filter(pk__in=ids[:50]).select_related("agent"):
         start = time.perf_counter()
-        _repository(conversation).get_values()
+        state_repository_for(conversation).get_values()
         times.append(time.perf_counter() - start)
     return statistics.median(times) * 1e3
 

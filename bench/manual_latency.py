@@ -11,11 +11,12 @@ Phases are timed without touching product code, by timing shims monkeypatched ov
 service goes through (only calls made by the sampling thread count):
 
 * ``lock wait``: ``conversations.services.threads._lock_row`` (``SELECT ... FOR UPDATE``);
-* ``graph build``: ``compression.services._repository`` (the thread's state graph, compiled on its first use in a process);
+* ``graph build``: ``state_repository_for`` as ``compression.services.compress`` calls it (the thread's state graph,
+  compiled on its first use in a process);
 * ``state read``: ``AgentStateRepository.get_values`` (checkpoint load and deserialization);
-* ``token counts``: ``compression.manual.messages_tokens`` (the estimate of the effective messages
+* ``token counts``: ``compression.engine.forced.messages_tokens`` (the estimate of the effective messages
   before and after, the first one cold);
-* ``compaction``: ``compression.manual.compact_messages`` plus ``StagedStore.flush`` (``files
+* ``compaction``: ``compression.engine.forced.compact_messages`` plus ``StagedStore.flush`` (``files
   written``: the saved tool-result files, written once a cut is certain);
 * ``summary``: the whole ``summarize_span`` step, of which ``history rendering``
   (``render_history_section``), ``history file`` (``Workdir.append_text``), ``prompt rendering``
@@ -132,8 +133,8 @@ def _seed(size: int, count: int) -> tuple[Any, list]:
     from django.contrib.auth import get_user_model
 
     from agent_platform.models import Agent
+    from agent_platform.runtime.graph import state_repository_for
     from bench.overhead import real_state
-    from compression.services import _repository
     from conversations.services import thread_create
 
     user_model = get_user_model()
@@ -146,7 +147,7 @@ def _seed(size: int, count: int) -> tuple[Any, list]:
     threads = []
     for _ in range(count):
         conversation = thread_create(user=user, agent_slug=agent.slug, title=f"bench {size}")
-        _repository(conversation).update({"messages": messages})
+        state_repository_for(conversation).update({"messages": messages})
         threads.append(conversation)
     return user, threads
 
@@ -204,16 +205,17 @@ class Recorder:
 @contextmanager
 def _patched(recorder: Recorder):
     from agent_platform.runtime.offline import OfflineChatModel
+    from agent_platform.runtime.state_repository import AgentStateRepository
     from agent_platform.workdir import Workdir
-    from compression import manual, services
-    from compression.agent_middleware import summary
+    from compression.engine import forced as manual
+    from compression.engine import summary
     from compression.engine.store import StagedStore
-    from compression.state_repository import AgentStateRepository
+    from compression.services import compress
     from conversations.services import threads
 
     seams = [
         (threads, "_lock_row", recorder.wrap("lock wait", threads._lock_row)),
-        (services, "_repository", recorder.wrap("graph build", services._repository)),
+        (compress, "state_repository_for", recorder.wrap("graph build", compress.state_repository_for)),
         (AgentStateRepository, "get_values", recorder.wrap("state read", AgentStateRepository.get_values)),
         (AgentStateRepository, "update", recorder.wrap("state write", AgentStateRepository.update)),
         (manual, "messages_tokens", recorder.wrap("token counts", manual.messages_tokens)),

@@ -1,11 +1,17 @@
-"""Read-only audit of compressions."""
+"""Read-only audit of compressions, and the compression actions on the thread admin."""
 
 from __future__ import annotations
 
-from django.contrib import admin
+from django.contrib import admin, messages
+from django.http import HttpRequest
+from django.utils.translation import gettext_lazy as _
 
 from agent_platform.admin_base import AuditAdmin
+from compression.bulk import bulk_compress_selected, celery_broker_configured
 from compression.models import CompressionRecord
+from compression.tasks import bulk_compress_enqueue
+from conversations.admin import ConversationAdmin
+from conversations.models import Conversation
 
 
 @admin.register(CompressionRecord)
@@ -29,3 +35,37 @@ class CompressionRecordAdmin(AuditAdmin):
         "error",
     )
     date_hierarchy = "created_at"
+
+
+class CompressingConversationAdmin(ConversationAdmin):
+    """The thread admin with this app's actions (``conversations`` never imports ``compression``)."""
+
+    actions = ["compress_context", "bulk_compress"]
+
+    @admin.action(description=_("Compress context"))
+    def compress_context(self, request: HttpRequest, queryset) -> None:
+        ids = list(queryset.values_list("pk", flat=True))
+        report, by_label = bulk_compress_selected(
+            conversation_ids=ids, requested_by=request.user, trigger=CompressionRecord.Trigger.MANUAL
+        )
+        self.message_user(request, report.summary_line(), messages.SUCCESS)
+        names = {c.pk: str(c) for c in queryset}
+        for label, level in (("skipped_busy", messages.WARNING), ("failed", messages.ERROR)):
+            if by_label.get(label):
+                listed = ", ".join(names[pk] for pk in by_label[label])
+                title = _("Busy, not compressed") if label == "skipped_busy" else _("Failed")
+                self.message_user(request, f"{title}: {listed}", level)
+
+    @admin.action(description=_("Bulk compaction (background when a broker is configured)"))
+    def bulk_compress(self, request: HttpRequest, queryset) -> None:
+        ids = list(queryset.values_list("pk", flat=True))
+        if celery_broker_configured():
+            batch = bulk_compress_enqueue(conversation_ids=ids)
+            self.message_user(request, f"Queued {len(ids)} thread(s) for compaction (batch {batch}).")
+            return
+        report, _by_label = bulk_compress_selected(conversation_ids=ids, requested_by=request.user)
+        self.message_user(request, report.summary_line())
+
+
+admin.site.unregister(Conversation)
+admin.site.register(Conversation, CompressingConversationAdmin)

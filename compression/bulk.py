@@ -1,32 +1,23 @@
-"""One bulk-compaction step per thread, and the tally a bulk run reports.
+"""One bulk-compression step per thread, and the tally a bulk run reports.
 
 Every thread goes through ``compression.services.conversation_compress`` with ``nowait``: a thread
-that is busy or locked is skipped at once, never waited on.
+that is busy or locked is skipped at once, never waited on. The Celery fan-out is in ``tasks``.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 from dataclasses import dataclass, field
-from functools import partial
 
 from django.conf import settings
-from django.db import transaction
-from openai import APIConnectionError, APITimeoutError, InternalServerError, RateLimitError
 
 from agent_platform.errors import ApplicationError
+from compression.errors import TRANSIENT_MODEL_ERRORS
 from compression.models import CompressionRecord
+from compression.services import conversation_compress
 
 logger = logging.getLogger(__name__)
 
-# Model errors worth a retry with backoff (Celery path); a busy thread is reported, never retried.
-TRANSIENT_MODEL_ERRORS: tuple[type[BaseException], ...] = (
-    APIConnectionError,
-    APITimeoutError,
-    InternalServerError,
-    RateLimitError,
-)
 # Service error codes that mean "left alone on purpose", not "went wrong".
 _SKIPPED = {"thread_busy": "skipped_busy", "capability_missing": "skipped_capability"}
 
@@ -41,7 +32,7 @@ class BulkOutcome:
     error: str = ""
 
 
-def bulk_compact_one(
+def bulk_compress_one(
     *,
     conversation_id: int,
     batch: str | None = None,
@@ -55,8 +46,6 @@ def bulk_compact_one(
     stored result instead of summarizing again. With ``raise_transient``, a transient model error
     propagates (so a Celery task can retry it) instead of being counted as a failure.
     """
-    from compression.services import conversation_compress
-
     key = f"bulk:{batch}:{conversation_id}" if batch else None
     try:
         outcome = conversation_compress(
@@ -72,7 +61,7 @@ def bulk_compact_one(
         label = _SKIPPED.get(exc.code, "failed")
         return BulkOutcome(conversation_id, label, error=exc.message if label == "failed" else "")
     except Exception as exc:  # noqa: BLE001 - one broken thread must not stop the rest of the batch
-        logger.exception("Bulk compaction of conversation %s failed", conversation_id)
+        logger.exception("Bulk compression of conversation %s failed", conversation_id)
         return BulkOutcome(conversation_id, "failed", error=f"{type(exc).__name__}: {exc}")
     record = outcome.record
     usage = record.summary_usage or {}
@@ -135,13 +124,13 @@ class BulkReport:
         return line
 
 
-def bulk_compact_selected(
+def bulk_compress_selected(
     *, conversation_ids: list[int], requested_by=None, trigger: str = CompressionRecord.Trigger.BULK
 ) -> tuple[BulkReport, dict[str, list[int]]]:
     """Compress the given threads now, one by one; returns the tally and the ids per outcome label."""
     report, by_label = BulkReport(), {}
     for conversation_id in conversation_ids:
-        outcome = bulk_compact_one(
+        outcome = bulk_compress_one(
             conversation_id=conversation_id, trigger=trigger, requested_by=requested_by
         )
         report.add(outcome)
@@ -152,14 +141,3 @@ def bulk_compact_selected(
 def celery_broker_configured() -> bool:
     """Whether tasks sent now reach a worker (an in-memory broker only reaches this process)."""
     return not str(settings.CELERY_BROKER_URL or "memory://").startswith("memory://")
-
-
-def bulk_compact_enqueue(*, conversation_ids: list[int], queue: str | None = None) -> str:
-    """One Celery task per thread (sent after commit); returns the batch id that makes them idempotent."""
-    from compression.tasks import thread_compact
-
-    batch = uuid.uuid4().hex[:12]
-    options = {"queue": queue} if queue else {}
-    for conversation_id in conversation_ids:
-        transaction.on_commit(partial(thread_compact.apply_async, args=(conversation_id, batch), **options))
-    return batch

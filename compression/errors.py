@@ -1,8 +1,19 @@
-"""Domain errors of thread maintenance, each mapped once to ``{"code", "message"}`` by the API."""
+"""Domain errors of thread maintenance, each mapped once to ``{"code", "message"}`` by the API, and
+the model errors a bulk task retries."""
 
 from __future__ import annotations
 
+from openai import APIConnectionError, APITimeoutError, InternalServerError, RateLimitError
+
 from agent_platform.errors import ApplicationError, Conflict, Unprocessable
+
+# Model errors worth a retry with backoff (Celery path); a busy thread is reported, never retried.
+TRANSIENT_MODEL_ERRORS: tuple[type[BaseException], ...] = (
+    APIConnectionError,
+    APITimeoutError,
+    InternalServerError,
+    RateLimitError,
+)
 
 
 class CapabilityMissing(Unprocessable):

@@ -6,13 +6,15 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from compression.engine.events import LEVEL_UNDO
+
 
 class CompressionRecord(models.Model):
     class Trigger(models.TextChoices):
         AUTO = "auto", _("Automatic (in a run)")
         MANUAL = "manual", _("Manual")
         BULK = "bulk", _("Bulk")
-        UNDO = "undo", _("Undo")
+        UNDO = LEVEL_UNDO, _("Undo")  # shown as the "undo" level, as its event is
 
     class Level(models.TextChoices):
         NONE = "none", _("None")

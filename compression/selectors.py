@@ -54,21 +54,3 @@ def compaction_candidates(
 def conversation_is_busy(conversation: Conversation) -> bool:
     """For a ``compaction_candidates`` row: would the service answer ``thread_busy`` right now?"""
     return bool(conversation.has_active_run) or conversation.latest_run_status == AgentRun.Status.INTERRUPTED
-
-
-def compression_latest(*, conversation: Conversation) -> dict[str, object] | None:
-    """The thread's newest compression (automatic, manual, bulk or undo) as the page shows it."""
-    from compression.models import CompressionRecord
-
-    record = CompressionRecord.objects.filter(conversation=conversation).order_by("-created_at", "-id").first()
-    if record is None:
-        return None
-    return {
-        "status": record.status,
-        "level": "undo" if record.trigger == CompressionRecord.Trigger.UNDO else record.level,
-        "before_tokens": record.before_tokens,
-        "after_tokens": record.after_tokens,
-        "file_path": record.file_path,
-        "error": record.error,
-        "reason": record.reason,
-    }

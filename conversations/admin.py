@@ -1,10 +1,10 @@
-"""Admin views of threads, their read-only transcripts, and runs."""
+"""Admin views of threads, their read-only transcripts, and runs. The compression actions on threads
+are added by ``compression.admin``."""
 
 from __future__ import annotations
 
-from django.contrib import admin, messages
+from django.contrib import admin
 from django.http import HttpRequest
-from django.utils.translation import gettext_lazy as _
 
 from agent_platform.admin_base import AuditAdmin
 from conversations.models import AgentRun, Conversation, Message
@@ -49,39 +49,9 @@ class ConversationAdmin(admin.ModelAdmin):
     )
     fields = ("title", "status", *readonly_fields)
     inlines = [MessageInline]
-    actions = ["compress_context", "bulk_compact"]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
-
-    @admin.action(description=_("Compress context"))
-    def compress_context(self, request: HttpRequest, queryset) -> None:
-        from compression.bulk import bulk_compact_selected
-        from compression.models import CompressionRecord
-
-        ids = list(queryset.values_list("pk", flat=True))
-        report, by_label = bulk_compact_selected(
-            conversation_ids=ids, requested_by=request.user, trigger=CompressionRecord.Trigger.MANUAL
-        )
-        self.message_user(request, report.summary_line(), messages.SUCCESS)
-        names = {c.pk: str(c) for c in queryset}
-        for label, level in (("skipped_busy", messages.WARNING), ("failed", messages.ERROR)):
-            if by_label.get(label):
-                listed = ", ".join(names[pk] for pk in by_label[label])
-                title = _("Busy, not compressed") if label == "skipped_busy" else _("Failed")
-                self.message_user(request, f"{title}: {listed}", level)
-
-    @admin.action(description=_("Bulk compaction (background when a broker is configured)"))
-    def bulk_compact(self, request: HttpRequest, queryset) -> None:
-        from compression.bulk import bulk_compact_enqueue, bulk_compact_selected, celery_broker_configured
-
-        ids = list(queryset.values_list("pk", flat=True))
-        if celery_broker_configured():
-            batch = bulk_compact_enqueue(conversation_ids=ids)
-            self.message_user(request, f"Queued {len(ids)} thread(s) for compaction (batch {batch}).")
-            return
-        report, _by_label = bulk_compact_selected(conversation_ids=ids, requested_by=request.user)
-        self.message_user(request, report.summary_line())
 
 
 @admin.register(AgentRun)

@@ -6,15 +6,22 @@ from __future__ import annotations
 import uuid
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.cache import cache
 from django.db.models import QuerySet
 
+from agent_platform.runtime.graph import state_repository_for
+from agent_platform.workdir import workdir_for
+from compression.engine.events import LEVEL_UNDO
 from compression.engine.formats import LARGE_TOOL_RESULTS_DIR
+from compression.engine.state import TOKEN_USAGE_KEY
 from compression.engine.store import StoreError
 from conversations.access import threads_visible_to
 from conversations.errors import ThreadNotFound
 from conversations.models import AgentRun, Conversation, Message
 
 MESSAGE_PAGE_MAX = 500
+# A thread's "compression under way" marker in the shared cache (set by ``services.pressure``).
+COMPRESSING_KEY = "compression:under-way:{thread_id}"
 
 
 def thread_list(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
@@ -98,8 +105,6 @@ def thread_busy_flags(*, conversation: Conversation) -> dict[str, object]:
 
 def thread_saved_results(*, conversation: Conversation) -> frozenset[str]:
     """Paths of the tool results saved in the thread's workdir (one directory listing)."""
-    from agent_platform.workdir import workdir_for
-
     try:
         return frozenset(workdir_for(conversation).list_dir(LARGE_TOOL_RESULTS_DIR))
     except StoreError:
@@ -108,18 +113,12 @@ def thread_saved_results(*, conversation: Conversation) -> frozenset[str]:
 
 def thread_token_usage(*, conversation: Conversation) -> dict | None:
     """The thread's ``token_usage`` as last written to its checkpoint by the token-usage middleware."""
-    from agent_platform.runtime.graph import state_graph_for
-    from compression.state_repository import AgentStateRepository
-
-    values = AgentStateRepository(state_graph_for(conversation), conversation.thread_id).get_values()
-    usage = values.get("token_usage")
+    usage = state_repository_for(conversation).get_values().get(TOKEN_USAGE_KEY)
     return usage if isinstance(usage, dict) else None
 
 
 def thread_state(*, conversation: Conversation) -> dict[str, object]:
     """Token usage from the checkpoint plus busy flags, for GET state and the page's meter."""
-    from compression.services import thread_compressing
-
     flags = thread_busy_flags(conversation=conversation)
     return {
         "thread_id": conversation.thread_id,
@@ -130,4 +129,28 @@ def thread_state(*, conversation: Conversation) -> dict[str, object]:
         "interrupted": flags["interrupted"],
         "interrupt": {"question": flags["interrupt_question"]} if flags["interrupted"] else None,
         "latest_run": flags["latest_run"],
+    }
+
+
+def thread_compressing(*, thread_id: object) -> bool:
+    """Whether a manual or bulk compression of this thread is under way (any process)."""
+    return cache.get(COMPRESSING_KEY.format(thread_id=thread_id)) is not None
+
+
+def compression_latest(*, conversation: Conversation) -> dict[str, object] | None:
+    """The thread's newest compression (automatic, manual, bulk or undo) as the page shows it.
+
+    Read through the reverse relation of ``compression.CompressionRecord``, so this app never imports
+    compression's models; an undo shows as the ``undo`` level, as its live event does."""
+    record = conversation.compression_records.order_by("-created_at", "-id").first()
+    if record is None:
+        return None
+    return {
+        "status": record.status,
+        "level": LEVEL_UNDO if record.trigger == LEVEL_UNDO else record.level,
+        "before_tokens": record.before_tokens,
+        "after_tokens": record.after_tokens,
+        "file_path": record.file_path,
+        "error": record.error,
+        "reason": record.reason,
     }

@@ -25,7 +25,6 @@ from agent_platform.errors import ApplicationError, NotFound
 from agent_platform.selectors import agent_list_enabled
 from agent_platform.workdir import workdir_for
 from compression.engine.store import StoreError
-from compression.selectors import compression_latest
 from conversations import pages, selectors, services
 from conversations.attachments import served_type
 from conversations.models import Conversation
@@ -89,7 +88,9 @@ def _state_context(conversation: Conversation) -> dict[str, Any]:
         "busy": busy,
         "question": (state.get("interrupt") or {}).get("question") if state["interrupted"] else None,
         "compression": pages.compression_status_from(
-            {"status": "started"} if state["compressing"] else compression_latest(conversation=conversation)
+            {"status": "started"}
+            if state["compressing"]
+            else selectors.compression_latest(conversation=conversation)
         ),
     }
 

@@ -6,29 +6,30 @@ checkpointer come from the agent and the thread.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from typing import Any
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.language_models.chat_models import BaseChatModel
-from langchain_core.tools import BaseTool
+from langchain_core.messages import HumanMessage
+from langchain_core.tools import BaseTool, tool
 from langgraph.graph.state import CompiledStateGraph
 
 from agent_platform.models import Agent
 from agent_platform.runtime import models as chat_models
 from agent_platform.runtime.checkpointer import checkpointer_get
+from agent_platform.runtime.offline import OfflineChatModel
+from agent_platform.runtime.state_repository import AgentStateRepository
+from agent_platform.runtime.subagent import SUBAGENT_EXCLUDED_TOOLS, SUBAGENT_PROMPT_SUFFIX, final_answer
+from agent_platform.tools import build_tools
 from agent_platform.workdir import Workdir, workdir_for
+from compression.agent_middleware import compression_middleware_for, token_usage_middleware_for
+from compression.engine.lru import LRU
 
-# Tools a sub-agent never gets: no recursion, and it cannot pause for the user inside a tool call.
-SUBAGENT_EXCLUDED_TOOLS = frozenset({"task", "ask_user"})
 RECURSION_LIMIT = 50
-SUBAGENT_PROMPT_SUFFIX = (
-    "\n\nYou are a sub-agent working on one delegated task. Do it with your tools and reply with a "
-    "complete, self-contained final answer: the caller only sees that answer."
-)
 _SHARED_CHECKPOINTER = object()
+STATE_GRAPH_CACHE_SIZE = 64
+_state_graphs = LRU(STATE_GRAPH_CACHE_SIZE)
 
 
 def thread_config(conversation: Any, **configurable: Any) -> dict[str, Any]:
@@ -52,8 +53,6 @@ def agent_middleware(
 
     Sub-agents get a stack of their own built here too (same files: they share the parent's workdir).
     """
-    from compression.agent_middleware import compression_middleware_for, token_usage_middleware_for
-
     return [
         compression_middleware_for(agent=agent, conversation=conversation, workdir=workdir, model=model),
         token_usage_middleware_for(agent=agent, model=model),
@@ -98,16 +97,31 @@ def build_agent_graph(
 def agent_tools(
     *, agent: Agent, conversation: Any, workdir: Workdir, model: BaseChatModel, subagent: bool = False
 ) -> list[BaseTool]:
-    from agent_platform.tools import build_tools
-
     tools = build_tools(agent=agent, conversation=conversation, workdir=workdir)
     if subagent:
         return [tool for tool in tools if tool.name not in SUBAGENT_EXCLUDED_TOOLS]
     if "task" in (agent.tools or []):
-        from agent_platform.runtime.subagent import build_task_tool
-
         tools.append(build_task_tool(agent=agent, conversation=conversation, workdir=workdir, model=model))
     return tools
+
+
+def build_task_tool(*, agent: Agent, conversation: Any, workdir: Workdir, model: BaseChatModel) -> BaseTool:
+    """The ``task`` tool: a sub-agent with the parent's model, workdir and middleware stack."""
+
+    @tool("task", parse_docstring=True)
+    def task(description: str) -> str:
+        """Delegate a self-contained task to a sub-agent with the same tools and files; returns its answer.
+
+        Args:
+            description: What the sub-agent should do, with every detail it needs.
+        """
+        graph = build_agent_graph(
+            agent=agent, conversation=conversation, model=model, workdir=workdir, subagent=True
+        )
+        result = graph.invoke({"messages": [HumanMessage(description)]})
+        return final_answer(result.get("messages", []))
+
+    return task
 
 
 def state_graph_for(conversation: Any) -> CompiledStateGraph:
@@ -117,26 +131,18 @@ def state_graph_for(conversation: Any) -> CompiledStateGraph:
     Compiling costs ~10 ms and pages read state on every live event, so recent graphs are reused
     while the agent's configuration and the process's checkpointer are unchanged.
     """
-    from agent_platform.runtime.offline import OfflineChatModel
-
     agent = conversation.agent
     checkpointer = checkpointer_get()
     key = (conversation.pk, agent.pk, agent.updated_at, id(checkpointer))
-    with _state_graphs_lock:
-        graph = _state_graphs.get(key)
-        if graph is not None:
-            _state_graphs.move_to_end(key)
-            return graph
-    graph = build_agent_graph(
-        agent=agent, conversation=conversation, model=OfflineChatModel(), checkpointer=checkpointer
-    )
-    with _state_graphs_lock:
-        _state_graphs[key] = graph
-        while len(_state_graphs) > STATE_GRAPH_CACHE_SIZE:
-            _state_graphs.popitem(last=False)
+    graph = _state_graphs.get(key)
+    if graph is None:
+        graph = build_agent_graph(
+            agent=agent, conversation=conversation, model=OfflineChatModel(), checkpointer=checkpointer
+        )
+        _state_graphs.put(key, graph)
     return graph
 
 
-STATE_GRAPH_CACHE_SIZE = 64
-_state_graphs: OrderedDict[tuple, CompiledStateGraph] = OrderedDict()
-_state_graphs_lock = threading.Lock()
+def state_repository_for(conversation: Any) -> AgentStateRepository:
+    """The thread's checkpointed agent state, through its state graph."""
+    return AgentStateRepository(state_graph_for(conversation), conversation.thread_id)

@@ -8,6 +8,7 @@ in ``_summarization_event``; the raw ``messages`` are never deleted.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -17,34 +18,31 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langgraph.types import Command
 
-from compression.agent_middleware.effects import Blocking, CallModel, Steps, run_async, run_sync
-from compression.agent_middleware.events import LEVEL_COMPACTION, LEVEL_SUMMARY, Emitter, stream_writer
+from compression.agent_middleware.events import Emitter, stream_writer
 from compression.agent_middleware.measure import request_overhead
 from compression.agent_middleware.memo import CompactionMemo, MessageTotals
-from compression.agent_middleware.state import (
-    SUMMARY_EVENT_KEY,
-    CompressionState,
-)
-from compression.agent_middleware.summary import (
-    summarize_span,
-    summary_budget,
-    summary_update,
-    tail_cap,
-    valid_event,
-)
+from compression.agent_middleware.state import CompressionState
 from compression.engine.clipping import clip_overflow_tail
 from compression.engine.config import CompressionConfig
 from compression.engine.cutoff import find_cutoff
-from compression.engine.history import (
-    effective_messages,
-)
+from compression.engine.events import LEVEL_COMPACTION, LEVEL_SUMMARY
+from compression.engine.history import SUMMARY_EVENT_KEY, effective_messages
 from compression.engine.overflow import is_context_overflow
+from compression.engine.steps import Blocking, CallModel, Steps, run_async, run_sync
 from compression.engine.store import ResultStore
+from compression.engine.summary import summarize_span, summary_budget, summary_update, tail_cap, valid_event
 from compression.engine.tokens import TokenProfile, estimate_message, profile_for_model
 
 
 class CompressionError(RuntimeError):
     """Compression failed and the conversation does not fit the model's context window."""
+
+
+@dataclass(frozen=True)
+class _Compacted:
+    view: list[BaseMessage]
+    overflowed_at: int | None
+    response: ModelResponse | None  # set when the compacted view was sent and answered
 
 
 def _utcnow() -> datetime:
@@ -118,12 +116,30 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         overflowed_at: int | None,
         emitter: Emitter,
     ) -> Steps[ModelResponse | ExtendedModelResponse]:
-        config, trigger = self.config, self.config.trigger_tokens
+        """Step 1, compaction; step 2, a summary when the compacted view still does not fit."""
+        compacted = yield from self._compact(request, effective, overhead, overflowed_at, emitter)
+        if compacted.response is not None:
+            return compacted.response
+        return (
+            yield from self._summarize(
+                request, compacted.view, previous, overhead, compacted.overflowed_at, emitter
+            )
+        )
+
+    def _compact(
+        self,
+        request: ModelRequest,
+        effective: list[BaseMessage],
+        overhead: int,
+        overflowed_at: int | None,
+        emitter: Emitter,
+    ) -> Steps[_Compacted]:
+        """Compact a copy and send it when it fits below ``T`` (and nothing overflowed yet)."""
         compacted = yield Blocking(partial(self._compactor.compact, effective))
         emitter.record_files(compacted.saved, compacted.failed)
         view = compacted.messages
         emitter.after_tokens = after = overhead + self._view_totals.total(view)
-        if overflowed_at is None and after < trigger:
+        if overflowed_at is None and after < self.config.trigger_tokens:
             try:
                 response = yield CallModel(request.override(messages=view))
             except Exception as exc:
@@ -132,8 +148,20 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                 overflowed_at = after
             else:
                 emitter.complete(level=LEVEL_COMPACTION, after_tokens=after)
-                return response
+                return _Compacted(view, overflowed_at, response)
+        return _Compacted(view, overflowed_at, None)
 
+    def _summarize(
+        self,
+        request: ModelRequest,
+        view: list[BaseMessage],
+        previous: Mapping[str, Any] | None,
+        overhead: int,
+        overflowed_at: int | None,
+        emitter: Emitter,
+    ) -> Steps[ModelResponse | ExtendedModelResponse]:
+        """Summarize the head of the compacted view, keep a bounded tail verbatim, then send."""
+        config = self.config
         # The kept tail stays within half the budget: half of T, or of what the provider just rejected.
         kept_cap = tail_cap(config, overflowed_at=overflowed_at)
         cutoff = find_cutoff(

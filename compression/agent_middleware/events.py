@@ -7,12 +7,18 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from langchain.agents.middleware import ModelRequest
+from langgraph.config import get_stream_writer
 
 from compression.engine.compaction import FailedToolResult, SavedToolResult
-
-EVENT_TYPE = "compression"
-STARTED, COMPLETED, FAILED = "started", "completed", "failed"
-LEVEL_COMPACTION, LEVEL_SUMMARY = "compaction", "summary"
+from compression.engine.events import (
+    COMPLETED,
+    EVENT_TYPE,
+    FAILED,
+    LEVEL_COMPACTION,
+    STARTED,
+    compression_event,
+    describe_error,
+)
 
 Writer = Callable[[Any], None]
 
@@ -24,15 +30,9 @@ def stream_writer(request: ModelRequest) -> Writer | None:
     if writer is not None:
         return writer
     try:
-        from langgraph.config import get_stream_writer
-
         return get_stream_writer()
     except RuntimeError:
         return None
-
-
-def describe_error(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"
 
 
 class Emitter:
@@ -76,13 +76,11 @@ class Emitter:
     def _emit(self, status: str, **extra: Any) -> None:
         if self.writer is None:
             return
-        self.writer(
-            {
-                "type": EVENT_TYPE,
-                "status": status,
-                "level": self.level,
-                "before_tokens": self.before_tokens,
-                "after_tokens": self.after_tokens,
-                **extra,
-            }
+        payload = compression_event(
+            status=status,
+            level=self.level,
+            before_tokens=self.before_tokens,
+            after_tokens=self.after_tokens,
+            **extra,
         )
+        self.writer({"type": EVENT_TYPE, **payload})

@@ -6,8 +6,6 @@ replaced by id (overflow clipping), or a new summary, starts over from the first
 from __future__ import annotations
 
 import operator
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
@@ -22,6 +20,7 @@ from compression.engine.compaction import (
     trailing_tool_batch_start,
 )
 from compression.engine.config import CompressionConfig
+from compression.engine.lru import LRU
 from compression.engine.store import ResultStore
 from compression.engine.tokens import TokenProfile, estimate_message
 
@@ -37,31 +36,18 @@ def common_prefix(current: Sequence[Any], previous: Sequence[Any]) -> int:
 
 
 class _Slots:
-    """A small LRU keyed by the id of a list's first message (held alive by the entry, so ids stay
-    unique while the entry lives)."""
+    """An LRU keyed by the id of a list's first message (held alive by the entry, so ids stay unique
+    while the entry lives)."""
 
     def __init__(self, size: int = MEMO_SLOTS) -> None:
-        self.size = size
-        self._data: OrderedDict[int, Any] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lru = LRU(size)
 
     def get(self, messages: Sequence[BaseMessage]) -> Any:
-        if not messages:
-            return None
-        with self._lock:
-            entry = self._data.get(id(messages[0]))
-            if entry is not None:
-                self._data.move_to_end(id(messages[0]))
-            return entry
+        return self._lru.get(id(messages[0])) if messages else None
 
     def put(self, messages: Sequence[BaseMessage], entry: Any) -> None:
-        if not messages:
-            return
-        with self._lock:
-            self._data[id(messages[0])] = entry
-            self._data.move_to_end(id(messages[0]))
-            while len(self._data) > self.size:
-                self._data.popitem(last=False)
+        if messages:
+            self._lru.put(id(messages[0]), entry)
 
 
 @dataclass(frozen=True)

@@ -1,52 +1,15 @@
-"""State keys the compression middlewares add to the agent state, and their reducers."""
+"""The state schema the compression middlewares add to the agent state (keys and reducers live in
+``compression.engine.state``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Annotated, Any, NotRequired
 
 from langchain.agents.middleware import AgentState
 from langchain.agents.middleware.types import PrivateStateAttr
 
-from compression.engine.history import SESSION_ID_KEY, SUMMARY_EVENT_KEY, SummarizationEvent
-
-SUMMARY_EVENTS_KEY = "_summary_events"
-TOKEN_USAGE_KEY = "token_usage"
-SUMMARY_USAGE_KEY = "summary_model_usage"
-MAX_SUMMARY_EVENTS = 10
-
-__all__ = [
-    "MAX_SUMMARY_EVENTS",
-    "SESSION_ID_KEY",
-    "SUMMARY_EVENTS_KEY",
-    "SUMMARY_EVENT_KEY",
-    "SUMMARY_USAGE_KEY",
-    "TOKEN_USAGE_KEY",
-    "CompressionState",
-    "TokenUsageState",
-    "merge_token_usage",
-    "push_summary_event",
-]
-
-
-def merge_token_usage(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> dict[str, Any]:
-    """Shallow merge, so the two middlewares (and manual compression) can each write their own keys in
-    the same step; a key written as ``None`` is dropped (that is how stale fields are cleared)."""
-    merged = dict(left or {})
-    for key, value in (right or {}).items():
-        if value is None:
-            merged.pop(key, None)
-        else:
-            merged[key] = value
-    return merged
-
-
-def push_summary_event(
-    history: list[SummarizationEvent | None] | None, previous: SummarizationEvent | None
-) -> list[SummarizationEvent | None]:
-    """The bounded undo history (newest last) after ``previous`` is replaced; ``None`` stands for
-    "no summary yet", so undoing the first summary restores the raw conversation."""
-    return [*(history or ()), previous][-MAX_SUMMARY_EVENTS:]
+from compression.engine.history import SummarizationEvent
+from compression.engine.state import merge_token_usage
 
 
 class CompressionState(AgentState):

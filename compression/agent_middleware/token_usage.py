@@ -12,17 +12,12 @@ from langchain_core.messages import AIMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 
-from compression.agent_middleware.measure import (
-    count_call,
-    request_overhead,
-    response_messages,
-    response_usage,
-    system_tokens,
-)
+from compression.agent_middleware.measure import request_overhead, response_messages, system_tokens
 from compression.agent_middleware.memo import MessageTotals
-from compression.agent_middleware.state import TOKEN_USAGE_KEY, TokenUsageState
+from compression.agent_middleware.state import TokenUsageState
 from compression.engine.config import CompressionConfig
-from compression.engine.cutoff import is_summary_message
+from compression.engine.pressure import pressure_figures, ratio
+from compression.engine.state import TOKEN_USAGE_KEY
 from compression.engine.tokens import (
     ESTIMATOR_NAME,
     TokenProfile,
@@ -30,6 +25,7 @@ from compression.engine.tokens import (
     estimate_tools,
     profile_for_model,
 )
+from compression.engine.usage import count_call, response_usage
 
 RUN_USAGE_KEY = "run"
 THREAD_USAGE_KEY = "thread"
@@ -37,10 +33,6 @@ THREAD_USAGE_KEY = "thread"
 
 def _utcnow() -> datetime:
     return datetime.now(UTC)
-
-
-def _ratio(value: int, of: int | None) -> float | None:
-    return round(value / of, 4) if of else None
 
 
 class TokenUsageMiddleware(AgentMiddleware[TokenUsageState]):
@@ -93,28 +85,27 @@ class TokenUsageMiddleware(AgentMiddleware[TokenUsageState]):
         llm_input = request_overhead(request, profile) + self._totals.total(messages)
         produced = response_messages(response)
         next_input = llm_input + sum(estimate_message(m, profile) for m in produced)
-        window, trigger = config.context_window, config.trigger_tokens
-        summary_active = bool(messages) and is_summary_message(messages[0])
+        window = config.context_window
         usage = response_usage(produced)
         previous: Mapping[str, Any] = (request.state or {}).get(TOKEN_USAGE_KEY) or {}
-        snapshot: dict[str, Any] = {
+        return {
             "llm_input_tokens": llm_input,
-            "next_llm_input_tokens": next_input,
             "llm_message_count": len(messages),
             "system_tokens": system_tokens(request, profile),
             "tools_tokens": estimate_tools(request.tools or (), profile),
             "tool_count": len(request.tools or ()),
-            "context_window": window,
-            "context_usage_ratio": min(1.0, _ratio(llm_input, window)) if window else None,
+            "context_usage_ratio": min(1.0, ratio(llm_input, window)) if window else None,
             "remaining_context_tokens": max(window - llm_input, 0) if window else None,
-            "summary_trigger_tokens": trigger,
-            "summary_pressure_ratio": _ratio(next_input, trigger),
-            "summary_active": summary_active,
-            "summary_message_tokens": estimate_message(messages[0], profile) if summary_active else 0,
+            **pressure_figures(
+                next_input_tokens=next_input,
+                visible=messages,
+                trigger_tokens=config.trigger_tokens,
+                context_window=window,
+                profile=profile,
+            ),
             "estimator": ESTIMATOR_NAME,
             "measured_at": self.now().isoformat(),
             "last_call_usage": usage,
             RUN_USAGE_KEY: count_call(usage, previous.get(RUN_USAGE_KEY)),
             THREAD_USAGE_KEY: count_call(usage, previous.get(THREAD_USAGE_KEY)),
         }
-        return snapshot

@@ -10,6 +10,8 @@ DEFAULT_TOOL_ARG_MAX_LENGTH = 2000
 DEFAULT_TOOL_RESULT_TOKEN_LIMIT = 300
 DEFAULT_KEEP_MESSAGES = 10
 DEFAULT_THRESHOLD_K = 100
+# The agent capability that allows manual and bulk compression (admin checkbox, services, command).
+COMPRESSION_CAPABILITY = "context_compression"
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""A small thread-safe LRU for the engine's caches (estimates and receipts keyed by content)."""
+"""The one small thread-safe LRU of the code base (estimates, receipts, warm-call memos, state graphs)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 
 class LRU:
-    """Values must be immutable (ints, strings); ``None`` means "not cached"."""
+    """Cached values are shared between callers: never mutate one. ``None`` means "not cached"."""
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize

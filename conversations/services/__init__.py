@@ -1,7 +1,7 @@
 """Use cases of threads and runs (writes). Reads are in ``conversations.selectors``."""
 
-from conversations.services.dispatch import run_dispatch_next, run_start
-from conversations.services.execution import run_claim, run_execute
+from conversations.services.dispatch import run_dispatch_next, run_execute, run_start
+from conversations.services.execution import run_claim
 from conversations.services.intake import IntakeResult, message_intake, run_resume
 from conversations.services.recovery import RecoveryReport, runs_recover
 from conversations.services.threads import (

@@ -13,13 +13,16 @@ from django.utils import timezone
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
-from compression.agent_middleware.state import merge_token_usage
+from agent_platform.runtime.graph import build_agent_graph, thread_config
+from agent_platform.runtime.state_repository import AgentStateRepository
+from compression.engine.state import merge_token_usage
 from conversations import events
 from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import run_next_queued
 from conversations.services.attachments import agent_sees_images, message_model_content
-from conversations.services.dispatch import run_dispatch_next
+from conversations.services.pressure import conversation_pressure_update
 from conversations.services.threads import conversation_lock, message_append
+from conversations.signals import run_compression_event
 
 logger = logging.getLogger(__name__)
 
@@ -60,11 +63,12 @@ def run_claim(*, run_id: int) -> bool:
         )
 
 
-def run_execute(*, run_id: int) -> None:
-    """Execute a queued run to its end, then start the thread's next one. Idempotent through status."""
+def run_perform(*, run_id: int) -> int | None:
+    """Claim a queued run and execute it to its end; returns its thread's id (None: no such run).
+    Idempotent through status. Starting the thread's next run is ``dispatch.run_execute``'s part."""
     conversation_id = AgentRun.objects.filter(pk=run_id).values_list("conversation_id", flat=True).first()
     if conversation_id is None:
-        return
+        return None
     if run_claim(run_id=run_id):
         run = AgentRun.objects.select_related("conversation__agent", "input_message").get(pk=run_id)
         events.broadcast(run.conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
@@ -73,7 +77,7 @@ def run_execute(*, run_id: int) -> None:
         except Exception as exc:  # noqa: BLE001 - any failure becomes the run's recorded error
             logger.exception("Run %s failed", run_id)
             _finish(run, AgentRun.Status.FAILED, error=_error_text(exc))
-    run_dispatch_next(conversation_id=conversation_id)
+    return conversation_id
 
 
 def _error_text(exc: BaseException) -> str:
@@ -123,9 +127,6 @@ class _RunRelay:
         self.last_heartbeat = timezone.now()
 
     def execute(self) -> None:
-        from agent_platform.runtime.graph import build_agent_graph, thread_config
-        from compression.state_repository import AgentStateRepository
-
         graph = build_agent_graph(agent=self.conversation.agent, conversation=self.conversation)
         config = thread_config(self.conversation)
         repository = AgentStateRepository(graph, self.thread_id)
@@ -185,13 +186,11 @@ class _RunRelay:
     def _on_custom(self, chunk: Any) -> None:
         if not isinstance(chunk, dict) or chunk.get("type") != events.COMPRESSION:
             return
-        from compression.services import compression_record_from_event
-
         event = events.json_safe(chunk)
         kind = event.pop("type")
         self.run.events = [*self.run.events, {"type": kind, **event}]
         AgentRun.objects.filter(pk=self.run.pk).update(events=self.run.events)
-        compression_record_from_event(run=self.run, event=event)
+        run_compression_event.send(sender=AgentRun, run=self.run, event=event)
         events.broadcast(self.thread_id, kind, **event)
 
     def _on_updates(self, chunk: dict[str, Any]) -> Any:
@@ -251,6 +250,4 @@ class _RunRelay:
         AgentRun.objects.filter(pk=self.run.pk).update(usage=totals)
 
     def _record_pressure(self) -> None:
-        from compression.services import conversation_pressure_update
-
         conversation_pressure_update(conversation_id=self.conversation.pk, token_usage=self.token_usage)

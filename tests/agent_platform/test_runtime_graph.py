@@ -8,8 +8,8 @@ from langchain_core.messages import HumanMessage
 from agent_platform.runtime import checkpointer as cp
 from agent_platform.runtime.graph import agent_tools, build_agent_graph, thread_config
 from agent_platform.runtime.offline import OfflineChatModel
+from agent_platform.runtime.state_repository import AgentStateRepository
 from agent_platform.workdir import workdir_for
-from compression.state_repository import AgentStateRepository
 from conversations.services import thread_create
 
 pytestmark = pytest.mark.django_db
@@ -95,8 +95,7 @@ def test_state_graphs_are_reused_until_the_agent_changes(thread):
 
 
 def test_a_sub_agent_shares_the_parents_workdir_and_middleware_stack(thread, agent):
-    from agent_platform.runtime.graph import agent_middleware
-    from agent_platform.runtime.subagent import build_task_tool
+    from agent_platform.runtime.graph import agent_middleware, build_task_tool
     from compression.agent_middleware import CompressionMiddleware, TokenUsageMiddleware
 
     workdir = workdir_for(thread)

@@ -8,7 +8,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from compression.state_repository import AgentStateRepository
+from agent_platform.runtime.state_repository import AgentStateRepository
 
 
 def conversation_messages(turns: int, *, big_result_chars: int = 6000) -> list[BaseMessage]:

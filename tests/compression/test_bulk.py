@@ -16,7 +16,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from compression.bulk import bulk_compact_one
+from compression.bulk import bulk_compress_one
 from compression.management.commands.compact_threads import parse_duration
 from compression.models import CompressionRecord
 from conversations.models import AgentRun, Conversation
@@ -429,7 +429,7 @@ def test_admin_compress_context_names_busy_threads(admin_client, make_thread, su
     assert not CompressionRecord.objects.filter(conversation=busy).exists()
 
 
-def test_admin_bulk_compact_runs_synchronously_without_a_broker(
+def test_admin_bulk_compress_runs_synchronously_without_a_broker(
     admin_client, make_thread, summarizer, settings
 ):
     summarizer()
@@ -437,7 +437,7 @@ def test_admin_bulk_compact_runs_synchronously_without_a_broker(
     settings.CELERY_BROKER_URL = "memory://"  # no broker: the action runs the threads now
     threads = [make_thread("one", pressure=0.99), make_thread("two", pressure=0.95)]
 
-    messages = _admin_action(admin_client, "bulk_compact", threads)
+    messages = _admin_action(admin_client, "bulk_compress", threads)
 
     assert any(m.startswith("Compressed 2,") for m in messages), messages
     for thread in threads:
@@ -454,34 +454,34 @@ def test_transient_model_error_propagates_for_a_retry_and_leaves_state_unchanged
     before = snapshot(thread)
 
     with pytest.raises(openai.APIConnectionError):
-        bulk_compact_one(conversation_id=thread.pk, batch="b1", raise_transient=True)
+        bulk_compress_one(conversation_id=thread.pk, batch="b1", raise_transient=True)
 
     assert snapshot(thread) == before
-    assert bulk_compact_one(conversation_id=thread.pk, batch="b1", raise_transient=True).label == "completed"
+    assert bulk_compress_one(conversation_id=thread.pk, batch="b1", raise_transient=True).label == "completed"
 
 
 def test_without_retry_a_transient_error_is_counted_as_failed(make_thread, summarizer):
     summarizer(connection_error())
     thread = make_thread("t")
-    outcome = bulk_compact_one(conversation_id=thread.pk)
+    outcome = bulk_compress_one(conversation_id=thread.pk)
     assert outcome.label == "failed" and "Connection error" in outcome.error
 
 
 def test_task_retries_a_transient_model_error_then_compresses(make_thread, summarizer, monkeypatch):
-    from compression.tasks import thread_compact
+    from compression.tasks import thread_compress_task
 
     model = summarizer(connection_error(), SUMMARY)
     thread = make_thread("t")
     retries = []
-    original_retry = thread_compact.retry
+    original_retry = thread_compress_task.retry
 
     def retry(*args, **kwargs):
         retries.append(kwargs.get("exc"))
         return original_retry(*args, **kwargs)
 
-    monkeypatch.setattr(thread_compact, "retry", retry)
+    monkeypatch.setattr(thread_compress_task, "retry", retry)
 
-    result = thread_compact.apply(args=(thread.pk, "batch-1"))
+    result = thread_compress_task.apply(args=(thread.pk, "batch-1"))
 
     assert len(retries) == 1 and isinstance(retries[0], openai.APIConnectionError)
     assert len(model.summary_prompts) == 2
@@ -492,13 +492,13 @@ def test_task_retries_a_transient_model_error_then_compresses(make_thread, summa
 
 
 def test_task_redelivery_replays_instead_of_summarizing_again(make_thread, summarizer):
-    from compression.tasks import thread_compact
+    from compression.tasks import thread_compress_task
 
     model = summarizer()
     thread = make_thread("t")
 
-    first = thread_compact.apply(args=(thread.pk, "batch-2")).get()
-    again = thread_compact.apply(args=(thread.pk, "batch-2")).get()
+    first = thread_compress_task.apply(args=(thread.pk, "batch-2")).get()
+    again = thread_compress_task.apply(args=(thread.pk, "batch-2")).get()
 
     assert first["label"] == again["label"] == "completed"
     assert first["tokens_saved"] == again["tokens_saved"] > 0
@@ -507,9 +507,9 @@ def test_task_redelivery_replays_instead_of_summarizing_again(make_thread, summa
 
 
 def test_task_options_make_it_redelivery_safe():
-    from compression.tasks import thread_compact
+    from compression.tasks import thread_compress_task
 
-    assert thread_compact.acks_late is True
-    assert thread_compact.reject_on_worker_lost is True
-    assert openai.APIConnectionError in thread_compact.autoretry_for
-    assert thread_compact.retry_backoff
+    assert thread_compress_task.acks_late is True
+    assert thread_compress_task.reject_on_worker_lost is True
+    assert openai.APIConnectionError in thread_compress_task.autoretry_for
+    assert thread_compress_task.retry_backoff

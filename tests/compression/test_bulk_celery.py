@@ -136,7 +136,7 @@ def _succeeded(log: Path) -> list[dict]:
 @pytest.mark.redis
 @pytest.mark.django_db(transaction=True)
 def test_async_path_through_a_real_worker_compresses_each_thread_exactly_once(make_thread, celery_worker):
-    from compression.tasks import thread_compact
+    from compression.tasks import thread_compress_task
 
     threads = [make_thread(f"t{i}", pressure=0.99 - i / 100) for i in range(6)]
 
@@ -145,7 +145,7 @@ def test_async_path_through_a_real_worker_compresses_each_thread_exactly_once(ma
     assert queued["queued"] == [str(t.thread_id) for t in threads]
     # Redeliveries of two tasks (same batch): they must replay, not compress a second time.
     for thread in threads[:2]:
-        thread_compact.apply_async(args=(thread.pk, queued["batch"]), queue=celery_worker["queue"])
+        thread_compress_task.apply_async(args=(thread.pk, queued["batch"]), queue=celery_worker["queue"])
     expected = len(threads) + 2
     deadline = time.monotonic() + WAIT_SECONDS
     while len(_succeeded(celery_worker["log"])) < expected and time.monotonic() < deadline:

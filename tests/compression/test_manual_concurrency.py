@@ -8,9 +8,10 @@ import time
 import pytest
 from django.db import connection
 
-from compression.services import thread_compress, thread_compressing
+from compression.services import thread_compress
 from conversations.errors import ThreadBusy
 from conversations.models import Message
+from conversations.selectors import thread_compressing
 from conversations.services import message_intake
 from tests.compression._agent_fakes import ScriptedChatModel
 from tests.compression._threads import conversation_messages, repository_for, seed_state

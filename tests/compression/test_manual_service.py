@@ -313,7 +313,7 @@ def test_empty_or_unprintable_idempotency_key_is_422_and_compresses_nothing(
 
 def test_state_repository_refuses_a_graph_without_checkpointer(thread):
     from agent_platform.runtime.graph import build_agent_graph
-    from compression.state_repository import AgentStateRepository
+    from agent_platform.runtime.state_repository import AgentStateRepository
 
     graph = build_agent_graph(agent=thread.agent, conversation=thread, checkpointer=None)
     with pytest.raises(ValueError, match="checkpointer"):
@@ -367,8 +367,8 @@ def test_manual_compression_tells_the_threads_pages_and_marks_it_under_way(
     from asgiref.sync import async_to_sync
     from channels.layers import get_channel_layer
 
-    from compression.services import thread_compressing
     from conversations.events import thread_group
+    from conversations.selectors import thread_compressing
 
     seen_during: list[bool] = []
     model = summarizer()
@@ -520,7 +520,7 @@ def test_undo_leaves_an_audit_record(client, user, thread, summarizer):
 
 
 def test_the_undo_history_is_bounded():
-    from compression.agent_middleware.state import MAX_SUMMARY_EVENTS, push_summary_event
+    from compression.engine.state import MAX_SUMMARY_EVENTS, push_summary_event
 
     history: list = []
     for n in range(MAX_SUMMARY_EVENTS + 5):

@@ -25,6 +25,6 @@ def usage_at(ratio: float, *, trigger: int = 102400, window: int = 128000) -> di
 def write_token_usage(conversation, usage: dict[str, Any]) -> None:
     """Write ``token_usage`` through the state repository, as the token-usage middleware would."""
     from agent_platform.runtime.graph import state_graph_for
-    from compression.state_repository import AgentStateRepository
+    from agent_platform.runtime.state_repository import AgentStateRepository
 
     AgentStateRepository(state_graph_for(conversation), conversation.thread_id).update({"token_usage": usage})

@@ -588,7 +588,7 @@ def test_after_a_reload_the_page_shows_the_newest_compression_whatever_its_trigg
 def test_the_page_shows_a_compression_under_way_after_a_reload(owner_client, thread):
     from django.core.cache import cache
 
-    from compression.services import COMPRESSING_KEY
+    from conversations.selectors import COMPRESSING_KEY
 
     cache.set(COMPRESSING_KEY.format(thread_id=thread.thread_id), "manual", 60)
     try:

@@ -14,9 +14,10 @@ from django.utils import timezone
 from tqdm import tqdm
 
 from agent_platform.models import Agent
-from compression.bulk import BulkReport, bulk_compact_enqueue, bulk_compact_one, celery_broker_configured
+from compression.bulk import BulkReport, bulk_compress_one, celery_broker_configured
+from compression.engine.config import COMPRESSION_CAPABILITY
 from compression.selectors import compaction_candidates, conversation_is_busy
-from compression.services import CAPABILITY
+from compression.tasks import bulk_compress_enqueue
 
 _DURATION = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
@@ -109,7 +110,7 @@ class Command(BaseCommand):
         self.stdout.write(f"{len(rows)} candidate thread(s); dry run, nothing written.")
 
     def _fan_out(self, candidates, *, as_json: bool, queue: str | None) -> None:
-        batch = bulk_compact_enqueue(conversation_ids=[c.pk for c in candidates], queue=queue)
+        batch = bulk_compress_enqueue(conversation_ids=[c.pk for c in candidates], queue=queue)
         queued = [str(c.thread_id) for c in candidates]
         if as_json:
             self.stdout.write(json.dumps({"queued": queued, "batch": batch, "queue": queue}, indent=2))
@@ -132,7 +133,7 @@ class Command(BaseCommand):
                     report.interrupted, report.not_started = True, len(candidates) - done
                     break
                 try:
-                    outcome = bulk_compact_one(conversation_id=conversation.pk)
+                    outcome = bulk_compress_one(conversation_id=conversation.pk)
                 except KeyboardInterrupt:
                     # Second Ctrl-C: this thread's transaction has rolled back, so it is untouched.
                     report.interrupted, report.not_started = True, len(candidates) - done
@@ -175,7 +176,7 @@ class _StopBetweenThreads:
 
 
 def _would(conversation) -> str:
-    if not conversation.agent.has_capability(CAPABILITY):
+    if not conversation.agent.has_capability(COMPRESSION_CAPABILITY):
         return "skip: capability missing"
     if conversation_is_busy(conversation):
         return "skip: busy"

@@ -11,16 +11,6 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from compression.agent_middleware.effects import Blocking, Steps, Summarize
-from compression.agent_middleware.measure import count_call
-from compression.agent_middleware.state import (
-    SESSION_ID_KEY,
-    SUMMARY_EVENT_KEY,
-    SUMMARY_EVENTS_KEY,
-    SUMMARY_USAGE_KEY,
-    TOKEN_USAGE_KEY,
-    push_summary_event,
-)
 from compression.engine.config import CompressionConfig
 from compression.engine.history import (
     SummarizationEvent,
@@ -32,8 +22,18 @@ from compression.engine.history import (
     render_history_section,
     summary_text,
 )
+from compression.engine.state import (
+    SESSION_ID_KEY,
+    SUMMARY_EVENT_KEY,
+    SUMMARY_EVENTS_KEY,
+    SUMMARY_USAGE_KEY,
+    TOKEN_USAGE_KEY,
+    push_summary_event,
+)
+from compression.engine.steps import Blocking, Steps, Summarize
 from compression.engine.store import ResultStore
 from compression.engine.tokens import TokenProfile
+from compression.engine.usage import count_call
 
 SUMMARY_INPUT_SHARE = 0.75  # of the context window, for the summary call's input
 

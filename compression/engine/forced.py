@@ -1,5 +1,6 @@
-"""The manual-compression algorithm (SPEC 8), as a step generator over the engine: state values in,
-a state update and a result out. Services run it under the thread's row lock; it never touches the ORM.
+"""Forced compression (SPEC 8: the manual, bulk and admin paths), as a step generator over the engine:
+state values in, a state update and a result out. Services run it under the thread's row lock; it never
+touches the ORM.
 
 Effective messages → compaction (staged: nothing is written for a ``no_op``) → pair-safe cutoff →
 history file (required) → strict summary → ``_summarization_event`` update. No threshold applies.
@@ -15,20 +16,20 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from compression.agent_middleware.effects import Blocking, Steps
-from compression.agent_middleware.state import SUMMARY_EVENT_KEY, SUMMARY_EVENTS_KEY
-from compression.agent_middleware.summary import (
+from compression.engine.compaction import compact_messages
+from compression.engine.config import CompressionConfig
+from compression.engine.cutoff import find_cutoff
+from compression.engine.history import effective_messages
+from compression.engine.state import SUMMARY_EVENT_KEY, SUMMARY_EVENTS_KEY
+from compression.engine.steps import Blocking, Steps
+from compression.engine.store import ResultStore, StagedStore
+from compression.engine.summary import (
     summarize_span,
     summary_budget,
     summary_update,
     tail_cap,
     valid_event,
 )
-from compression.engine.compaction import compact_messages
-from compression.engine.config import CompressionConfig
-from compression.engine.cutoff import find_cutoff
-from compression.engine.history import effective_messages
-from compression.engine.store import ResultStore, StagedStore
 from compression.engine.tokens import TokenProfile, estimate_message
 from compression.errors import NothingToUndo
 

@@ -6,6 +6,8 @@ from datetime import timedelta
 
 from django.core.management.base import BaseCommand
 
+from conversations.services import runs_recover
+
 
 class Command(BaseCommand):
     help = "Re-queue runs orphaned by a crashed worker; fail those already re-queued once."
@@ -19,8 +21,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, stale_minutes: float | None = None, **options) -> None:
-        from conversations.services import runs_recover
-
         stale_after = timedelta(minutes=stale_minutes) if stale_minutes is not None else None
         report = runs_recover(stale_after=stale_after)
         for run_id in report.requeued:

@@ -1,0 +1,244 @@
+"""Manual, bulk and admin compression of one thread, under its row lock.
+
+One transaction holds ``select_for_update`` on the Conversation row from the idle check until the
+checkpoint update is done, so a message intake (which takes the same lock) never interleaves with a
+compression. The summary model is called while the lock is held: the thread is idle by then and the
+lock is what keeps it so.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.utils import timezone
+
+from agent_platform.errors import ApplicationError
+from agent_platform.runtime import models as chat_models
+from agent_platform.runtime.graph import state_repository_for
+from agent_platform.workdir import workdir_for
+from compression.engine.config import COMPRESSION_CAPABILITY
+from compression.engine.events import FAILED, LEVEL_SUMMARY, STARTED, compression_event, describe_error
+from compression.engine.forced import ManualCompression, force_summarize
+from compression.engine.pressure import refreshed_usage
+from compression.engine.state import TOKEN_USAGE_KEY
+from compression.engine.steps import run_sync
+from compression.engine.store import StoreError
+from compression.engine.tokens import profile_for_model
+from compression.errors import CapabilityMissing, SummaryFailed
+from compression.models import CompressionRecord
+from compression.services.records import (
+    record_complete,
+    record_replay,
+    record_reserve,
+    record_summary_failure,
+)
+from conversations import events
+from conversations.errors import ThreadBusy, ThreadNotFound
+from conversations.models import Conversation
+from conversations.selectors import thread_busy_flags
+from conversations.services.pressure import (
+    conversation_pressure_update,
+    thread_compressing_clear,
+    thread_compressing_mark,
+)
+from conversations.services.threads import conversation_lock, thread_lock
+
+
+@dataclass(frozen=True)
+class CompressionOutcome:
+    result: dict[str, Any]
+    record: CompressionRecord
+
+
+def thread_compress(
+    *, thread_id: uuid.UUID | str, user: AbstractBaseUser, idempotency_key: str | None = None
+) -> CompressionOutcome:
+    """Compress the caller's idle thread now (the API and the page's button)."""
+    return _compress(
+        lock=partial(thread_lock, thread_id=thread_id, user=user),
+        trigger=CompressionRecord.Trigger.MANUAL,
+        requested_by=user,
+        # A client's keys are its own: another user reusing the same key is a different request.
+        idempotency_key=f"user:{user.pk}:{idempotency_key}" if idempotency_key else None,
+    )
+
+
+def conversation_compress(
+    *,
+    conversation_id: int,
+    trigger: str,
+    requested_by: AbstractBaseUser | None = None,
+    nowait: bool = False,
+    idempotency_key: str | None = None,
+) -> CompressionOutcome:
+    """Compress any thread by id (bulk command, Celery fan-out, admin action); ``nowait`` skips a
+    locked thread at once with ``ThreadBusy`` instead of waiting for it."""
+    return _compress(
+        lock=partial(conversation_lock, conversation_id=conversation_id, nowait=nowait),
+        trigger=trigger,
+        requested_by=requested_by,
+        idempotency_key=idempotency_key,
+    )
+
+
+def require_idle(conversation: Conversation) -> None:
+    """409 when a run is running or queued, or the latest run waits on the user; never queued."""
+    flags = thread_busy_flags(conversation=conversation)
+    if flags["interrupted"]:
+        raise ThreadBusy("The thread is waiting for your answer; answer it before compressing.")
+    if flags["busy"]:
+        raise ThreadBusy("The thread has a run in progress or queued; try again when it is idle.")
+
+
+@dataclass
+class _Notice:
+    """What one compression told the thread's pages, so its end is told once and consistently."""
+
+    trigger: str
+    conversation_id: int | None = None  # once the row is held
+    thread_id: object = None  # once "started" went out
+
+    def start(self, conversation: Conversation) -> None:
+        """Mark the thread as compressing and tell its pages now (the lock is held, the work begins)."""
+        thread_compressing_mark(thread_id=conversation.thread_id, trigger=self.trigger)
+        self.thread_id = conversation.thread_id
+        payload = compression_event(status=STARTED, level=LEVEL_SUMMARY, trigger=self.trigger)
+        events.broadcast_now(conversation.thread_id, events.COMPRESSION, **payload)
+
+    def fail(self, error: str) -> None:
+        """``failed`` for a compression whose ``started`` went out (SPEC 6.7: same fields, plus the error)."""
+        if self.thread_id is not None:
+            payload = compression_event(status=FAILED, level=LEVEL_SUMMARY, error=error)
+            events.broadcast(self.thread_id, events.COMPRESSION, **payload)
+
+    def complete(self, outcome: CompressionOutcome) -> None:
+        if self.thread_id is not None:
+            record = outcome.record
+            result = {k: v for k, v in outcome.result.items() if k != "status"}
+            payload = compression_event(
+                status=record.status, level=record.level, trigger=self.trigger, **result
+            )
+            events.broadcast(self.thread_id, events.COMPRESSION, **payload)
+
+    def close(self) -> None:
+        if self.thread_id is not None:
+            thread_compressing_clear(thread_id=self.thread_id)
+
+
+def _compress(
+    *,
+    lock: Callable[[], AbstractContextManager[Conversation]],
+    trigger: str,
+    requested_by: AbstractBaseUser | None,
+    idempotency_key: str | None,
+) -> CompressionOutcome:
+    started_at = timezone.now()
+    notice = _Notice(trigger)
+    try:
+        with lock() as conversation:
+            notice.conversation_id = conversation.pk
+            outcome = _compress_locked(
+                conversation,
+                trigger=trigger,
+                requested_by=requested_by,
+                idempotency_key=idempotency_key,
+                started_at=started_at,
+                notice=notice,
+            )
+    except SummaryFailed as exc:
+        # The locked transaction rolled back (state untouched); the failure is still audited.
+        record_summary_failure(
+            conversation_id=notice.conversation_id,
+            trigger=trigger,
+            requested_by=requested_by,
+            error=exc.message,
+            started_at=started_at,
+        )
+        notice.fail(exc.message)
+        raise
+    except BaseException as exc:
+        notice.fail(describe_error(exc))
+        raise
+    finally:
+        notice.close()
+    notice.complete(outcome)
+    return outcome
+
+
+def _compress_locked(
+    conversation: Conversation,
+    *,
+    trigger: str,
+    requested_by: AbstractBaseUser | None,
+    idempotency_key: str | None,
+    started_at: datetime,
+    notice: _Notice,
+) -> CompressionOutcome:
+    if conversation.status != Conversation.Status.ACTIVE:
+        raise ThreadNotFound()
+    if replay := record_replay(conversation=conversation, key=idempotency_key):
+        return CompressionOutcome(replay.result, replay)
+    agent = conversation.agent
+    if not agent.has_capability(COMPRESSION_CAPABILITY):
+        raise CapabilityMissing()
+    require_idle(conversation)
+    record = record_reserve(
+        conversation=conversation, trigger=trigger, requested_by=requested_by, key=idempotency_key
+    )
+    notice.start(conversation)
+
+    repository = state_repository_for(conversation)
+    values = repository.get_values()
+    manual = _run_forced(conversation, values)
+    record_complete(record=record, manual=manual, started_at=started_at)
+    if manual.update:
+        usage = refreshed_usage(
+            values,
+            manual.update,
+            profile=profile_for_model(agent.model_name),
+            trigger_tokens=agent.effective_trigger,
+            context_window=agent.resolved_context_window,
+            result=manual.body(),
+            now=timezone.now(),
+        )
+        conversation_pressure_update(conversation_id=conversation.pk, token_usage=usage)
+        # The checkpoint lives outside this transaction: write it last, so that any failure before it
+        # rolls everything back with the state untouched, and only the commit itself can follow it.
+        repository.update({**manual.update, TOKEN_USAGE_KEY: {**manual.update[TOKEN_USAGE_KEY], **usage}})
+    return CompressionOutcome(record.result, record)
+
+
+def _run_forced(conversation: Conversation, values: dict[str, Any]) -> ManualCompression:
+    """The algorithm with the agent's own model; any failure becomes ``SummaryFailed`` (state unchanged)."""
+    agent = conversation.agent
+    steps = force_summarize(
+        values,
+        config=agent.compression_config(),
+        store=workdir_for(conversation),
+        profile=profile_for_model(agent.model_name),
+        now=datetime.now(UTC),
+    )
+    try:
+        # Looked up on the module at call time, so a test's stand-in model is the one used.
+        return run_sync(steps, handler=_no_agent_calls, summary_model=chat_models.chat_model_for(agent))
+    except ApplicationError:
+        raise
+    except StoreError as exc:
+        raise SummaryFailed(
+            f"The conversation history could not be saved, so nothing was compressed: {exc}",
+        ) from exc
+    except Exception as exc:
+        raise SummaryFailed(
+            f"The summary could not be produced, so nothing was compressed: {describe_error(exc)}",
+        ) from exc
+
+
+def _no_agent_calls(request: Any) -> Any:  # pragma: no cover - the manual algorithm never calls the agent
+    raise RuntimeError("Manual compression does not call the agent model.")

@@ -1,0 +1,136 @@
+"""The audit records of compressions (``CompressionRecord``): reserved, filled, replayed, and written
+for automatic compressions from their run events."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import IntegrityError, transaction
+
+from compression.engine.forced import ManualCompression
+from compression.errors import IdempotencyConflict
+from compression.models import CompressionRecord
+from conversations.models import AgentRun, Conversation
+
+
+def record_reserve(
+    *, conversation: Conversation, trigger: str, requested_by: AbstractBaseUser | None, key: str | None
+) -> CompressionRecord:
+    """Claim the Idempotency-Key before any work: a concurrent use on another thread waits on the
+    unique index, then conflicts, so a key never compresses two threads."""
+    try:
+        with transaction.atomic():
+            return CompressionRecord.objects.create(
+                conversation=conversation,
+                requested_by=requested_by,
+                trigger=trigger,
+                status=CompressionRecord.Status.NO_OP,
+                idempotency_key=key or None,
+            )
+    except IntegrityError as exc:
+        raise IdempotencyConflict() from exc
+
+
+def record_replay(*, conversation: Conversation, key: str | None) -> CompressionRecord | None:
+    """The record a retried request with this key already produced (``IdempotencyConflict`` when the
+    key was used on another thread), else None."""
+    if not key:
+        return None
+    record = CompressionRecord.objects.filter(idempotency_key=key).first()
+    if record is None:
+        return None
+    if record.conversation_id != conversation.pk:
+        raise IdempotencyConflict()
+    return record
+
+
+def record_complete(*, record: CompressionRecord, manual: ManualCompression, started_at: datetime) -> None:
+    """Fill a reserved record with what the forced compression did."""
+    record.level = CompressionRecord.Level.SUMMARY if manual.update else CompressionRecord.Level.NONE
+    record.status = manual.status
+    record.reason = manual.reason or ""
+    record.before_tokens = manual.before_tokens
+    record.after_tokens = manual.after_tokens
+    record.cutoff_index = manual.cutoff_index
+    record.compressed_messages = manual.compressed_messages
+    record.file_path = manual.file_path or ""
+    record.saved_files = list(manual.saved_files)
+    record.summary_usage = manual.summary_usage or {}
+    record.result = manual.body()
+    record.started_at = started_at
+    record.save()
+
+
+def record_summary_failure(
+    *,
+    conversation_id: int,
+    trigger: str,
+    requested_by: AbstractBaseUser | None,
+    error: str,
+    started_at: datetime,
+) -> CompressionRecord:
+    """A failed forced summary, audited after its transaction rolled back."""
+    return CompressionRecord.objects.create(
+        conversation_id=conversation_id,
+        requested_by=requested_by,
+        trigger=trigger,
+        level=CompressionRecord.Level.SUMMARY,
+        status=CompressionRecord.Status.FAILED,
+        error=error,
+        started_at=started_at,
+    )
+
+
+def record_undo(
+    *,
+    conversation: Conversation,
+    requested_by: AbstractBaseUser,
+    cutoff_index: int | None,
+    result: Mapping[str, Any],
+    started_at: datetime,
+) -> CompressionRecord:
+    return CompressionRecord.objects.create(
+        conversation=conversation,
+        requested_by=requested_by,
+        trigger=CompressionRecord.Trigger.UNDO,
+        status=CompressionRecord.Status.COMPLETED,
+        before_tokens=result["before_tokens"],
+        after_tokens=result["after_tokens"],
+        cutoff_index=cutoff_index,
+        result=dict(result),
+        started_at=started_at,
+    )
+
+
+def compression_record_from_event(*, run: AgentRun, event: Mapping[str, Any]) -> CompressionRecord | None:
+    """The audit record of an automatic compression, from its ``completed``/``failed`` run event.
+
+    Connected in ``CompressionConfig.ready()`` to ``conversations.signals.run_compression_event``, which
+    the run executor sends for each compression event it relays."""
+    status = event.get("status")
+    if status not in (CompressionRecord.Status.COMPLETED, CompressionRecord.Status.FAILED):
+        return None
+    usage = event.get("summary_usage")
+    return CompressionRecord.objects.create(
+        conversation_id=run.conversation_id,
+        run=run,
+        trigger=CompressionRecord.Trigger.AUTO,
+        level=event.get("level") or CompressionRecord.Level.NONE,
+        status=status,
+        before_tokens=_count(event.get("before_tokens")),
+        after_tokens=_count(event.get("after_tokens")),
+        cutoff_index=_count(event.get("cutoff_index")),
+        compressed_messages=_count(event.get("compressed_messages")),
+        file_path=str(event.get("file_path") or ""),
+        saved_files=list(event.get("saved_files") or []),
+        summary_usage=dict(usage) if isinstance(usage, Mapping) else {},
+        error=str(event.get("error") or ""),
+        result=dict(event),
+    )
+
+
+def _count(value: Any) -> int | None:
+    return value if isinstance(value, int) and value >= 0 else None

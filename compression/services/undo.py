@@ -1,0 +1,54 @@
+"""Undo of the latest summary, under the thread's row lock (same idle rule as a compression)."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.utils import timezone
+
+from agent_platform.runtime.graph import state_repository_for
+from compression.engine.events import LEVEL_UNDO, compression_event
+from compression.engine.forced import undo_update
+from compression.engine.history import SUMMARY_EVENT_KEY
+from compression.engine.pressure import refreshed_usage
+from compression.engine.state import TOKEN_USAGE_KEY
+from compression.engine.tokens import profile_for_model
+from compression.services.compress import require_idle
+from compression.services.records import record_undo
+from conversations import events
+from conversations.services.pressure import conversation_pressure_update
+from conversations.services.threads import thread_lock
+
+
+def thread_compress_undo(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> dict[str, Any]:
+    """Restore the model-visible history from before the latest summary (same lock and idle rules)."""
+    with thread_lock(thread_id=thread_id, user=user) as conversation:
+        require_idle(conversation)
+        repository, agent = state_repository_for(conversation), conversation.agent
+        values = repository.get_values()
+        update, before, after = undo_update(values, profile=profile_for_model(agent.model_name))  # 409
+        result = {"status": "undone", "before_tokens": before, "after_tokens": after}
+        usage = refreshed_usage(
+            values,
+            update,
+            profile=profile_for_model(agent.model_name),
+            trigger_tokens=agent.effective_trigger,
+            context_window=agent.resolved_context_window,
+            result=result,
+            now=timezone.now(),
+        )
+        conversation_pressure_update(conversation_id=conversation.pk, token_usage=usage)
+        record_undo(
+            conversation=conversation,
+            requested_by=user,
+            cutoff_index=(update[SUMMARY_EVENT_KEY] or {}).get("cutoff_index"),
+            result=result,
+            started_at=timezone.now(),
+        )
+        # Last: the checkpoint is outside the transaction.
+        repository.update({**update, TOKEN_USAGE_KEY: usage})
+        payload = compression_event(level=LEVEL_UNDO, **result)
+        events.broadcast(conversation.thread_id, events.COMPRESSION, **payload)  # on commit
+        return result
