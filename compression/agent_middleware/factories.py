@@ -24,11 +24,11 @@ def compression_middleware_for(
         config=agent.compression_config(),
         store=workdir,
         summary_model=model,
-        profile=profile_for_model(agent.model_name),
+        profile=profile_for_model(agent.resolved_model_name),
     )
 
 
 def token_usage_middleware_for(*, agent: Agent, **_: Any) -> TokenUsageMiddleware:
     return TokenUsageMiddleware(
-        config=agent.compression_config(), profile=profile_for_model(agent.model_name)
+        config=agent.compression_config(), profile=profile_for_model(agent.resolved_model_name)
     )

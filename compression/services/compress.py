@@ -202,7 +202,7 @@ def _compress_locked(
         usage = refreshed_usage(
             values,
             manual.update,
-            profile=profile_for_model(agent.model_name),
+            profile=profile_for_model(agent.resolved_model_name),
             trigger_tokens=agent.effective_trigger,
             context_window=agent.resolved_context_window,
             result=manual.body(),
@@ -222,7 +222,7 @@ def _run_forced(conversation: Conversation, values: dict[str, Any]) -> ManualCom
         values,
         config=agent.compression_config(),
         store=workdir_for(conversation),
-        profile=profile_for_model(agent.model_name),
+        profile=profile_for_model(agent.resolved_model_name),
         now=datetime.now(UTC),
     )
     try:

@@ -28,12 +28,14 @@ def thread_compress_undo(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) 
         require_idle(conversation)
         repository, agent = state_repository_for(conversation), conversation.agent
         values = repository.get_values()
-        update, before, after = undo_update(values, profile=profile_for_model(agent.model_name))  # 409
+        update, before, after = undo_update(
+            values, profile=profile_for_model(agent.resolved_model_name)
+        )  # 409
         result = {"status": "undone", "before_tokens": before, "after_tokens": after}
         usage = refreshed_usage(
             values,
             update,
-            profile=profile_for_model(agent.model_name),
+            profile=profile_for_model(agent.resolved_model_name),
             trigger_tokens=agent.effective_trigger,
             context_window=agent.resolved_context_window,
             result=result,

@@ -220,3 +220,19 @@ def test_an_agent_without_a_model_name_uses_the_endpoint_default(openai_stub):
     with pytest.raises(ValidationError) as excinfo:
         agent.full_clean()
     assert "model_name" in excinfo.value.message_dict
+
+
+def test_the_estimator_profile_follows_the_endpoint_default_model(openai_stub):
+    from compression.agent_middleware.factories import compression_middleware_for, token_usage_middleware_for
+    from compression.engine.store import MemoryStore
+    from compression.engine.tokens import profile_for_model
+
+    endpoint = ModelEndpoint.objects.create(
+        name="Qwen", base_url=openai_stub.base_url, default_model="qwen3-32b"
+    )
+    agent = Agent.objects.create(name="A", slug="a", endpoint=endpoint, model_name="")
+    expected = profile_for_model("qwen3-32b")
+    assert expected != profile_for_model("")  # the test means something only if the profiles differ
+    assert compression_middleware_for(agent=agent, workdir=MemoryStore(), model=None).profile == expected
+    assert token_usage_middleware_for(agent=agent).profile == expected
+    assert agent.compression_config().model_name == "qwen3-32b"
