@@ -232,6 +232,11 @@ class Agent(models.Model):
             raise ValidationError(errors)
 
     @property
+    def sees_images(self) -> bool:
+        """Whether image attachments reach the model as images (else as a note with path and size)."""
+        return self.endpoint is not None and self.endpoint.supports_vision
+
+    @property
     def resolved_model_name(self) -> str:
         """The model name sent to the endpoint: the agent's, else the endpoint's default."""
         if self.model_name or self.endpoint is None:

@@ -150,12 +150,6 @@ def _write_once(workdir: Workdir, path: str, data: bytes) -> None:
         raise AttachmentRefused(_("The file could not be saved: %(reason)s") % {"reason": exc}) from exc
 
 
-def agent_sees_images(agent) -> bool:
-    """Whether the agent's model endpoint accepts image blocks (else images are described by a note)."""
-    endpoint = getattr(agent, "endpoint", None)
-    return bool(getattr(endpoint, "supports_vision", False))
-
-
 def message_model_content(*, message: Message, vision: bool) -> str | list[dict]:
     """What the model is sent for a user message: its text, plus a block per attachment."""
     attachments = list(message.attachments.all())

@@ -19,7 +19,7 @@ from compression.engine.state import merge_token_usage
 from conversations import events
 from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import run_next_queued
-from conversations.services.attachments import agent_sees_images, message_model_content
+from conversations.services.attachments import message_model_content
 from conversations.services.pressure import conversation_pressure_update
 from conversations.services.threads import conversation_lock, message_append
 from conversations.signals import run_compression_event
@@ -163,7 +163,7 @@ class _RunRelay:
             return Command(resume=message.content)
         self.seen.add(message.lc_message_id)
         content = message_model_content(
-            message=message, vision=agent_sees_images(self.run.conversation.agent)
+            message=message, vision=self.run.conversation.agent.sees_images
         )
         return {"messages": [HumanMessage(content=content, id=message.lc_message_id)]}
 
