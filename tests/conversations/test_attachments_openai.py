@@ -47,7 +47,9 @@ def test_image_and_log_compress_recoverably_with_no_base64_in_any_summary_call(
     client, user, vision_agent, openai_stub, django_capture_on_commit_callbacks
 ):
     image = png_bytes(noise=2_000_000)
-    log = "".join(f"2026-11-30T10:{i % 60:02d}:00Z worker-{i % 7} job {i} done\n" for i in range(7000)).encode()
+    log = "".join(
+        f"2026-11-30T10:{i % 60:02d}:00Z worker-{i % 7} job {i} done\n" for i in range(7000)
+    ).encode()
     assert len(image) >= 2_000_000 and len(log) >= 300_000
     payload = base64.b64encode(image).decode()
     thread = thread_create(user=user, agent_slug=vision_agent.slug)
