@@ -22,6 +22,7 @@ from compression.engine.history import (
     render_history_section,
     summary_text,
 )
+from compression.engine.media import offload_media
 from compression.engine.state import (
     SESSION_ID_KEY,
     SUMMARY_EVENT_KEY,
@@ -31,7 +32,7 @@ from compression.engine.state import (
     push_summary_event,
 )
 from compression.engine.steps import Blocking, Steps, Summarize
-from compression.engine.store import ResultStore
+from compression.engine.store import ResultStore, StoreError
 from compression.engine.tokens import TokenProfile
 from compression.engine.usage import count_call
 
@@ -95,7 +96,12 @@ def summarize_span(
     budget: int,
     now: datetime,
 ) -> Steps[SummaryOutcome]:
-    """History file first (required), then the summary; any failure raises before state changes."""
+    """Inline media saved first (neither the history file nor the summary model ever receives base64),
+    then the history file (required), then the summary; any failure raises before state changes."""
+    media = yield Blocking(partial(offload_media, to_summarize, store=store))
+    if media.failed:
+        raise StoreError(f"Could not save inline media before summarizing: {media.failed[0].error}")
+    to_summarize = media.messages
     session_id = session_id_from(state.get(SESSION_ID_KEY))
     file_path = history_path(session_id)
     section = render_history_section(to_summarize, now=now)

@@ -154,3 +154,61 @@ def test_an_image_block_costs_the_profiles_image_cost_whatever_its_size():
     large = _image_turn(PNG * 50)[0]
     assert estimate_message(small, profile) == estimate_message(large, profile)
     assert estimate_message(large, profile) < profile.image + 50
+
+
+def _drive_summary(messages, store):
+    """Run the summary step with a fake summarizer; returns the prompt it was sent."""
+    from datetime import UTC, datetime
+
+    from compression.engine.steps import Blocking, Summarize
+    from compression.engine.summary import summarize_span
+
+    config = CompressionConfig(trigger_tokens=100_000, model_name="gpt-4o-mini")
+    steps = summarize_span(
+        messages,
+        state={},
+        previous=None,
+        local_cutoff=len(messages),
+        config=config,
+        store=store,
+        profile=profile_for_model("gpt-4o-mini"),
+        budget=50_000,
+        now=datetime(2026, 11, 30, tzinfo=UTC),
+    )
+    prompts, value = [], None
+    try:
+        while True:
+            effect = steps.send(value)
+            if isinstance(effect, Blocking):
+                value = effect.fn()
+            elif isinstance(effect, Summarize):
+                prompts.append(effect.prompt)
+                value = AIMessage("## SESSION INTENT\nLook at a chart.")
+    except StopIteration:
+        return prompts
+
+
+def test_the_summary_step_saves_media_first_so_neither_history_nor_prompt_holds_base64():
+    store = MemoryStore()
+    image = {"type": "image", "base64": b64(PNG), "mime_type": "image/png"}
+    messages = [HumanMessage(content=[{"type": "text", "text": "chart"}, image], id="h1")]  # never answered
+    [prompt] = _drive_summary(messages, store)
+    path = media_path("image/png", digest(PNG))
+    assert "base64" not in prompt and b64(PNG)[:100] not in prompt and path in prompt
+    [history] = [
+        text for name, text in store.files.items() if name.startswith("outputs/conversation_history/")
+    ]
+    assert b64(PNG)[:100] not in history and path in history
+    assert store.blobs[path] == PNG
+
+
+def test_the_summary_step_fails_closed_when_media_cannot_be_saved():
+    class Broken(MemoryStore):
+        def write_bytes(self, path, data):
+            raise StoreError("disk full")
+
+    store = Broken()
+    messages = [HumanMessage(f"data:image/png;base64,{b64(PNG)}", id="h1")]
+    with pytest.raises(StoreError, match="disk full"):
+        _drive_summary(messages, store)
+    assert store.files == {}  # no history section written either
