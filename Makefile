@@ -23,9 +23,8 @@ run: install
 	$(BIN)/python manage.py runserver 127.0.0.1:8000
 
 # pytest exits 5 when it collected nothing: that is a failure here, never a silent pass.
-test: install
+test: install lint
 	$(BIN)/python manage.py makemigrations --check --dry-run --settings=agent_platform.test_settings >/dev/null
-	$(BIN)/ruff check .
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run"; exit 1; fi; exit $$rc
 

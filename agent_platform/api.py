@@ -6,8 +6,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI, Router, Schema
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
 
+from agent_platform.api_errors import error_responses
 from agent_platform.auth import api_auth
 from agent_platform.errors import ApplicationError
+from agent_platform.selectors import agent_list_enabled
 
 api = NinjaAPI(
     title="Agent platform API",
@@ -76,15 +78,13 @@ class AgentOut(Schema):
 platform_router = Router(tags=["platform"])
 
 
-@platform_router.get("/me", response=MeOut)
+@platform_router.get("/me", response={200: MeOut, **error_responses()})
 def me(request: HttpRequest):
     return request.user
 
 
-@platform_router.get("/agents", response=list[AgentOut])
+@platform_router.get("/agents", response={200: list[AgentOut], **error_responses()})
 def agent_list(request: HttpRequest):
-    from agent_platform.selectors import agent_list_enabled
-
     return agent_list_enabled()
 
 

@@ -32,7 +32,6 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
-    "django_htmx",
     "agent_platform",
     "conversations",
     "compression",
@@ -48,7 +47,6 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
-    "django_htmx.middleware.HtmxMiddleware",
     "agent_platform.http_errors.ApiErrorBodyMiddleware",
     "agent_platform.http_errors.RequestSizeLimitMiddleware",
 ]

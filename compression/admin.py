@@ -7,9 +7,9 @@ from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
 
 from agent_platform.admin_base import AuditAdmin
-from compression.bulk import bulk_compress_selected, celery_broker_configured
+from compression.bulk import bulk_compress_selected
 from compression.models import CompressionRecord
-from compression.tasks import bulk_compress_enqueue
+from compression.tasks import bulk_compress_start
 from conversations.admin import ConversationAdmin
 from conversations.models import Conversation
 
@@ -59,12 +59,8 @@ class CompressingConversationAdmin(ConversationAdmin):
     @admin.action(description=_("Bulk compaction (background when a broker is configured)"))
     def bulk_compress(self, request: HttpRequest, queryset) -> None:
         ids = list(queryset.values_list("pk", flat=True))
-        if celery_broker_configured():
-            batch = bulk_compress_enqueue(conversation_ids=ids)
-            self.message_user(request, f"Queued {len(ids)} thread(s) for compaction (batch {batch}).")
-            return
-        report, _by_label = bulk_compress_selected(conversation_ids=ids, requested_by=request.user)
-        self.message_user(request, report.summary_line())
+        started = bulk_compress_start(conversation_ids=ids, requested_by=request.user)
+        self.message_user(request, started.summary_line())
 
 
 admin.site.unregister(Conversation)

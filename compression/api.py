@@ -7,6 +7,7 @@ import uuid
 from django.http import HttpRequest
 from ninja import Header, Router, Schema
 
+from agent_platform.api_errors import error_responses
 from agent_platform.errors import Unprocessable
 from compression import services
 
@@ -29,12 +30,7 @@ class UndoOut(Schema):
     after_tokens: int
 
 
-class ErrorOut(Schema):
-    code: str
-    message: str
-
-
-ERRORS = {401: ErrorOut, 403: ErrorOut, 404: ErrorOut, 409: ErrorOut, 422: ErrorOut, 502: ErrorOut}
+ERRORS = error_responses(403, 404, 409, 502)
 
 
 @router.post("/{thread_id}/compress", response={200: CompressOut, **ERRORS})

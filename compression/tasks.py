@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from functools import partial
 
 from celery import shared_task
 from django.db import transaction
 
-from compression.bulk import bulk_compress_one
+from compression.bulk import BulkReport, bulk_compress_one, bulk_compress_selected, celery_broker_configured
 from compression.errors import TRANSIENT_MODEL_ERRORS
 
 
@@ -47,3 +48,27 @@ def bulk_compress_enqueue(*, conversation_ids: list[int], queue: str | None = No
             partial(thread_compress_task.apply_async, args=(conversation_id, batch), **options)
         )
     return batch
+
+
+@dataclass(frozen=True)
+class BulkStart:
+    """What ``bulk_compress_start`` did: queued a batch, or compressed the threads now."""
+
+    queued: int = 0
+    batch: str | None = None
+    report: BulkReport | None = None
+
+    def summary_line(self) -> str:
+        if self.report is not None:
+            return self.report.summary_line()
+        return f"Queued {self.queued} thread(s) for compaction (batch {self.batch})."
+
+
+def bulk_compress_start(*, conversation_ids: list[int], requested_by=None) -> BulkStart:
+    """Compress the threads in the background when a broker is configured (one task per thread),
+    else now, one by one (an in-memory broker would only reach this process)."""
+    if celery_broker_configured():
+        batch = bulk_compress_enqueue(conversation_ids=conversation_ids)
+        return BulkStart(queued=len(conversation_ids), batch=batch)
+    report, _by_label = bulk_compress_selected(conversation_ids=conversation_ids, requested_by=requested_by)
+    return BulkStart(report=report)

@@ -7,6 +7,7 @@ import uuid
 from django.http import HttpRequest
 from ninja import File, Form, Query, Router, Schema, Status, UploadedFile
 
+from agent_platform.api_errors import error_responses
 from conversations import selectors, services
 from conversations.schemas import (
     IntakeOut,
@@ -27,36 +28,36 @@ class MessageFilters(Schema):
     limit: int = selectors.MESSAGE_PAGE_MAX
 
 
-@router.post("", response={201: ThreadOut})
+@router.post("", response={201: ThreadOut, **error_responses(400, 404)})
 def thread_create(request: HttpRequest, payload: ThreadCreateIn):
     return Status(
         201, services.thread_create(user=request.user, agent_slug=payload.agent, title=payload.title)
     )
 
 
-@router.get("", response=list[ThreadOut])
+@router.get("", response={200: list[ThreadOut], **error_responses()})
 def thread_list(request: HttpRequest):
     return selectors.thread_list(user=request.user)
 
 
-@router.get("/{thread_id}", response=ThreadOut)
+@router.get("/{thread_id}", response={200: ThreadOut, **error_responses(404)})
 def thread_get(request: HttpRequest, thread_id: uuid.UUID):
     return selectors.thread_get(thread_id=thread_id, user=request.user)
 
 
-@router.delete("/{thread_id}", response={204: None})
+@router.delete("/{thread_id}", response={204: None, **error_responses(404, 409)})
 def thread_delete(request: HttpRequest, thread_id: uuid.UUID):
     services.thread_soft_delete(thread_id=thread_id, user=request.user)
     return Status(204, None)
 
 
-@router.get("/{thread_id}/messages", response=list[MessageOut])
+@router.get("/{thread_id}/messages", response={200: list[MessageOut], **error_responses(404)})
 def message_list(request: HttpRequest, thread_id: uuid.UUID, filters: Query[MessageFilters]):
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
     return selectors.message_list(conversation=conversation, after_seq=filters.after_seq, limit=filters.limit)
 
 
-@router.post("/{thread_id}/messages", response={202: IntakeOut})
+@router.post("/{thread_id}/messages", response={202: IntakeOut, **error_responses(400, 404, 409, 413)})
 def message_create(request: HttpRequest, thread_id: uuid.UUID, payload: MessageIn):
     result = services.message_intake(
         thread_id=thread_id, user=request.user, content=payload.content, request_id=payload.request_id
@@ -64,7 +65,7 @@ def message_create(request: HttpRequest, thread_id: uuid.UUID, payload: MessageI
     return Status(202, {"message": result.message, "run": result.run})
 
 
-@router.post("/{thread_id}/messages/upload", response={202: IntakeOut})
+@router.post("/{thread_id}/messages/upload", response={202: IntakeOut, **error_responses(404, 409, 413)})
 def message_create_with_files(
     request: HttpRequest,
     thread_id: uuid.UUID,
@@ -80,13 +81,13 @@ def message_create_with_files(
     return Status(202, {"message": result.message, "run": result.run})
 
 
-@router.post("/{thread_id}/resume", response={202: IntakeOut})
+@router.post("/{thread_id}/resume", response={202: IntakeOut, **error_responses(400, 404, 409)})
 def thread_resume(request: HttpRequest, thread_id: uuid.UUID, payload: ResumeIn):
     result = services.run_resume(thread_id=thread_id, user=request.user, answer=payload.answer)
     return Status(202, {"message": result.message, "run": result.run})
 
 
-@router.get("/{thread_id}/state", response=StateOut)
+@router.get("/{thread_id}/state", response={200: StateOut, **error_responses(404)})
 def thread_state(request: HttpRequest, thread_id: uuid.UUID):
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
     return selectors.thread_state(conversation=conversation)

@@ -4,11 +4,15 @@ does not exist for them."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
-from django.db.models import QuerySet
+from django.core.validators import slug_re
+from django.db.models import Count, F, FloatField, Func, QuerySet, Value
+from django.db.models.functions import Floor, Greatest, Least
 
+from agent_platform.models import Agent
 from agent_platform.runtime.graph import state_repository_for
 from agent_platform.workdir import workdir_for
 from compression.engine.events import LEVEL_UNDO
@@ -22,6 +26,8 @@ from conversations.models import AgentRun, Conversation, Message
 MESSAGE_PAGE_MAX = 500
 # A thread's "compression under way" marker in the shared cache (set by ``services.pressure``).
 COMPRESSING_KEY = "compression:under-way:{thread_id}"
+PRESSURE_BIN_WIDTH = 0.1
+PRESSURE_BIN_COUNT = 11  # [0, 0.1) … [0.9, 1.0), then everything at or above the trigger
 
 
 def thread_list(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
@@ -154,3 +160,51 @@ def compression_latest(*, conversation: Conversation) -> dict[str, object] | Non
         "error": record.error,
         "reason": record.reason,
     }
+
+
+@dataclass(frozen=True)
+class PressureOverview:
+    histograms: list[tuple[Agent, list[int]]]  # per agent (by name): thread counts per pressure bin
+    threads: list[Conversation]  # measured threads, highest pressure first, at most ``rows``
+    thread_count: int  # measured threads
+    unmeasured_count: int
+    agents: list[Agent]
+
+
+def pressure_bin_expression() -> Func:
+    """The pressure bin of a thread, computed by the database: bins of ``PRESSURE_BIN_WIDTH`` from 0,
+    the last one holding the trigger and above (the ratios are stored rounded to 4 decimals; the small
+    epsilon keeps 0.3 in bin 3 despite binary floating point)."""
+    raw = Floor(F("pressure_ratio") / Value(PRESSURE_BIN_WIDTH) + Value(1e-6), output_field=FloatField())
+    return Greatest(Value(0.0), Least(Value(float(PRESSURE_BIN_COUNT - 1)), raw), output_field=FloatField())
+
+
+def thread_pressure_overview(*, user: AbstractBaseUser, agent_slug: str = "", rows: int) -> PressureOverview:
+    """The threads ``user`` may see by context pressure, for the staff page: per-agent histograms binned
+    by the database (no thread is loaded for them) and the ``rows`` most pressed threads."""
+    threads = threads_visible_to(user)
+    if agent_slug:
+        # Not a slug (e.g. a NUL byte, which PostgreSQL rejects in a query): no agent has it.
+        slug_ok = slug_re.fullmatch(agent_slug) is not None
+        threads = threads.filter(agent__slug=agent_slug) if slug_ok else threads.none()
+    measured = threads.filter(pressure_ratio__isnull=False)
+    binned = (
+        measured.annotate(pressure_bin=pressure_bin_expression())
+        .values("agent_id", "pressure_bin")
+        .annotate(count=Count("id"))
+        .order_by()
+    )
+    counts: dict[int, list[int]] = {}
+    for row in binned:
+        bins = counts.setdefault(row["agent_id"], [0] * PRESSURE_BIN_COUNT)
+        bins[int(row["pressure_bin"])] += row["count"]
+    agents = list(Agent.objects.order_by("name"))
+    return PressureOverview(
+        histograms=[(agent, counts[agent.pk]) for agent in agents if agent.pk in counts],
+        threads=list(
+            measured.select_related("agent", "owner").order_by("-pressure_ratio", "-last_activity_at")[:rows]
+        ),
+        thread_count=sum(map(sum, counts.values())),
+        unmeasured_count=threads.filter(pressure_ratio__isnull=True).count(),
+        agents=agents,
+    )

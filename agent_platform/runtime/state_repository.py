@@ -26,12 +26,3 @@ class AgentStateRepository:
     def update(self, values: dict[str, Any], *, as_node: str = "model") -> dict[str, Any]:
         """Apply ``values`` through the channels' reducers as if ``as_node`` wrote them."""
         return self.graph.update_state(self.config, values, as_node=as_node)
-
-    async def asnapshot(self) -> StateSnapshot:
-        return await self.graph.aget_state(self.config)
-
-    async def aget_values(self) -> dict[str, Any]:
-        return dict((await self.asnapshot()).values or {})
-
-    async def aupdate(self, values: dict[str, Any], *, as_node: str = "model") -> dict[str, Any]:
-        return await self.graph.aupdate_state(self.config, values, as_node=as_node)

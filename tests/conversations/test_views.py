@@ -501,15 +501,25 @@ def test_pressure_page_with_a_filter_that_is_not_a_slug_lists_nothing(client, st
     assert re.findall(r"/change/\">([^<]+)</a>", response.content.decode()) == []
 
 
-def test_pressure_bins_put_the_trigger_and_above_in_the_last_bin():
-    from conversations.admin_views import BIN_COUNT, pressure_bin
+def test_pressure_bins_are_counted_by_the_database_with_the_trigger_and_above_in_the_last_bin(
+    staff_user, user, agent
+):
+    from conversations.selectors import PRESSURE_BIN_COUNT, thread_pressure_overview
+    from conversations.services import thread_create
 
-    assert pressure_bin(0.0) == 0
-    assert pressure_bin(0.849) == 8
-    assert pressure_bin(0.85) == 8
-    assert pressure_bin(0.9) == 9
-    assert pressure_bin(1.0) == BIN_COUNT - 1
-    assert pressure_bin(3.2) == BIN_COUNT - 1
+    ratios = [0.0, 0.3, 0.849, 0.85, 0.9, 1.0, 3.2, -0.1]
+    for ratio in ratios:
+        conversation = thread_create(user=staff_user, agent_slug=agent.slug)
+        Conversation.objects.filter(pk=conversation.pk).update(pressure_ratio=ratio)
+
+    overview = thread_pressure_overview(user=staff_user, rows=2)
+    [(histogram_agent, counts)] = overview.histograms
+    assert histogram_agent == agent and len(counts) == PRESSURE_BIN_COUNT
+    expected = [0] * PRESSURE_BIN_COUNT
+    for index in (0, 3, 8, 8, 9, PRESSURE_BIN_COUNT - 1, PRESSURE_BIN_COUNT - 1, 0):
+        expected[index] += 1
+    assert counts == expected
+    assert overview.thread_count == len(ratios) and [t.pressure_ratio for t in overview.threads] == [3.2, 1.0]
 
 
 # --- pure projections --------------------------------------------------------------------------
