@@ -98,6 +98,14 @@ def agent(db):
 
 
 @pytest.fixture
+def thread(user, agent):
+    """An idle thread of ``user`` with ``agent`` (the compression tests specialise it)."""
+    from conversations.services import thread_create
+
+    return thread_create(user=user, agent_slug=agent.slug, title="Test thread")
+
+
+@pytest.fixture
 def api_token(user):
     from agent_platform.services import api_token_issue
 

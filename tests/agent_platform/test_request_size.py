@@ -17,13 +17,6 @@ def small_limit(settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = LIMIT
 
 
-@pytest.fixture
-def thread(user, agent):
-    from conversations.services import thread_create
-
-    return thread_create(user=user, agent_slug=agent.slug)
-
-
 @pytest.mark.parametrize("debug", [False, True])
 def test_an_over_size_api_body_is_a_413_json(client, user, thread, settings, debug):
     settings.DEBUG = debug

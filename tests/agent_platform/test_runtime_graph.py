@@ -10,14 +10,8 @@ from agent_platform.runtime.graph import agent_tools, build_agent_graph, thread_
 from agent_platform.runtime.offline import OfflineChatModel
 from agent_platform.runtime.state_repository import AgentStateRepository
 from agent_platform.workdir import workdir_for
-from conversations.services import thread_create
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def thread(user, agent):
-    return thread_create(user=user, agent_slug=agent.slug)
 
 
 def test_state_survives_a_rebuilt_graph_through_the_checkpointer(thread):
@@ -40,18 +34,6 @@ def test_the_state_repository_writes_through_the_graph(thread):
     repository = AgentStateRepository(graph, thread.thread_id)
     repository.update({"messages": [HumanMessage("note", id="n1")]})
     assert [m.id for m in repository.get_values()["messages"]] == ["n1"]
-
-
-async def test_the_state_repository_has_async_twins(thread):
-    from asgiref.sync import sync_to_async
-    from langgraph.checkpoint.memory import InMemorySaver
-
-    graph = await sync_to_async(build_agent_graph)(
-        agent=thread.agent, conversation=thread, checkpointer=InMemorySaver()
-    )
-    repository = AgentStateRepository(graph, thread.thread_id)
-    await repository.aupdate({"messages": [HumanMessage("x", id="a1")]})
-    assert [m.id for m in (await repository.aget_values())["messages"]] == ["a1"]
 
 
 def test_tools_follow_the_agent_and_sub_agents_get_no_task_or_ask_user(thread, agent):

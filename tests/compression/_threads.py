@@ -1,4 +1,5 @@
-"""Threads with a seeded checkpoint, for manual/bulk compression tests."""
+"""Threads with a seeded checkpoint, and the helpers that drive and inspect them, for the manual and
+bulk compression tests."""
 
 from __future__ import annotations
 
@@ -6,9 +7,16 @@ import json
 from io import StringIO
 from typing import Any
 
+import httpx
+import openai
+from django.core.management import call_command
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from agent_platform.runtime.state_repository import AgentStateRepository
+from compression.models import CompressionRecord
+
+SUMMARY = "## SESSION INTENT\nKeep the context small."
+USAGE = {"input_tokens": 100, "output_tokens": 20, "total_tokens": 120}
 
 
 def conversation_messages(turns: int, *, big_result_chars: int = 6000) -> list[BaseMessage]:
@@ -66,3 +74,31 @@ def compact(*args: str) -> dict:
     out = StringIO()
     call_command("compact_threads", *args, "--json", stdout=out, stderr=StringIO())
     return json.loads(out.getvalue())
+
+
+def connection_error() -> openai.APIConnectionError:
+    return openai.APIConnectionError(
+        request=httpx.Request("POST", "http://model.invalid/v1/chat/completions")
+    )
+
+
+def compact_text(*args: str) -> str:
+    out = StringIO()
+    call_command("compact_threads", *args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def selected(*args: str) -> list[str]:
+    return [row["thread"] for row in compact("--dry-run", *args)["candidates"]]
+
+
+def snapshot(thread) -> dict:
+    return repository_for(thread).get_values()
+
+
+def bulk_records(thread):
+    return CompressionRecord.objects.filter(conversation=thread, trigger=CompressionRecord.Trigger.BULK)
+
+
+def compress_request(client, thread, **headers):
+    return client.post(f"/api/threads/{thread.thread_id}/compress", headers=headers)

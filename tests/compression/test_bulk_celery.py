@@ -11,7 +11,6 @@ import subprocess
 import sys
 import time
 import uuid
-from datetime import timedelta
 from pathlib import Path
 from urllib.parse import quote
 
@@ -19,34 +18,14 @@ import psycopg
 import pytest
 from django.conf import settings
 from django.db import connection
-from django.utils import timezone
 
 from compression.models import CompressionRecord
-from conversations.models import Conversation
 from tests.compression._agent_fakes import ScriptedChatModel
-from tests.compression._threads import compact, conversation_messages, repository_for, seed_state
+from tests.compression._threads import compact, repository_for
 
 ROOT = Path(__file__).resolve().parents[2]
 CELERY = Path(sys.executable).with_name("celery")
 WAIT_SECONDS = 120
-
-
-@pytest.fixture
-def make_thread(user, agent):
-    from conversations.services import thread_create
-
-    agent.summary_keep_messages = 4
-    agent.save()
-
-    def make(title: str, *, pressure: float = 0.9) -> Conversation:
-        thread = thread_create(user=user, agent_slug=agent.slug, title=title)
-        seed_state(thread, conversation_messages(5))
-        Conversation.objects.filter(pk=thread.pk).update(
-            pressure_ratio=pressure, last_activity_at=timezone.now() - timedelta(hours=3)
-        )
-        return thread
-
-    return make
 
 
 @pytest.mark.postgres

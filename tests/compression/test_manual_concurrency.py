@@ -15,6 +15,7 @@ from conversations.selectors import thread_compressing
 from conversations.services import message_intake
 from tests.compression._agent_fakes import ScriptedChatModel
 from tests.compression._threads import conversation_messages, repository_for, seed_state
+from tests.support.locks import wait_for_lock_waiters
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 
@@ -36,14 +37,9 @@ def gated(monkeypatch):
 
 
 @pytest.fixture
-def thread(user, agent):
-    from conversations.services import thread_create
-
-    agent.summary_keep_messages = 4
-    agent.save()
-    conversation = thread_create(user=user, agent_slug=agent.slug)
-    seed_state(conversation, conversation_messages(5))
-    return conversation
+def thread(make_thread):
+    """An idle thread with five turns of history: enough to summarize."""
+    return make_thread("Busy thread")
 
 
 def _run(target, results: dict, key: str) -> threading.Thread:
@@ -74,8 +70,8 @@ def test_intake_waits_for_a_compression_and_loses_nothing(thread, user, gated, s
         results,
         "intake",
     )
-    time.sleep(0.7)
-    assert intake.is_alive(), "intake must wait for the row lock while the compression holds it"
+    assert wait_for_lock_waiters(), "intake must wait for the row lock while the compression holds it"
+    assert intake.is_alive()
     assert not Message.objects.filter(conversation=thread).exists()
 
     gate.set()
@@ -108,7 +104,9 @@ def test_intake_answers_busy_after_its_bounded_wait(thread, user, gated, setting
 
 
 def test_a_compression_waits_for_an_intake_then_sees_the_thread_busy(thread, user, settings):
-    """Intake holds the lock and queues a run; the compression that waited then answers 409."""
+    """Another holder has the thread's lock and an intake follows it: the compression waits for the
+    lock, then either compresses before the intake's message or answers 409 after its queued run;
+    the two are serialized, never interleaved (either order is accepted below)."""
     from conversations.services import thread_lock
 
     settings.RUN_EXECUTION = "celery"
@@ -124,7 +122,7 @@ def test_a_compression_waits_for_an_intake_then_sees_the_thread_busy(thread, use
     holder = _run(hold_and_queue, results, "intake")
     assert locked.wait(10)
     compressing = _run(lambda: thread_compress(thread_id=thread.thread_id, user=user), results, "compress")
-    time.sleep(0.3)
+    assert wait_for_lock_waiters(), "the compression must wait for the row lock the holder has"
     assert compressing.is_alive()
     release.set()
     holder.join(20)
@@ -153,8 +151,8 @@ def test_concurrent_requests_with_one_idempotency_key_summarize_once(thread, use
     first = _run(compress, results, "first")
     assert started.wait(10)
     second = _run(compress, results, "second")
-    time.sleep(0.5)
-    assert second.is_alive(), "the retry must wait for the row lock, not summarize alongside"
+    assert wait_for_lock_waiters(), "the retry must wait for the row lock, not summarize alongside"
+    assert second.is_alive()
     gate.set()
     first.join(20)
     second.join(20)
@@ -189,8 +187,8 @@ def test_one_idempotency_key_on_two_threads_at_once_compresses_only_one(thread, 
         results,
         "second",
     )
-    time.sleep(0.5)
-    assert second.is_alive(), "the second claim must wait for the first to commit or roll back"
+    assert wait_for_lock_waiters(), "the second claim must wait for the first to commit or roll back"
+    assert second.is_alive()
     gate.set()
     first.join(20)
     second.join(20)

@@ -11,34 +11,15 @@ from compression.engine.history import SUMMARY_EVENT_KEY, effective_messages
 from compression.models import CompressionRecord
 from conversations.models import AgentRun, Conversation
 from tests.compression._agent_fakes import ScriptedChatModel
-from tests.compression._threads import conversation_messages, repository_for, seed_state, workdir_files
+from tests.compression._threads import (
+    compress_request,
+    conversation_messages,
+    repository_for,
+    seed_state,
+    workdir_files,
+)
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def thread(user, agent):
-    from conversations.services import thread_create
-
-    agent.summary_keep_messages = 4
-    agent.save()
-    return thread_create(user=user, agent_slug=agent.slug, title="Long thread")
-
-
-@pytest.fixture
-def summarizer(monkeypatch):
-    """The agent's model, scripted: ``summarizer(*summaries)`` returns the fake to inspect."""
-
-    def install(*summaries) -> ScriptedChatModel:
-        model = ScriptedChatModel(summaries=list(summaries) or ["## SESSION INTENT\nKeep context small."])
-        monkeypatch.setattr("agent_platform.runtime.models.chat_model_for", lambda agent: model)
-        return model
-
-    return install
-
-
-def _compress(client, thread, **headers):
-    return client.post(f"/api/threads/{thread.thread_id}/compress", headers=headers)
 
 
 def test_compression_summarizes_history_and_keeps_every_message(client, user, thread, summarizer):
@@ -47,7 +28,7 @@ def test_compression_summarizes_history_and_keeps_every_message(client, user, th
     repository = seed_state(thread, messages)
     client.force_login(user)
 
-    response = _compress(client, thread)
+    response = compress_request(client, thread)
 
     assert response.status_code == 200, response.content
     body = response.json()
@@ -94,7 +75,7 @@ def test_token_usage_is_refreshed_so_the_meter_falls(client, user, thread, summa
         },
     )
     client.force_login(user)
-    body = _compress(client, thread).json()
+    body = compress_request(client, thread).json()
 
     usage = repository_for(thread).get_values()["token_usage"]
     assert usage["compression"] == body
@@ -114,7 +95,7 @@ def test_insufficient_history_is_a_no_op_that_writes_nothing(client, user, threa
     before = repository_for(thread).get_values()
     client.force_login(user)
 
-    response = _compress(client, thread)
+    response = compress_request(client, thread)
 
     assert response.status_code == 200
     assert response.json()["status"] == "no_op"
@@ -134,7 +115,7 @@ def test_summary_failure_answers_502_and_leaves_the_checkpoint_unchanged(
     before = repository_for(thread).get_values()
     client.force_login(user)
 
-    response = _compress(client, thread)
+    response = compress_request(client, thread)
 
     assert response.status_code == 502
     assert response.json()["code"] == "summary_failed"
@@ -161,7 +142,7 @@ def test_history_write_failure_answers_502_with_state_unchanged(
 
     monkeypatch.setattr("agent_platform.workdir.Workdir.append_text", refuse)
     client.force_login(user)
-    response = _compress(client, thread)
+    response = compress_request(client, thread)
     assert response.status_code == 502
     assert "history" in response.json()["message"]
     assert repository_for(thread).get_values() == before
@@ -172,8 +153,8 @@ def test_idempotent_retry_makes_exactly_one_summary_call(client, user, thread, s
     seed_state(thread, conversation_messages(5))
     client.force_login(user)
 
-    first = _compress(client, thread, **{"Idempotency-Key": "key-1"})
-    second = _compress(client, thread, **{"Idempotency-Key": "key-1"})
+    first = compress_request(client, thread, **{"Idempotency-Key": "key-1"})
+    second = compress_request(client, thread, **{"Idempotency-Key": "key-1"})
 
     assert first.status_code == second.status_code == 200
     assert first.json() == second.json()
@@ -190,47 +171,20 @@ def test_same_idempotency_key_on_another_thread_conflicts(client, user, agent, t
     seed_state(other, conversation_messages(5))
     client.force_login(user)
 
-    assert _compress(client, thread, **{"Idempotency-Key": "shared"}).status_code == 200
-    response = _compress(client, other, **{"Idempotency-Key": "shared"})
+    assert compress_request(client, thread, **{"Idempotency-Key": "shared"}).status_code == 200
+    response = compress_request(client, other, **{"Idempotency-Key": "shared"})
     assert response.status_code == 409
     assert response.json()["code"] == "idempotency_conflict"
-
-
-def test_undo_restores_the_previous_effective_messages_exactly(client, user, thread, summarizer):
-    summarizer("first summary", "second summary")
-    repository = seed_state(thread, conversation_messages(5))
-    client.force_login(user)
-    assert _compress(client, thread).json()["status"] == "completed"
-    repository.update({"messages": conversation_messages(8)[20:]})  # the thread grew
-    after_first = repository.get_values()
-    view_after_first = effective_messages(after_first["messages"], after_first[SUMMARY_EVENT_KEY])
-    assert _compress(client, thread).json()["status"] == "completed"
-
-    response = client.post(f"/api/threads/{thread.thread_id}/compress/undo")
-
-    assert response.status_code == 200, response.content
-    restored = repository.get_values()
-    view = effective_messages(restored["messages"], restored[SUMMARY_EVENT_KEY])
-    assert [(type(m), m.content) for m in view] == [(type(m), m.content) for m in view_after_first]
-
-    assert client.post(f"/api/threads/{thread.thread_id}/compress/undo").status_code == 200
-    raw = repository.get_values()
-    assert raw.get(SUMMARY_EVENT_KEY) is None
-    assert effective_messages(raw["messages"], None) == raw["messages"]
-
-    response = client.post(f"/api/threads/{thread.thread_id}/compress/undo")
-    assert response.status_code == 409
-    assert response.json()["code"] == "nothing_to_undo"
 
 
 def test_second_compression_stores_the_global_cutoff(client, user, thread, summarizer):
     summarizer("one", "two")
     repository = seed_state(thread, conversation_messages(5))
     client.force_login(user)
-    _compress(client, thread)
+    compress_request(client, thread)
     first_cutoff = repository.get_values()[SUMMARY_EVENT_KEY]["cutoff_index"]
     repository.update({"messages": conversation_messages(8)[20:]})
-    body = _compress(client, thread).json()
+    body = compress_request(client, thread).json()
     event = repository.get_values()[SUMMARY_EVENT_KEY]
     assert event["cutoff_index"] == first_cutoff + body["compressed_messages"] - 1
 
@@ -242,7 +196,7 @@ def test_busy_thread_is_409_and_never_queued(client, user, thread, summarizer, s
     AgentRun.objects.create(conversation=thread, status=status)
     client.force_login(user)
 
-    response = _compress(client, thread)
+    response = compress_request(client, thread)
 
     assert response.status_code == 409
     assert response.json()["code"] == "thread_busy"
@@ -256,7 +210,7 @@ def test_an_answered_interrupt_no_longer_blocks(client, user, thread, summarizer
     AgentRun.objects.create(conversation=thread, status="interrupted")
     AgentRun.objects.create(conversation=thread, status="succeeded", kind="resume")
     client.force_login(user)
-    assert _compress(client, thread).status_code == 200
+    assert compress_request(client, thread).status_code == 200
 
 
 @pytest.mark.parametrize("case", ["missing", "deleted", "foreign"])
@@ -280,7 +234,7 @@ def test_agent_without_the_capability_is_422(client, user, thread, summarizer):
     thread.agent.capabilities = []
     thread.agent.save()
     client.force_login(user)
-    response = _compress(client, thread)
+    response = compress_request(client, thread)
     assert response.status_code == 422
     assert response.json()["code"] == "capability_missing"
 
@@ -293,7 +247,7 @@ def test_bearer_clients_can_compress(client, user, thread, summarizer, bearer):
 
 def test_bad_idempotency_key_is_422(client, user, thread):
     client.force_login(user)
-    response = _compress(client, thread, **{"Idempotency-Key": "x" * 201})
+    response = compress_request(client, thread, **{"Idempotency-Key": "x" * 201})
     assert response.status_code == 422
     assert response.json()["code"] == "invalid_input"
 
@@ -305,7 +259,7 @@ def test_empty_or_unprintable_idempotency_key_is_422_and_compresses_nothing(
     model = summarizer()
     seed_state(thread, conversation_messages(5))
     client.force_login(user)
-    response = _compress(client, thread, **{"Idempotency-Key": key})
+    response = compress_request(client, thread, **{"Idempotency-Key": key})
     assert response.status_code == 422
     assert response.json()["code"] == "invalid_input"
     assert model.summary_prompts == [] and not CompressionRecord.objects.exists()
@@ -320,29 +274,6 @@ def test_state_repository_refuses_a_graph_without_checkpointer(thread):
         AgentStateRepository(graph, thread.thread_id)
 
 
-def test_automatic_compressions_leave_audit_records(user, agent, django_capture_on_commit_callbacks):
-    """A run whose state is over the budget compresses itself and the run's events are audited."""
-    from conversations.services import message_intake, thread_create
-
-    agent.summary_threshold = 1  # T = 1024 tokens
-    agent.summary_keep_messages = 2
-    agent.tools = []
-    agent.save()
-    thread = thread_create(user=user, agent_slug=agent.slug)
-    seed_state(thread, conversation_messages(3, big_result_chars=3000))
-
-    with django_capture_on_commit_callbacks(execute=True):
-        message_intake(thread_id=thread.thread_id, user=user, content="Please continue.")
-
-    run = AgentRun.objects.get(conversation=thread)
-    assert run.status == "succeeded", run.error
-    statuses = [e["status"] for e in run.events if e.get("type") == "compression"]
-    assert statuses[:1] == ["started"] and statuses[-1] == "completed"
-    record = CompressionRecord.objects.get(conversation=thread, trigger="auto")
-    assert record.run == run and record.status == "completed"
-    assert record.level in ("compaction", "summary")
-
-
 def test_summary_model_is_the_agents_own(client, user, thread, monkeypatch):
     """The service summarizes with ``chat_model_for(<the thread's agent>)``, the agent's own model."""
     from agent_platform.runtime import models
@@ -355,101 +286,16 @@ def test_summary_model_is_the_agents_own(client, user, thread, monkeypatch):
     monkeypatch.setattr(models, "chat_model_for", lambda agent: asked_for.append(agent) or model)
     seed_state(thread, conversation_messages(5))
     client.force_login(user)
-    assert _compress(client, thread).status_code == 200
+    assert compress_request(client, thread).status_code == 200
     assert asked_for == [thread.agent]
     event = repository_for(thread).get_values()[SUMMARY_EVENT_KEY]
     assert "summarized by the agent's model" in event["summary_message"].content
 
 
-def test_manual_compression_tells_the_threads_pages_and_marks_it_under_way(
-    client, user, thread, summarizer, django_capture_on_commit_callbacks
-):
-    from asgiref.sync import async_to_sync
-    from channels.layers import get_channel_layer
-
-    from conversations.events import thread_group
-    from conversations.selectors import thread_compressing
-
-    seen_during: list[bool] = []
-    model = summarizer()
-    original = model._generate
-
-    def generate(messages, stop=None, run_manager=None, **kwargs):
-        seen_during.append(thread_compressing(thread_id=thread.thread_id))
-        return original(messages, stop=stop, run_manager=run_manager, **kwargs)
-
-    object.__setattr__(model, "_generate", generate)
-    seed_state(thread, conversation_messages(5))
-    layer = get_channel_layer()
-    channel = async_to_sync(layer.new_channel)()
-    async_to_sync(layer.group_add)(thread_group(thread.thread_id), channel)
-    client.force_login(user)
-
-    with django_capture_on_commit_callbacks(execute=True):
-        body = _compress(client, thread).json()
-
-    async def drain() -> list[dict]:
-        import asyncio
-
-        events = []
-        while True:
-            try:
-                message = await asyncio.wait_for(layer.receive(channel), timeout=1)
-            except TimeoutError:
-                return events
-            events.append(message["event"])
-
-    received = async_to_sync(drain)()
-    assert [e["status"] for e in received] == ["started", "completed"]
-    assert all({"level", "before_tokens", "after_tokens"} <= set(e) for e in received)  # SPEC 6.7 fields
-    assert received[-1]["after_tokens"] == body["after_tokens"]
-    assert seen_during == [True]
-    assert thread_compressing(thread_id=thread.thread_id) is False
-    assert client.get(f"/api/threads/{thread.thread_id}/state").json()["compressing"] is False
-
-
-@pytest.mark.parametrize("status", ["running", "queued", "interrupted"])
-def test_undo_on_a_busy_thread_is_409_and_changes_nothing(client, user, thread, summarizer, status):
-    summarizer()
-    repository = seed_state(thread, conversation_messages(5))
-    client.force_login(user)
-    assert _compress(client, thread).json()["status"] == "completed"
-    before = repository.get_values()
-    AgentRun.objects.create(conversation=thread, status=status)
-
-    response = client.post(f"/api/threads/{thread.thread_id}/compress/undo")
-
-    assert response.status_code == 409
-    assert response.json()["code"] == "thread_busy"
-    assert repository.get_values() == before
-    assert not CompressionRecord.objects.filter(trigger="undo").exists()
-
-
-@pytest.mark.parametrize("case", ["missing", "deleted", "foreign"])
-def test_undo_not_found_kinds_are_404_without_existence_leak(
-    client, user, other_user, thread, summarizer, case
-):
-    summarizer()
-    repository = seed_state(thread, conversation_messages(5))
-    client.force_login(user)
-    assert _compress(client, thread).json()["status"] == "completed"
-    before = repository.get_values()
-    thread_id = uuid.uuid4() if case == "missing" else thread.thread_id
-    if case == "deleted":
-        Conversation.objects.filter(pk=thread.pk).update(status="deleted")
-    client.force_login(other_user if case == "foreign" else user)
-
-    response = client.post(f"/api/threads/{thread_id}/compress/undo")
-
-    assert response.status_code == 404
-    assert response.json() == {"code": "thread_not_found", "message": "No such thread."}
-    assert repository.get_values() == before
-
-
 def test_a_thread_with_an_empty_checkpoint_is_a_no_op(client, user, thread, summarizer):
     model = summarizer()
     client.force_login(user)
-    response = _compress(client, thread)
+    response = compress_request(client, thread)
     assert response.status_code == 200
     assert response.json()["status"] == "no_op" and response.json()["reason"] == "insufficient_history"
     assert model.summary_prompts == [] and workdir_files(thread) == []
@@ -465,9 +311,9 @@ def test_idempotency_keys_are_scoped_to_their_user(client, user, other_user, age
     seed_state(thread, conversation_messages(5))
     seed_state(theirs, conversation_messages(5))
     client.force_login(user)
-    assert _compress(client, thread, **{"Idempotency-Key": "k-42"}).status_code == 200
+    assert compress_request(client, thread, **{"Idempotency-Key": "k-42"}).status_code == 200
     client.force_login(other_user)
-    response = _compress(client, theirs, **{"Idempotency-Key": "k-42"})
+    response = compress_request(client, theirs, **{"Idempotency-Key": "k-42"})
     assert response.status_code == 200, response.content
     assert response.json()["status"] == "completed"
     assert len(model.summary_prompts) == 2
@@ -477,7 +323,7 @@ def test_response_always_carries_file_path_and_reason(client, user, thread, summ
     summarizer()
     seed_state(thread, conversation_messages(1))
     client.force_login(user)
-    body = _compress(client, thread).json()
+    body = compress_request(client, thread).json()
     assert body == {
         "status": "no_op",
         "before_tokens": body["before_tokens"],
@@ -487,44 +333,3 @@ def test_response_always_carries_file_path_and_reason(client, user, thread, summ
         "reason": "insufficient_history",
     }
     assert body["before_tokens"] == body["after_tokens"] > 0
-
-
-def test_undo_tells_the_threads_pages(client, user, thread, summarizer, django_capture_on_commit_callbacks):
-    from asgiref.sync import async_to_sync
-    from channels.layers import get_channel_layer
-
-    from conversations.events import thread_group
-
-    summarizer()
-    seed_state(thread, conversation_messages(5))
-    client.force_login(user)
-    _compress(client, thread)
-    layer = get_channel_layer()
-    channel = async_to_sync(layer.new_channel)()
-    async_to_sync(layer.group_add)(thread_group(thread.thread_id), channel)
-    with django_capture_on_commit_callbacks(execute=True):
-        assert client.post(f"/api/threads/{thread.thread_id}/compress/undo").status_code == 200
-    event = async_to_sync(layer.receive)(channel)["event"]
-    assert (event["type"], event["status"], event["level"]) == ("compression", "undone", "undo")
-
-
-def test_undo_leaves_an_audit_record(client, user, thread, summarizer):
-    summarizer()
-    seed_state(thread, conversation_messages(5))
-    client.force_login(user)
-    _compress(client, thread)
-    body = client.post(f"/api/threads/{thread.thread_id}/compress/undo").json()
-    record = CompressionRecord.objects.get(conversation=thread, trigger="undo")
-    assert (record.status, record.requested_by) == ("completed", user)
-    assert (record.before_tokens, record.after_tokens) == (body["before_tokens"], body["after_tokens"])
-
-
-def test_the_undo_history_is_bounded():
-    from compression.engine.state import MAX_SUMMARY_EVENTS, push_summary_event
-
-    history: list = []
-    for n in range(MAX_SUMMARY_EVENTS + 5):
-        history = push_summary_event(history, {"cutoff_index": n})
-    assert len(history) == MAX_SUMMARY_EVENTS
-    assert history[-1] == {"cutoff_index": MAX_SUMMARY_EVENTS + 4}  # newest kept, oldest dropped
-    assert push_summary_event(None, None) == [None]  # "no summary yet" is itself undoable to

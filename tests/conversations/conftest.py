@@ -11,6 +11,8 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 
+from tests.conversations.page_support import write_token_usage
+
 
 class ScriptedChatModel(BaseChatModel):
     """Replies from ``script`` in order (strings or AIMessages); ``gate`` (if set) blocks each call."""
@@ -81,13 +83,12 @@ def scripted_model(monkeypatch) -> Callable[..., ScriptedChatModel]:
 
 
 @pytest.fixture
-def thread(user, agent):
-    from conversations.services import thread_create
-
-    return thread_create(user=user, agent_slug=agent.slug, title="Test thread")
-
-
-@pytest.fixture
 def owner_client(client, user):
     client.force_login(user)
     return client
+
+
+@pytest.fixture
+def seed_token_usage():
+    """Seed a thread's ``token_usage`` through the state repository (the token-usage middleware's key)."""
+    return write_token_usage

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.urls import reverse
+
 
 def usage_at(ratio: float, *, trigger: int = 102400, window: int = 128000) -> dict[str, Any]:
     """A ``token_usage`` (SPEC 7) whose ``summary_pressure_ratio`` is exactly ``ratio``."""
@@ -28,3 +30,28 @@ def write_token_usage(conversation, usage: dict[str, Any]) -> None:
     from agent_platform.runtime.state_repository import AgentStateRepository
 
     AgentStateRepository(state_graph_for(conversation), conversation.thread_id).update({"token_usage": usage})
+
+
+RECEIPT = (
+    "[Tool result saved]\n"
+    "Tool: web_search\n"
+    "Approx tokens: 5120\n"
+    "SHA-256: " + "a" * 64 + "\n"
+    "Full output path: outputs/large_tool_results/web_search-0123456789abcdef.txt\n"
+    "\n"
+    "Output preview:\n"
+    "[HEAD]\nfirst lines\n"
+    "[Truncated 9000 chars. Read the full output from the saved file.]"
+)
+
+
+def detail_url(thread) -> str:
+    return reverse("conversations:thread-detail", kwargs={"thread_id": thread.thread_id})
+
+
+def state_url(thread) -> str:
+    return reverse("conversations:fragment-state", kwargs={"thread_id": thread.thread_id})
+
+
+def file_url(thread, path: str) -> str:
+    return reverse("conversations:workdir-file", kwargs={"thread_id": thread.thread_id, "path": path})
