@@ -162,9 +162,7 @@ class _RunRelay:
         if pending_interrupt:  # the thread waits on ask_user: this message is the answer
             return Command(resume=message.content)
         self.seen.add(message.lc_message_id)
-        content = message_model_content(
-            message=message, vision=self.run.conversation.agent.sees_images
-        )
+        content = message_model_content(message=message, vision=self.run.conversation.agent.sees_images)
         return {"messages": [HumanMessage(content=content, id=message.lc_message_id)]}
 
     def _heartbeat(self) -> None:
