@@ -25,12 +25,13 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
+from compression.engine.events import EVENT_TYPE as COMPRESSION  # the middleware's own event type
+
 logger = logging.getLogger(__name__)
 
 RUN_STATUS = "run.status"
 RUN_TOKEN = "run.token"
 MESSAGE_CREATED = "message.created"
-COMPRESSION = "compression"
 STATE = "state"
 EVENT_TYPES = frozenset({RUN_STATUS, RUN_TOKEN, MESSAGE_CREATED, COMPRESSION, STATE})
 # The Channels message type; ThreadConsumer.thread_event receives it.

@@ -15,7 +15,7 @@ from langgraph.types import Command
 
 from agent_platform.runtime.graph import build_agent_graph, thread_config
 from agent_platform.runtime.state_repository import AgentStateRepository
-from compression.engine.state import merge_token_usage
+from compression.engine.state import TOKEN_USAGE_KEY, merge_token_usage
 from conversations import events
 from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import run_next_queued
@@ -132,7 +132,7 @@ class _RunRelay:
         repository = AgentStateRepository(graph, self.thread_id)
         snapshot = repository.snapshot()
         self.seen = {m.id for m in snapshot.values.get("messages", []) if m.id}
-        self.token_usage = snapshot.values.get("token_usage")
+        self.token_usage = snapshot.values.get(TOKEN_USAGE_KEY)
         payload = self._input(pending_interrupt=bool(snapshot.interrupts))
         interrupted: Any = None
         for mode, chunk in graph.stream(payload, config, stream_mode=["messages", "custom", "updates"]):
@@ -202,9 +202,9 @@ class _RunRelay:
                     continue
                 for message in part.get("messages") or []:
                     self._on_message(message)
-                if isinstance(part.get("token_usage"), dict):
+                if isinstance(part.get(TOKEN_USAGE_KEY), dict):
                     # Updates are deltas for the channel's reducer: merge them as the checkpoint does.
-                    self.token_usage = merge_token_usage(self.token_usage, part["token_usage"])
+                    self.token_usage = merge_token_usage(self.token_usage, part[TOKEN_USAGE_KEY])
                     events.broadcast(self.thread_id, events.STATE, token_usage=self.token_usage)
         return interrupted
 
