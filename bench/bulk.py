@@ -45,7 +45,7 @@ KEEP_MESSAGES = 10
 WORKER_COUNTS = (1, 2)
 WORKER_TIMEOUT_S = 120
 
-# (label, compaction_candidates keyword arguments); the agent and owner are filled in at run time.
+# (label, compression_candidates keyword arguments); the agent and owner are filled in at run time.
 SELECTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--min-pressure 0.85 --limit 100", {"min_pressure": 0.85, "limit": 100}),
     ("--min-pressure 0.85 --idle-for 2h --limit 100", {"min_pressure": 0.85, "idle_for": "2h", "limit": 100}),
@@ -167,7 +167,7 @@ def _plan_summary(plan: str) -> str:
 
 def _selection(names: dict[str, str]) -> list[dict]:
     from compression.management.commands.compact_threads import parse_duration
-    from compression.selectors import compaction_candidates
+    from compression.selectors import compression_candidates
 
     rows = []
     for label, raw in SELECTIONS:
@@ -177,9 +177,9 @@ def _selection(names: dict[str, str]) -> list[dict]:
         times, count = [], 0
         for _ in range(SELECTION_REPEAT):
             start = time.perf_counter()
-            count = len(list(compaction_candidates(**kwargs)))
+            count = len(list(compression_candidates(**kwargs)))
             times.append(time.perf_counter() - start)
-        queryset = compaction_candidates(**kwargs)
+        queryset = compression_candidates(**kwargs)
         rows.append(
             {
                 "part": "selection",
@@ -432,7 +432,7 @@ def render(rows: list[dict]) -> str:
     throughput = [r for r in rows if r["part"] == "throughput"]
     explain = next((r["explain"] for r in selection if r["explain"]), "")
     return (
-        f"(a) `compaction_candidates(...)` over {THREADS:,} threads ({OWNERS} owners, {AGENTS} agents, pressure "
+        f"(a) `compression_candidates(...)` over {THREADS:,} threads ({OWNERS} owners, {AGENTS} agents, pressure "
         "uniform 0–1.2 with 10% never measured, last activity within 30 days, one run each: 3% running, 2% "
         f"waiting on the user) on PostgreSQL; time to build the list, median and best of {SELECTION_REPEAT}.\n\n"
         + markdown_table(

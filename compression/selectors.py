@@ -10,7 +10,7 @@ from django.utils import timezone
 from conversations.models import AgentRun, Conversation
 
 
-def compaction_candidates(
+def compression_candidates(
     *,
     agent_slug: str | None = None,
     min_pressure: float | None = None,
@@ -52,5 +52,5 @@ def compaction_candidates(
 
 
 def conversation_is_busy(conversation: Conversation) -> bool:
-    """For a ``compaction_candidates`` row: would the service answer ``thread_busy`` right now?"""
+    """For a ``compression_candidates`` row: would the service answer ``thread_busy`` right now?"""
     return bool(conversation.has_active_run) or conversation.latest_run_status == AgentRun.Status.INTERRUPTED

@@ -1,4 +1,4 @@
-"""Bulk compaction of idle threads through the manual-compression service (same lock, same rules)."""
+"""Bulk compression of idle threads through the manual-compression service (same lock, same rules)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from tqdm import tqdm
 from agent_platform.models import Agent
 from compression.bulk import BulkReport, bulk_compress_one, celery_broker_configured
 from compression.engine.config import COMPRESSION_CAPABILITY
-from compression.selectors import compaction_candidates, conversation_is_busy
+from compression.selectors import compression_candidates, conversation_is_busy
 from compression.tasks import bulk_compress_enqueue
 
 _DURATION = re.compile(r"^(\d+)\s*([smhdw])$")
@@ -53,7 +53,7 @@ class Command(BaseCommand):
         filters = self._filters(options)
         if options["use_async"] and not celery_broker_configured():
             raise CommandError("--async needs a Celery broker: set REDIS_URL (or CELERY_BROKER_URL).")
-        candidates = list(compaction_candidates(**filters))
+        candidates = list(compression_candidates(**filters))
         if options["dry_run"]:
             self._dry_run(candidates, as_json=options["as_json"])
         elif options["use_async"]:
