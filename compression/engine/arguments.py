@@ -11,6 +11,7 @@ from typing import Any
 from langchain_core.messages import AIMessage
 
 from compression.engine.formats import TRUNCATED_ARG_KEEP_CHARS, TRUNCATED_ARG_SUFFIX, TRUNCATED_ARG_TOOLS
+from compression.engine.tokens import without_estimate
 
 
 def _truncate_value(value: Any, max_length: int) -> tuple[Any, bool]:
@@ -101,4 +102,7 @@ def truncate_tool_call_args(message: AIMessage, *, max_length: int) -> tuple[AIM
             update["content"] = new_blocks
             count = max(count, 1)
 
-    return (message.model_copy(update=update), count) if update else (message, 0)
+    if not update:
+        return message, 0
+    update["response_metadata"] = without_estimate(message.response_metadata)
+    return message.model_copy(update=update), count

@@ -41,7 +41,13 @@ from compression.engine.lru import LRU
 from compression.engine.media import FailedMedia, SavedMedia, offload_message_media
 from compression.engine.previews import tool_result_preview
 from compression.engine.store import ResultStore
-from compression.engine.tokens import DEFAULT_PROFILE, TokenProfile, estimate_text, profile_for_model
+from compression.engine.tokens import (
+    DEFAULT_PROFILE,
+    TokenProfile,
+    estimate_text,
+    profile_for_model,
+    without_estimate,
+)
 
 MAX_TOOL_FILE_NAME_CHARS = 64
 CACHE_SIZE = 16384
@@ -235,6 +241,7 @@ def _offload(
         update={
             "content": receipt,
             "additional_kwargs": {**message.additional_kwargs, TOOL_RESULT_SAVED_KEY: True},
+            "response_metadata": without_estimate(message.response_metadata),
         }
     )
     saved = SavedToolResult(

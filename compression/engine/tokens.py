@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,7 +36,8 @@ from compression.engine.token_profiles import (
     profile_for_model,
 )
 
-ESTIMATOR_NAME = "script-aware-v1"
+# Stored estimates name it: a new estimator (different figures for the same text) gets a new name.
+ESTIMATOR_NAME = "script-aware-v2"
 
 # The profiles (weights per tokenizer family, fitted table, choice by model) live in token_profiles.
 __all__ = [
@@ -143,11 +145,110 @@ def text_features(text: str) -> dict[str, int]:
     return dict(zip(FEATURES, _features(text), strict=True))
 
 
+def _weighted(text: str, weights: tuple[float, ...]) -> float:
+    """``sum(features(text) * weights)``, inlined: the hot path of every estimate (no feature tuple,
+    no generator; the non-ASCII, upper-case, digit, punctuation and newline passes only when needed).
+    """
+    c = text.encode("utf-8", "surrogatepass").translate(_CLASS_TABLE, _CONTINUATION)
+    count = c.count
+    (cjk, cjk_punct, symbol, other, astral, letter, word, upper, case_change) = weights[:9]
+    (digit, digit_run, punct, punct_run, newline, indent, space_pair) = weights[9:]
+    total = space_pair * count(b"  ")
+    if not text.isascii():
+        total += (
+            cjk * count(b"c")
+            + cjk_punct * count(b"k")
+            + symbol * count(b"g")
+            + other * count(b"l")
+            + astral * count(b"e")
+        )
+    n_lower, n_upper = count(b"a"), count(b"A")
+    if n_lower or n_upper:
+        runs = c.translate(_LETTER_RUNS)
+        total += letter * (n_lower + n_upper) + word * (runs.count(b" a") + (runs[0] == 97))
+        if n_upper:
+            total += upper * n_upper + case_change * count(b"aA")
+    n = count(b"0")
+    if n:
+        runs = c.translate(_DIGIT_RUNS)
+        total += digit * n + digit_run * (runs.count(b" 0") + (runs[0] == 48))
+    n = count(b".")
+    if n:
+        runs = c.translate(_PUNCT_RUNS)
+        total += punct * n + punct_run * (runs.count(b" .") + (runs[0] == 46))
+    n = count(b"\n")
+    if n:
+        total += newline * n + indent * count(b"\n ")
+    return total
+
+
+# Degenerate text: a long run of one character or of a short pattern. BPE vocabularies have few merges
+# for such runs, so they cost far more per character than words do. Measured on cl100k and Qwen for
+# units of 1-4 printable ASCII characters repeated: up to 1 token per character for a pattern
+# (``'ab' * 2000``: 2,000 tokens, ``'zq' * 2000``: 4,000), one per repetition for a pattern with a
+# space (``'_ ' * 100``: 100), up to 0.5 for one repeated letter, 1/3 for
+# one repeated digit (cl100k groups digits by three), and per punctuation character from 1/64 (``-``,
+# ``=``, ``*``...: long merges, already over-counted by the weights) to 0.5 (``"``, ``[``, ``{``...);
+# the class weights charge a letter ~0.06. Such runs are rare in real text, so the regex only runs
+# when a cheap test finds one: a run with a period of 1, 2, 3, 4, 6 or 12 is equal to itself shifted by
+# 12 characters, i.e. the text XOR itself shifted by 12 bytes has a run of zero bytes (in C, ~1 ns/byte).
+_LONG_RUN = 36
+_SHIFT_BITS = 8 * 12
+_ZEROS = bytes(_LONG_RUN - 12)
+_PERIODIC = re.compile(r"([ -~]{1,4}?)\1{7,}")  # a unit of 1-4 printable ASCII characters, 8+ times
+PATTERN_FLOOR = 1.0  # tokens per character of a repeated 2-4 character pattern (the worst case measured)
+LETTER_FLOOR = 0.5  # ... of one repeated letter
+DIGIT_FLOOR = 1 / 3  # ... of one repeated digit
+# ... of one repeated punctuation character, where the weights would charge less (measured maxima).
+PUNCT_FLOORS: dict[str, float] = {
+    **dict.fromkeys("\"&'[]`{}", 0.5),
+    **dict.fromkeys("$()?@\\^|", 0.25),
+    **dict.fromkeys("!,:<>", 0.125),
+    ";": 0.0625,
+}
+
+
+def _floor(unit: str) -> float:
+    if unit.isspace():
+        return 0.0
+    if " " in unit:  # a space starts a token (" _", " ab"): about one token per repetition
+        return 1 / len(unit)
+    if len(set(unit)) > 1:
+        return PATTERN_FLOOR
+    char = unit[0]
+    if char.isalpha():
+        return LETTER_FLOOR
+    return DIGIT_FLOOR if char.isdigit() else PUNCT_FLOORS.get(char, 0.0)
+
+
+def _maybe_periodic(text: str) -> bool:
+    if len(text) < _LONG_RUN:
+        return False
+    raw = text.encode("utf-8", "surrogatepass")
+    value = int.from_bytes(raw, "little")
+    return _ZEROS in (value ^ (value >> _SHIFT_BITS)).to_bytes(len(raw), "little")
+
+
+def _degenerate(text: str, weights: tuple[float, ...]) -> float:
+    """What the periodic runs of ``text`` cost beyond their weighted features (0 for normal text)."""
+    extra = 0.0
+    for match in _PERIODIC.finditer(text):
+        start, end = match.span()
+        if end - start < _LONG_RUN:
+            continue
+        floor = _floor(match.group(1)) * (end - start)
+        if floor:
+            extra += max(0.0, floor - _weighted(text[start:end], weights))
+    return extra
+
+
 def estimate_text(text: str, profile: TokenProfile = DEFAULT_PROFILE) -> int:
     """Estimated tokens of ``text`` under ``profile``; 0 for empty text."""
     if not text:
         return 0
-    total = sum(n * w for n, w in zip(_features(text), profile._weights, strict=True) if n)
+    total = _weighted(text, profile._weights)
+    if _maybe_periodic(text):
+        total += _degenerate(text, profile._weights)
     return max(1, math.ceil(total))
 
 
@@ -269,8 +370,65 @@ def clear_cache() -> None:
     _tool_cache.clear()
 
 
+# Stored estimates: a message carries its estimate in ``response_metadata[ESTIMATE_KEY]`` from the moment
+# it enters the state, so no process ever reads its text again. The record names the profile and the
+# estimator it was made with (another profile or a new estimator recomputes) and the size of the content
+# it was made for (a copy with new content, e.g. a receipt, recomputes). ``response_metadata`` because no
+# chat-model integration sends it back to a provider (unlike some ``additional_kwargs``), and it already
+# holds per-message token figures (the provider's usage).
+ESTIMATE_KEY = "token_estimate"
+
+
+def _content_size(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    size = 0
+    for block in content or ():
+        text = block if isinstance(block, str) else block.get("text") if isinstance(block, dict) else None
+        size += 1 + (len(text) if isinstance(text, str) else 0)
+    return size
+
+
+def stored_estimate(message: BaseMessage, profile: TokenProfile) -> int | None:
+    """The estimate ``message`` carries for ``profile`` and this estimator, if it still holds."""
+    metadata = message.__dict__.get("response_metadata")
+    record = metadata.get(ESTIMATE_KEY) if metadata else None
+    if (
+        record
+        and record.get("profile") == profile.name
+        and record.get("estimator") == ESTIMATOR_NAME
+        and record.get("chars") == _content_size(message.__dict__.get("content"))
+    ):
+        return record.get("tokens")
+    return None
+
+
+def with_estimate(message: BaseMessage, profile: TokenProfile) -> BaseMessage:
+    """``message`` carrying its estimate under ``profile`` (itself when it already does; else a copy)."""
+    if stored_estimate(message, profile) is not None:
+        return message
+    record = {
+        "tokens": estimate_message(message, profile),
+        "profile": profile.name,
+        "estimator": ESTIMATOR_NAME,
+        "chars": _content_size(message.content),
+    }
+    return message.model_copy(
+        update={"response_metadata": {**message.response_metadata, ESTIMATE_KEY: record}}
+    )
+
+
+def without_estimate(metadata: dict[str, Any]) -> dict[str, Any]:
+    """``response_metadata`` for a changed copy of a message (its stored estimate no longer holds)."""
+    return {k: v for k, v in metadata.items() if k != ESTIMATE_KEY} if ESTIMATE_KEY in metadata else metadata
+
+
 def estimate_message(message: BaseMessage, profile: TokenProfile = DEFAULT_PROFILE) -> int:
-    """Estimated tokens of one message: content, role, name, tool calls, tool_call_id, overhead."""
+    """Estimated tokens of one message: content, role, name, tool calls, tool_call_id, overhead.
+    Read from the message when it carries a valid stored estimate, else computed once per process."""
+    stored = stored_estimate(message, profile)
+    if stored is not None:
+        return stored
     key = (profile, _message_key(message))
     cached = _message_cache.get(key)
     if cached is not None:

@@ -1,0 +1,75 @@
+"""Calibration of our estimate to a model's reported usage (SPEC 4): a bounded, outlier-resistant
+moving average of ``reported prompt tokens / our estimate of the same request``, per model.
+
+Pure: :class:`Calibration` is an immutable value; :class:`CalibrationMemory` holds one in memory for
+a process (tests, benchmarks, sub-agents). The stored one lives in ``compression.calibration``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from typing import Protocol
+
+# The factor stays within these bounds whatever providers report.
+FACTOR_MIN, FACTOR_MAX = 0.5, 2.0
+# A reading whose ratio falls outside these bounds is ignored: providers misreport (a cached prefix
+# counted as zero, a proxy that adds its own prompt), and no profile is off by that much.
+READING_MIN, READING_MAX = 0.4, 2.5
+# Requests this small are mostly fixed overheads (role markers, reply priming): no signal.
+MIN_ESTIMATE = 64
+# The first readings are averaged evenly; from then on each moves the factor by 1/WINDOW, so the
+# factor follows a model whose traffic changes without being swayed by one odd request.
+WINDOW = 10
+
+
+@dataclass(frozen=True)
+class Calibration:
+    factor: float = 1.0
+    observations: int = 0
+
+    def corrected(self, tokens: int) -> int:
+        """``tokens`` (an estimate under the model's profile) times the factor."""
+        return tokens if self.factor == 1.0 else math.ceil(tokens * self.factor)
+
+    def observe(self, *, estimated: int, reported: int | None) -> Calibration:
+        """This calibration after one reading; itself when the reading is unusable or an outlier."""
+        if not reported or estimated < MIN_ESTIMATE:
+            return self
+        ratio = reported / estimated
+        if not READING_MIN <= ratio <= READING_MAX:
+            return self
+        weight = 1 / min(self.observations + 1, WINDOW)
+        factor = self.factor + (ratio - self.factor) * weight
+        return Calibration(round(min(max(factor, FACTOR_MIN), FACTOR_MAX), 4), self.observations + 1)
+
+    def as_dict(self) -> dict[str, float | int]:
+        return {"factor": self.factor, "observations": self.observations}
+
+
+NEUTRAL = Calibration()
+
+
+class CalibrationSource(Protocol):
+    """Where the middlewares get a model's calibration and send its readings."""
+
+    def current(self) -> Calibration: ...
+
+    def observe(self, *, estimated: int, reported: int | None) -> Calibration: ...
+
+
+class CalibrationMemory:
+    """A calibration kept in memory (thread-safe): the two middlewares of one agent share one."""
+
+    def __init__(self, calibration: Calibration = NEUTRAL) -> None:
+        self._value = calibration
+        self._lock = threading.Lock()
+
+    def current(self) -> Calibration:
+        return self._value
+
+    def observe(self, *, estimated: int, reported: int | None) -> Calibration:
+        with self._lock:
+            self._value = self._value.observe(estimated=estimated, reported=reported)
+            return self._value

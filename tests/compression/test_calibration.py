@@ -1,0 +1,64 @@
+"""Calibration from reported usage (issue 16, item 2): the pure arithmetic."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from compression.engine.calibration import (
+    FACTOR_MAX,
+    FACTOR_MIN,
+    NEUTRAL,
+    WINDOW,
+    Calibration,
+    CalibrationMemory,
+)
+
+
+def test_starts_neutral_and_a_model_that_never_reports_keeps_it():
+    calibration = NEUTRAL
+    for _ in range(20):
+        calibration = calibration.observe(estimated=5000, reported=None)
+    assert calibration == Calibration(1.0, 0)
+    assert calibration.corrected(1234) == 1234
+
+
+def test_converges_to_the_reported_ratio():
+    calibration = NEUTRAL
+    for _ in range(3):
+        calibration = calibration.observe(estimated=10_000, reported=7_000)
+    assert calibration.factor == pytest.approx(0.7)
+    assert calibration.observations == 3
+    assert calibration.corrected(10_000) == 7_000
+
+
+def test_readings_far_from_the_estimate_are_ignored():
+    calibration = Calibration(0.8, 12)
+    assert calibration.observe(estimated=10_000, reported=100) == calibration  # cached prefix as 0?
+    assert calibration.observe(estimated=10_000, reported=90_000) == calibration
+    assert calibration.observe(estimated=20, reported=40) == calibration  # too small to say
+
+
+def test_after_the_window_one_odd_reading_moves_the_factor_by_a_bounded_step():
+    calibration = Calibration(0.8, 50)
+    moved = calibration.observe(estimated=10_000, reported=16_000)
+    assert moved.factor == pytest.approx(0.8 + (1.6 - 0.8) / WINDOW)
+
+
+@given(
+    readings=st.lists(
+        st.tuples(st.integers(0, 200_000), st.one_of(st.none(), st.integers(0, 400_000))), max_size=60
+    )
+)
+def test_the_factor_stays_bounded(readings):
+    calibration = NEUTRAL
+    for estimated, reported in readings:
+        calibration = calibration.observe(estimated=estimated, reported=reported)
+        assert FACTOR_MIN <= calibration.factor <= FACTOR_MAX
+
+
+def test_memory_is_shared_by_whoever_holds_it():
+    memory = CalibrationMemory()
+    memory.observe(estimated=1000, reported=1500)
+    assert memory.current() == Calibration(1.5, 1)
