@@ -145,40 +145,85 @@ def text_features(text: str) -> dict[str, int]:
     return dict(zip(FEATURES, _features(text), strict=True))
 
 
-def _weighted(text: str, weights: tuple[float, ...]) -> float:
-    """``sum(features(text) * weights)``, inlined: the hot path of every estimate (no feature tuple,
-    no generator; the non-ASCII, upper-case, digit, punctuation and newline passes only when needed).
-    """
-    c = text.encode("utf-8", "surrogatepass").translate(_CLASS_TABLE, _CONTINUATION)
-    count = c.count
+def _bit_table(classes: dict[bytes, int]) -> bytes:
+    table = bytearray(256)
+    for cls, bits in classes.items():
+        table[cls[0]] = bits
+    return bytes(table)
+
+
+# The hot path counts the classes bit-parallel: the class string becomes one flag byte per character,
+# read as one big integer; a class count is a popcount of its bit, a run start is a class bit whose
+# previous byte lacks it (``bits & ~(bits << 8)``), a pair is a bit AND the next byte's bit shifted
+# down. Each is a pass of CPython's big-integer arithmetic over 30-bit digits, several times cheaper
+# than a ``bytes.count`` pass, and gives exactly the counts of :func:`_features`.
+_LOWER, _UPPER, _DIGIT, _PUNCT, _NEWLINE, _SPACE, _LETTER = 1, 2, 4, 8, 16, 32, 64
+_ASCII_BITS = _bit_table(
+    {
+        b"a": _LOWER | _LETTER,
+        b"A": _UPPER | _LETTER,
+        b"0": _DIGIT,
+        b".": _PUNCT,
+        b"\n": _NEWLINE,
+        b" ": _SPACE,
+    }
+)
+_RAW_ASCII_BITS = bytes(_ASCII_BITS[cls] for cls in _CLASS_TABLE)  # from the text's bytes directly
+_OTHER_BITS = _bit_table({b"c": 1, b"k": 2, b"g": 4, b"l": 8, b"e": 16})  # the non-ASCII classes
+_ONES: dict[int, int] = {}  # length -> 0x0101...01: one set bit per byte
+
+
+def _ones(length: int) -> int:
+    ones = _ONES.get(length)
+    if ones is None:
+        ones = int.from_bytes(b"\x01" * length, "little")
+        if len(_ONES) < 4096:
+            _ONES[length] = ones
+    return ones
+
+
+def _weighted(raw: bytes, ascii_only: bool, weights: tuple[float, ...]) -> float:
+    """``sum(features(text) * weights)`` for ``raw``, the UTF-8 bytes of ``text``: the hot path of every
+    estimate (see the bit layout above)."""
     (cjk, cjk_punct, symbol, other, astral, letter, word, upper, case_change) = weights[:9]
     (digit, digit_run, punct, punct_run, newline, indent, space_pair) = weights[9:]
-    total = space_pair * count(b"  ")
-    if not text.isascii():
+    total = 0.0
+    if ascii_only:  # one byte per character already: straight to the flags
+        c = None
+        one = _ones(len(raw))
+        bits = int.from_bytes(raw.translate(_RAW_ASCII_BITS), "little")
+    else:
+        c = raw.translate(_CLASS_TABLE, _CONTINUATION)
+        one = _ones(len(c))
+        bits = int.from_bytes(c.translate(_ASCII_BITS), "little")
+        o = int.from_bytes(c.translate(_OTHER_BITS), "little")
         total += (
-            cjk * count(b"c")
-            + cjk_punct * count(b"k")
-            + symbol * count(b"g")
-            + other * count(b"l")
-            + astral * count(b"e")
+            cjk * (o & one).bit_count()
+            + cjk_punct * ((o >> 1) & one).bit_count()
+            + symbol * ((o >> 2) & one).bit_count()
+            + other * ((o >> 3) & one).bit_count()
+            + astral * ((o >> 4) & one).bit_count()
         )
-    n_lower, n_upper = count(b"a"), count(b"A")
-    if n_lower or n_upper:
-        runs = c.translate(_LETTER_RUNS)
-        total += letter * (n_lower + n_upper) + word * (runs.count(b" a") + (runs[0] == 97))
-        if n_upper:
-            total += upper * n_upper + case_change * count(b"aA")
-    n = count(b"0")
-    if n:
-        runs = c.translate(_DIGIT_RUNS)
-        total += digit * n + digit_run * (runs.count(b" 0") + (runs[0] == 48))
-    n = count(b".")
-    if n:
-        runs = c.translate(_PUNCT_RUNS)
-        total += punct * n + punct_run * (runs.count(b" .") + (runs[0] == 46))
-    n = count(b"\n")
-    if n:
-        total += newline * n + indent * count(b"\n ")
+    runs = bits & ~(bits << 8)  # run starts, every class at once
+    letters = (bits >> 6) & one
+    if letters:
+        total += letter * letters.bit_count() + word * ((runs >> 6) & one).bit_count()
+        uppers = (bits >> 1) & one
+        if uppers:
+            lowers = bits & one
+            total += upper * uppers.bit_count() + case_change * (lowers & (uppers >> 8)).bit_count()
+    digits = (bits >> 2) & one
+    if digits:
+        total += digit * digits.bit_count() + digit_run * ((runs >> 2) & one).bit_count()
+    puncts = (bits >> 3) & one
+    if puncts:
+        total += punct * puncts.bit_count() + punct_run * ((runs >> 3) & one).bit_count()
+    spaces = (bits >> 5) & one
+    newlines = (bits >> 4) & one
+    if newlines:
+        total += newline * newlines.bit_count() + indent * (newlines & (spaces >> 8)).bit_count()
+    if spaces & (spaces >> 8):  # pairs of spaces: counted without overlap, as the weights were fitted
+        total += space_pair * (raw.translate(_CLASS_TABLE) if c is None else c).count(b"  ")
     return total
 
 
@@ -189,13 +234,13 @@ def _weighted(text: str, weights: tuple[float, ...]) -> float:
 # space (``'_ ' * 100``: 100), up to 0.5 for one repeated letter, 1/3 for
 # one repeated digit (cl100k groups digits by three), and per punctuation character from 1/64 (``-``,
 # ``=``, ``*``...: long merges, already over-counted by the weights) to 0.5 (``"``, ``[``, ``{``...);
-# the class weights charge a letter ~0.06. Such runs are rare in real text, so the regex only runs
-# when a cheap test finds one: a run with a period of 1, 2, 3, 4, 6 or 12 is equal to itself shifted by
-# 12 characters, i.e. the text XOR itself shifted by 12 bytes has a run of zero bytes (in C, ~1 ns/byte).
+# the class weights charge a letter ~0.06. Such runs are rare in real text, so the regex only looks
+# where a cheap test finds one: a run with a period of 1, 2, 3, 4, 6 or 12 equals itself shifted by 12
+# bytes, i.e. the text XOR itself shifted by 12 bytes has a run of zero bytes there (~1 ns/byte).
 _LONG_RUN = 36
 _SHIFT_BITS = 8 * 12
 _ZEROS = bytes(_LONG_RUN - 12)
-_PERIODIC = re.compile(r"([ -~]{1,4}?)\1{7,}")  # a unit of 1-4 printable ASCII characters, 8+ times
+_PERIODIC = re.compile(rb"([ -~]{1,4}?)\1{7,}")  # a unit of 1-4 printable ASCII characters, 8+ times
 PATTERN_FLOOR = 1.0  # tokens per character of a repeated 2-4 character pattern (the worst case measured)
 LETTER_FLOOR = 0.5  # ... of one repeated letter
 DIGIT_FLOOR = 1 / 3  # ... of one repeated digit
@@ -221,24 +266,23 @@ def _floor(unit: str) -> float:
     return DIGIT_FLOOR if char.isdigit() else PUNCT_FLOORS.get(char, 0.0)
 
 
-def _maybe_periodic(text: str) -> bool:
-    if len(text) < _LONG_RUN:
-        return False
-    raw = text.encode("utf-8", "surrogatepass")
+def _degenerate(raw: bytes, weights: tuple[float, ...]) -> float:
+    """What the periodic runs in ``raw`` (UTF-8) cost beyond their weighted features (0 for normal text)."""
     value = int.from_bytes(raw, "little")
-    return _ZEROS in (value ^ (value >> _SHIFT_BITS)).to_bytes(len(raw), "little")
-
-
-def _degenerate(text: str, weights: tuple[float, ...]) -> float:
-    """What the periodic runs of ``text`` cost beyond their weighted features (0 for normal text)."""
+    same = (value ^ (value >> _SHIFT_BITS)).to_bytes(len(raw), "little")  # 0 where raw[i] == raw[i + 12]
     extra = 0.0
-    for match in _PERIODIC.finditer(text):
-        start, end = match.span()
-        if end - start < _LONG_RUN:
-            continue
-        floor = _floor(match.group(1)) * (end - start)
-        if floor:
-            extra += max(0.0, floor - _weighted(text[start:end], weights))
+    start = same.find(_ZEROS)
+    while start >= 0:
+        tail = same[start:]
+        end = start + len(tail) - len(tail.lstrip(b"\x00"))
+        stretch = raw[start : end + 12]  # 12-periodic: holds any run of period 1-4 found here
+        if not stretch.isspace():  # indentation and blank lines: the weights already over-count them
+            for match in _PERIODIC.finditer(stretch):
+                length = match.end() - match.start()
+                floor = _floor(match.group(1).decode()) * length if length >= _LONG_RUN else 0.0
+                if floor:
+                    extra += max(0.0, floor - _weighted(match.group(), True, weights))
+        start = same.find(_ZEROS, end)
     return extra
 
 
@@ -246,9 +290,11 @@ def estimate_text(text: str, profile: TokenProfile = DEFAULT_PROFILE) -> int:
     """Estimated tokens of ``text`` under ``profile``; 0 for empty text."""
     if not text:
         return 0
-    total = _weighted(text, profile._weights)
-    if _maybe_periodic(text):
-        total += _degenerate(text, profile._weights)
+    raw = text.encode("utf-8", "surrogatepass")
+    weights = profile._weights
+    total = _weighted(raw, text.isascii(), weights)
+    if len(raw) >= _LONG_RUN:
+        total += _degenerate(raw, weights)
     return max(1, math.ceil(total))
 
 
