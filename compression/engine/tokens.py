@@ -230,8 +230,8 @@ def _weighted(raw: bytes, ascii_only: bool, weights: tuple[float, ...]) -> float
 # Degenerate text: a long run of one character or of a short pattern. BPE vocabularies have few merges
 # for such runs, so they cost far more per character than words do. Measured on cl100k and Qwen for
 # units of 1-4 printable ASCII characters repeated: up to 1 token per character for a pattern
-# (``'ab' * 2000``: 2,000 tokens, ``'zq' * 2000``: 4,000), one per repetition for a pattern with a
-# space (``'_ ' * 100``: 100), up to 0.5 for one repeated letter, 1/3 for
+# (``'ab' * 2000``: 2,000 tokens, ``'zq' * 2000``: 4,000; a space rides on the next character's token:
+# ``'_ ' * 100``: 100), up to 0.5 for one repeated letter, 1/3 for
 # one repeated digit (cl100k groups digits by three), and per punctuation character from 1/64 (``-``,
 # ``=``, ``*``...: long merges, already over-counted by the weights) to 0.5 (``"``, ``[``, ``{``...);
 # the class weights charge a letter ~0.06. Such runs are rare in real text, so the regex only looks
@@ -256,8 +256,8 @@ PUNCT_FLOORS: dict[str, float] = {
 def _floor(unit: str) -> float:
     if unit.isspace():
         return 0.0
-    if " " in unit:  # a space starts a token (" _", " ab"): about one token per repetition
-        return 1 / len(unit)
+    if " " in unit:  # a space joins the next character's token (" _", " T"): the rest cost one each
+        return (len(unit) - unit.count(" ")) / len(unit) * PATTERN_FLOOR
     if len(set(unit)) > 1:
         return PATTERN_FLOOR
     char = unit[0]

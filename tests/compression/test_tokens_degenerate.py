@@ -57,8 +57,8 @@ def _lower_bound(unit: str, length: int) -> float:
     measurements the floors come from (``compression/engine/tokens.py``)."""
     if unit.isspace():
         return 0.0  # whitespace runs merge into long tokens
-    if " " in unit:
-        return length / len(unit)  # a space starts a token: one per repetition
+    if " " in unit:  # a space rides on the next character's token
+        return PATTERN_FLOOR * length * (len(unit) - unit.count(" ")) / len(unit)
     if len(set(unit)) == 1:  # one character repeated ('abab' is a pattern, 'aaaa' one character)
         char = unit[0]
         if char.isalpha():
