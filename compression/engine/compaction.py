@@ -46,6 +46,7 @@ from compression.engine.tokens import (
     TokenProfile,
     estimate_text,
     profile_for_model,
+    stored_text_estimate,
     without_estimate,
 )
 
@@ -217,10 +218,12 @@ def _offload(
     preview_tokens: int,
     tool_name: str | None,
     profile: TokenProfile,
+    tokens: int | None = None,
 ) -> tuple[ToolMessage, SavedToolResult]:
     name = tool_name
     path = tool_result_path(name, digest)
-    tokens = text_tokens(text, sha256=digest, profile=profile)
+    if tokens is None:
+        tokens = text_tokens(text, sha256=digest, profile=profile)
     written = _write_once(store, path, text)
     key = (profile, digest, name, preview_tokens)
     receipt = _receipts.get(key)
@@ -332,14 +335,21 @@ def compact_messages(
             if index >= unseen_from and name in RECOVERY_TOOLS:
                 out.append(new)
                 continue
-            text = tool_result_text(message.content)
-            digest = sha256_text(text)
-            if should_offload(text_tokens(text, sha256=digest, profile=profile), limit_tokens=limit):
+            tokens = stored_text_estimate(message, profile)
+            text = tool_result_text(message.content) if tokens is None else None
+            digest = sha256_text(text) if text is not None else None
+            if tokens is None:
+                tokens = text_tokens(text, sha256=digest, profile=profile)
+            if should_offload(tokens, limit_tokens=limit):
+                if text is None:
+                    text = tool_result_text(message.content)
+                    digest = sha256_text(text)
                 try:
                     new, record = _offload(
                         message,
                         text=text,
                         digest=digest,
+                        tokens=tokens,
                         store=store,
                         preview_tokens=limit,
                         tool_name=name,

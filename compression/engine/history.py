@@ -26,7 +26,7 @@ from compression.engine.formats import (
     SUMMARY_MESSAGE_TEMPLATE,
 )
 from compression.engine.previews import generic_preview
-from compression.engine.tokens import DEFAULT_PROFILE, TokenProfile, estimate_text
+from compression.engine.tokens import DEFAULT_PROFILE, TokenProfile, estimate_message, estimate_text
 
 SUMMARY_EVENT_KEY = "_summarization_event"
 SESSION_ID_KEY = "_summarization_session_id"
@@ -193,33 +193,48 @@ def format_summary_prompt(
     """
     if not messages:
         raise SummaryError("There is no conversation history to summarize.")
-    rendered = get_buffer_string(messages, format="xml")
-    filled = _fill(prompt, rendered)
-    if max_tokens is None or estimate_text(filled, profile) <= max_tokens:
-        return filled
+    # Render and estimate the whole history only when it may fit: the messages' own (stored) estimates
+    # say at no cost when it cannot, and rendering 1,000 messages to learn that was the slow part.
+    if max_tokens is None or sum(estimate_message(m, profile) for m in messages) <= max_tokens:
+        filled = _fill(prompt, get_buffer_string(messages, format="xml"))
+        if max_tokens is None or estimate_text(filled, profile) <= max_tokens:
+            return filled
     budget = max_tokens - estimate_text(_fill(prompt, ""), profile) - 1
     if budget <= 0:
         raise SummaryError("The summary prompt alone exceeds the summarizer's input budget.")
 
-    parts = [get_buffer_string([m], format="xml") for m in messages]
-    costs = [estimate_text(part, profile) + 1 for part in parts]  # +1: the separating newline
-    lead = [0] if is_summary_message(messages[0]) and len(parts) > 1 and costs[0] <= budget // 2 else []
-    spent = sum(costs[i] for i in lead)
+    # Parts are rendered and costed from the newest back, only as far as the budget reaches.
+    parts: dict[int, str] = {}
+    costs: dict[int, int] = {}
+
+    def part(index: int) -> str:
+        if index not in parts:
+            parts[index] = get_buffer_string([messages[index]], format="xml")
+        return parts[index]
+
+    def cost(index: int) -> int:
+        if index not in costs:
+            costs[index] = estimate_text(part(index), profile) + 1  # +1: the separating newline
+        return costs[index]
+
+    last = len(messages) - 1
+    lead = [0] if is_summary_message(messages[0]) and last > 0 and cost(0) <= budget // 2 else []
+    spent = sum(cost(i) for i in lead)
     kept: list[int] = []
-    for index in range(len(parts) - 1, len(lead) - 1, -1):
-        if spent + costs[index] > budget:
+    for index in range(last, len(lead) - 1, -1):
+        if spent + cost(index) > budget:
             break
         kept.insert(0, index)
-        spent += costs[index]
+        spent += cost(index)
 
     room = budget
     while True:
         if kept:
-            body = "\n".join(parts[i] for i in lead + kept)
+            body = "\n".join(part(i) for i in lead + kept)
         else:  # not even the latest message fits whole: a preview of it
-            lead_cost = sum(costs[i] for i in lead)
-            latest = generic_preview(parts[-1], limit_tokens=max(room - lead_cost, 0), profile=profile)
-            body = "\n".join([*(parts[i] for i in lead), latest]) if latest else ""
+            lead_cost = sum(cost(i) for i in lead)
+            latest = generic_preview(part(last), limit_tokens=max(room - lead_cost, 0), profile=profile)
+            body = "\n".join([*(part(i) for i in lead), latest]) if latest else ""
         if body and estimate_text(filled := _fill(prompt, body), profile) <= max_tokens:
             return filled
         # Estimates are not additive: drop the oldest kept message, then the earlier summary, then shrink.

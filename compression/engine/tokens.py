@@ -24,7 +24,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage, SystemMessage
+from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
 from compression.engine.lru import LRU
 from compression.engine.token_profiles import (
@@ -373,10 +373,14 @@ def _message_key(message: BaseMessage) -> tuple:
     )
 
 
-def _estimate_message_uncached(message: BaseMessage, profile: TokenProfile) -> int:
+def _estimate_message_uncached(
+    message: BaseMessage, profile: TokenProfile, content_tokens: float | None = None
+) -> int:
     fields_ = message.__dict__
     tool_calls = fields_.get("tool_calls") or ()
-    total = profile.message_overhead + _content_tokens(fields_.get("content"), profile, bool(tool_calls))
+    if content_tokens is None:
+        content_tokens = _content_tokens(fields_.get("content"), profile, bool(tool_calls))
+    total = profile.message_overhead + content_tokens
     total += estimate_text(fields_.get("type") or message.type, profile)
     name = fields_.get("name")
     if name:
@@ -450,18 +454,32 @@ def stored_estimate(message: BaseMessage, profile: TokenProfile) -> int | None:
 
 
 def with_estimate(message: BaseMessage, profile: TokenProfile) -> BaseMessage:
-    """``message`` carrying its estimate under ``profile`` (itself when it already does; else a copy)."""
+    """``message`` carrying its estimate under ``profile`` (itself when it already does; else a copy).
+    A tool result with text content also carries the estimate of that text (``text``): compaction
+    decides on it whether to offload the result."""
     if stored_estimate(message, profile) is not None:
         return message
-    record = {
-        "tokens": estimate_message(message, profile),
+    content = message.content
+    record: dict[str, Any] = {
         "profile": profile.name,
         "estimator": ESTIMATOR_NAME,
-        "chars": _content_size(message.content),
+        "chars": _content_size(content),
     }
+    if isinstance(message, ToolMessage) and isinstance(content, str):
+        record["text"] = estimate_text(content, profile)
+        record["tokens"] = _estimate_message_uncached(message, profile, record["text"])
+    else:
+        record["tokens"] = estimate_message(message, profile)
     return message.model_copy(
         update={"response_metadata": {**message.response_metadata, ESTIMATE_KEY: record}}
     )
+
+
+def stored_text_estimate(message: BaseMessage, profile: TokenProfile) -> int | None:
+    """The stored estimate of a tool result's text content (see :func:`with_estimate`), if it holds."""
+    if stored_estimate(message, profile) is None:
+        return None
+    return message.response_metadata[ESTIMATE_KEY].get("text")
 
 
 def without_estimate(metadata: dict[str, Any]) -> dict[str, Any]:
