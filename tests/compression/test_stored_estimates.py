@@ -32,9 +32,9 @@ def computed(monkeypatch):
     calls: list[object] = []
     real = tokens._estimate_message_uncached
 
-    def counting(message, profile):
+    def counting(message, profile, *args):
         calls.append(message)
-        return real(message, profile)
+        return real(message, profile, *args)
 
     monkeypatch.setattr(tokens, "_estimate_message_uncached", counting)
     yield calls
