@@ -7,7 +7,7 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from compression.engine import tokens
+from compression.engine import compaction, tokens
 from compression.engine.arguments import truncate_tool_call_args
 from compression.engine.compaction import compact_messages
 from compression.engine.config import CompressionConfig
@@ -116,3 +116,25 @@ def test_truncated_tool_call_arguments_drop_the_stored_estimate():
     truncated, count = truncate_tool_call_args(call, max_length=100)
     assert count == 1 and ESTIMATE_KEY not in truncated.response_metadata
     assert estimate_message(truncated, CL100K) < call.response_metadata[ESTIMATE_KEY]["tokens"]
+
+
+def test_compaction_decides_on_the_stored_text_estimate_without_reading_the_text(monkeypatch):
+    call = AIMessage(content="", tool_calls=[{"name": "query_kb", "args": {"q": "x"}, "id": "c1"}], id="a1")
+    small = ToolMessage(content="three short words", tool_call_id="c1", name="query_kb", id="t1")
+    stored = with_estimate(small, CL100K)
+    assert stored.response_metadata[ESTIMATE_KEY]["text"] == tokens.estimate_text(small.content, CL100K)
+    config = CompressionConfig(trigger_tokens=1, tool_result_token_limit=50)
+    # The stored figure is what counts: one that says "large" gets the result offloaded.
+    record = {**stored.response_metadata[ESTIMATE_KEY], "text": 10_000}
+    marked = stored.model_copy(update={"response_metadata": {ESTIMATE_KEY: record}})
+    texts: list[str] = []
+    real = tokens.estimate_text
+    monkeypatch.setattr(
+        "compression.engine.compaction.estimate_text", lambda t, p=None: texts.append(t) or real(t, p)
+    )
+    tokens.clear_cache()
+    compaction.clear_caches()
+    kept = compact_messages([call, stored], config=config, store=MemoryStore(), profile=CL100K)
+    assert kept.saved == () and texts == []
+    offloaded = compact_messages([call, marked], config=config, store=MemoryStore(), profile=CL100K)
+    assert [r.tool_call_id for r in offloaded.saved] == ["c1"]
