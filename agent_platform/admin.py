@@ -26,6 +26,8 @@ from agent_platform.models import (
 )
 from agent_platform.services import api_token_revoke
 from compression.engine.budget import TOKENS_PER_K
+from compression.engine.tokens import profile_for_model
+from compression.selectors import calibration_for
 
 TUNE_COMPRESSION_PERMISSION = "agent_platform.tune_compression"
 MANAGE_ENDPOINTS_PERMISSION = "agent_platform.manage_model_endpoints"
@@ -75,7 +77,7 @@ class AgentAdmin(admin.ModelAdmin):
                     "One budget: above the effective trigger, large tool results are saved to files first; "
                     "only if that is not enough, older history is summarized."
                 ),
-                "fields": (*COMPRESSION_FIELDS, "trigger_display"),
+                "fields": (*COMPRESSION_FIELDS, "trigger_display", "calibration_display"),
             },
         ),
     )
@@ -89,8 +91,20 @@ class AgentAdmin(admin.ModelAdmin):
         note = _(" (capped at 90%% of the %(window)s-token window)") % {"window": window} if capped else ""
         return f"{obj.effective_trigger:,}{note}"
 
+    @admin.display(description=_("Estimate calibration"))
+    def calibration_display(self, obj: Agent) -> str:
+        profile = profile_for_model(obj.model_name).name
+        calibration = calibration_for(model_name=obj.model_name)
+        if not calibration.observations:
+            return _("×1.000: no reported usage yet (profile %(profile)s)") % {"profile": profile}
+        return _("×%(factor).3f from %(count)s reported requests (profile %(profile)s)") % {
+            "factor": calibration.factor,
+            "count": f"{calibration.observations:,}",
+            "profile": profile,
+        }
+
     def get_readonly_fields(self, request: HttpRequest, obj: Agent | None = None) -> tuple[str, ...]:
-        readonly = ("trigger_display",)
+        readonly = ("trigger_display", "calibration_display")
         if not request.user.has_perm(TUNE_COMPRESSION_PERMISSION):
             readonly += COMPRESSION_FIELDS
         return readonly

@@ -7,6 +7,9 @@ from datetime import timedelta
 from django.db.models import Exists, F, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
+from compression.engine.calibration import NEUTRAL, Calibration
+from compression.engine.tokens import model_key, profile_for_model
+from compression.models import TokenCalibration
 from conversations.models import AgentRun, Conversation
 
 
@@ -54,3 +57,15 @@ def compression_candidates(
 def conversation_is_busy(conversation: Conversation) -> bool:
     """For a ``compression_candidates`` row: would the service answer ``thread_busy`` right now?"""
     return bool(conversation.has_active_run) or conversation.latest_run_status == AgentRun.Status.INTERRUPTED
+
+
+def calibration_for(*, model_name: str | None) -> Calibration:
+    """The stored calibration of ``model_name`` under its profile (neutral until it reports usage)."""
+    row = (
+        TokenCalibration.objects.filter(
+            model_key=model_key(model_name), profile=profile_for_model(model_name).name
+        )
+        .values_list("factor", "observations")
+        .first()
+    )
+    return Calibration(*row) if row else NEUTRAL

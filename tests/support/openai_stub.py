@@ -12,6 +12,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -27,8 +28,11 @@ class ScriptedReply:
 
 
 class OpenAIStub:
-    def __init__(self, model: str = "gpt-4o-mini") -> None:
+    def __init__(
+        self, model: str = "gpt-4o-mini", *, prompt_tokens: Callable[[dict[str, Any]], int] | None = None
+    ) -> None:
         self.model = model
+        self.prompt_tokens = prompt_tokens  # counts a request's prompt tokens (default: JSON chars / 4)
         self.queue: deque[ScriptedReply] = deque()
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str] = []  # the Authorization header of every request, in order
@@ -91,10 +95,13 @@ class OpenAIStub:
             return self.queue.popleft()
 
 
-def _usage(reply: ScriptedReply, body: dict[str, Any]) -> dict[str, int]:
+def _usage(stub: OpenAIStub, reply: ScriptedReply, body: dict[str, Any]) -> dict[str, int]:
     if reply.usage:
         return reply.usage
-    prompt = max(1, len(json.dumps(body.get("messages", []))) // 4)
+    if stub.prompt_tokens is not None:
+        prompt = stub.prompt_tokens(body)
+    else:
+        prompt = max(1, len(json.dumps(body.get("messages", []))) // 4)
     completion = max(1, len(reply.content) // 4 + 5 * len(reply.tool_calls))
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
@@ -154,7 +161,7 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                     **self._base(),
                     "object": "chat.completion",
                     "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": _usage(reply, body),
+                    "usage": _usage(stub, reply, body),
                 },
             )
 
@@ -180,7 +187,7 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                 emit({"tool_calls": [{"index": index, **call}]})
             emit({}, "tool_calls" if reply.tool_calls else "stop")
             if (body.get("stream_options") or {}).get("include_usage"):
-                emit(None, usage=_usage(reply, body))
+                emit(None, usage=_usage(stub, reply, body))
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()
             self.close_connection = True
