@@ -129,3 +129,24 @@ def test_change_page_says_when_the_window_caps_the_trigger(client, admin_user, a
     client.force_login(admin_user)
     page = client.get(_change_url(agent)).content.decode()
     assert "7,372" in page and "capped at 90% of the 8192-token window" in page
+
+
+def test_agent_page_shows_the_model_calibration_read_only(client, admin_user, agent):
+    from compression.engine.tokens import model_key, profile_for_model
+    from compression.models import TokenCalibration
+
+    client.force_login(admin_user)
+    page = client.get(_change_url(agent)).content.decode()
+    assert "Estimate calibration" in page and "no reported usage yet" in page
+    TokenCalibration.objects.create(
+        model_key=model_key(agent.model_name),
+        profile=profile_for_model(agent.model_name).name,
+        factor=0.8125,
+        observations=1234,
+    )
+    page = client.get(_change_url(agent)).content.decode()
+    assert "×0.812 from 1,234 reported requests" in page
+    assert 'name="calibration_display"' not in page  # shown, never a form field
+    # A posted value is ignored: only reported usage writes it.
+    client.post(_change_url(agent), {**_form_data(agent), "calibration_display": "9"})
+    assert TokenCalibration.objects.get().factor == 0.8125
