@@ -24,6 +24,8 @@ from agent_platform.runtime.subagent import SUBAGENT_EXCLUDED_TOOLS, SUBAGENT_PR
 from agent_platform.tools import build_tools
 from agent_platform.workdir import Workdir, workdir_for
 from compression.agent_middleware import compression_middleware_for, token_usage_middleware_for
+from compression.calibration import calibration_source_for
+from compression.engine.calibration import CalibrationSource
 from compression.engine.lru import LRU
 
 RECURSION_LIMIT = 50
@@ -41,7 +43,12 @@ def thread_config(conversation: Any, **configurable: Any) -> dict[str, Any]:
 
 
 def agent_middleware(
-    *, agent: Agent, conversation: Any, workdir: Workdir, model: BaseChatModel
+    *,
+    agent: Agent,
+    conversation: Any,
+    workdir: Workdir,
+    model: BaseChatModel,
+    calibration: CalibrationSource | None = None,
 ) -> list[AgentMiddleware]:
     """The agent's middleware stack, outermost first. Named slots, filled by the compression work:
 
@@ -51,11 +58,17 @@ def agent_middleware(
        (pressure figures in state ``token_usage``, SPEC 7), inside compression so it measures what the
        model is actually sent.
 
-    Sub-agents get a stack of their own built here too (same files: they share the parent's workdir).
+    Both share ``calibration``, the model's correction learned from reported usage (by default the
+    process's one for the agent's model, read from the table). Sub-agents get a stack of their own
+    built here too (same files and calibration as the parent).
     """
+    if calibration is None:
+        calibration = calibration_source_for(agent.model_name)
     return [
-        compression_middleware_for(agent=agent, conversation=conversation, workdir=workdir, model=model),
-        token_usage_middleware_for(agent=agent, model=model),
+        compression_middleware_for(
+            agent=agent, conversation=conversation, workdir=workdir, model=model, calibration=calibration
+        ),
+        token_usage_middleware_for(agent=agent, model=model, calibration=calibration),
     ]
 
 
@@ -68,6 +81,7 @@ def build_agent_graph(
     subagent: bool = False,
     workdir: Workdir | None = None,
     tools: list[BaseTool] | None = None,
+    calibration: CalibrationSource | None = None,
 ) -> CompiledStateGraph:
     """A compiled ``create_agent`` graph for ``agent`` on ``conversation``'s thread.
 
@@ -79,33 +93,60 @@ def build_agent_graph(
         checkpointer = False if subagent else checkpointer_get()
     model = model if model is not None else chat_models.chat_model_for(agent)
     workdir = workdir if workdir is not None else workdir_for(conversation)
+    # Read from the table here, where the graph is built: a sub-agent (built inside a tool call, on
+    # a graph thread) gets its parent's instead.
+    calibration = calibration if calibration is not None else calibration_source_for(agent.model_name)
     if tools is None:
         tools = agent_tools(
-            agent=agent, conversation=conversation, workdir=workdir, model=model, subagent=subagent
+            agent=agent,
+            conversation=conversation,
+            workdir=workdir,
+            model=model,
+            subagent=subagent,
+            calibration=calibration,
         )
     system_prompt = (agent.system_prompt or "") + (SUBAGENT_PROMPT_SUFFIX if subagent else "")
     return create_agent(
         model,
         tools,
         system_prompt=system_prompt.strip() or None,
-        middleware=agent_middleware(agent=agent, conversation=conversation, workdir=workdir, model=model),
+        middleware=agent_middleware(
+            agent=agent, conversation=conversation, workdir=workdir, model=model, calibration=calibration
+        ),
         checkpointer=checkpointer,
         name=f"{agent.slug}-subagent" if subagent else agent.slug,
     )
 
 
 def agent_tools(
-    *, agent: Agent, conversation: Any, workdir: Workdir, model: BaseChatModel, subagent: bool = False
+    *,
+    agent: Agent,
+    conversation: Any,
+    workdir: Workdir,
+    model: BaseChatModel,
+    subagent: bool = False,
+    calibration: CalibrationSource | None = None,
 ) -> list[BaseTool]:
     tools = build_tools(agent=agent, conversation=conversation, workdir=workdir)
     if subagent:
         return [tool for tool in tools if tool.name not in SUBAGENT_EXCLUDED_TOOLS]
     if "task" in (agent.tools or []):
-        tools.append(build_task_tool(agent=agent, conversation=conversation, workdir=workdir, model=model))
+        tools.append(
+            build_task_tool(
+                agent=agent, conversation=conversation, workdir=workdir, model=model, calibration=calibration
+            )
+        )
     return tools
 
 
-def build_task_tool(*, agent: Agent, conversation: Any, workdir: Workdir, model: BaseChatModel) -> BaseTool:
+def build_task_tool(
+    *,
+    agent: Agent,
+    conversation: Any,
+    workdir: Workdir,
+    model: BaseChatModel,
+    calibration: CalibrationSource | None = None,
+) -> BaseTool:
     """The ``task`` tool: a sub-agent with the parent's model, workdir and middleware stack."""
 
     @tool("task", parse_docstring=True)
@@ -116,7 +157,12 @@ def build_task_tool(*, agent: Agent, conversation: Any, workdir: Workdir, model:
             description: What the sub-agent should do, with every detail it needs.
         """
         graph = build_agent_graph(
-            agent=agent, conversation=conversation, model=model, workdir=workdir, subagent=True
+            agent=agent,
+            conversation=conversation,
+            model=model,
+            workdir=workdir,
+            subagent=True,
+            calibration=calibration,
         )
         result = graph.invoke({"messages": [HumanMessage(description)]})
         return final_answer(result.get("messages", []))

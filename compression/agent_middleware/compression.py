@@ -22,6 +22,7 @@ from compression.agent_middleware.events import Emitter, stream_writer
 from compression.agent_middleware.measure import request_overhead
 from compression.agent_middleware.memo import CompactionMemo, MessageTotals
 from compression.agent_middleware.state import CompressionState
+from compression.engine.calibration import Calibration, CalibrationMemory, CalibrationSource
 from compression.engine.clipping import clip_overflow_tail
 from compression.engine.config import CompressionConfig
 from compression.engine.cutoff import find_cutoff
@@ -59,6 +60,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         store: ResultStore,
         summary_model: BaseChatModel,
         profile: TokenProfile | None = None,
+        calibration: CalibrationSource | None = None,
         now: Callable[[], datetime] = _utcnow,
     ) -> None:
         super().__init__()
@@ -66,6 +68,9 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         self.store = store
         self.summary_model = summary_model
         self.profile = profile or profile_for_model(config.model_name)
+        # The model's correction of our estimate, learned from reported usage by TokenUsageMiddleware
+        # (the same source): every size compared with T or a budget here is a corrected one.
+        self.calibration = calibration if calibration is not None else CalibrationMemory()
         self.now = now
         self._effective_totals = MessageTotals(self.profile)
         self._view_totals = MessageTotals(self.profile)
@@ -88,7 +93,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         previous = valid_event((request.state or {}).get(SUMMARY_EVENT_KEY))
         effective = effective_messages(request.messages, previous)
         overhead = request_overhead(request, self.profile)
-        before = overhead + self._effective_totals.total(effective)
+        before = self._calibration().corrected(overhead + self._effective_totals.total(effective))
         overflowed_at: int | None = None
         if before < trigger:
             try:
@@ -138,7 +143,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         compacted = yield Blocking(partial(self._compactor.compact, effective))
         emitter.record_files(compacted.saved, compacted.failed)
         view = compacted.messages
-        emitter.after_tokens = after = overhead + self._view_totals.total(view)
+        emitter.after_tokens = after = self._calibration().corrected(overhead + self._view_totals.total(view))
         if overflowed_at is None and after < self.config.trigger_tokens:
             try:
                 response = yield CallModel(request.override(messages=view))
@@ -163,7 +168,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         """Summarize the head of the compacted view, keep a bounded tail verbatim, then send."""
         config = self.config
         # The kept tail stays within half the budget: half of T, or of what the provider just rejected.
-        kept_cap = tail_cap(config, overflowed_at=overflowed_at)
+        kept_cap = self._raw(tail_cap(config, overflowed_at=overflowed_at))  # in our estimate's units
         cutoff = find_cutoff(
             view, keep_messages=config.keep_messages, max_tail_tokens=kept_cap, profile=self.profile
         )
@@ -203,7 +208,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                 config=config,
                 store=self.store,
                 profile=self.profile,
-                budget=summary_budget(config, overflowed_at=overflowed_at),
+                budget=self._raw(summary_budget(config, overflowed_at=overflowed_at)),
                 now=self.now(),
             )
         except Exception as exc:
@@ -250,7 +255,15 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             raise
 
     def _estimate(self, overhead: int, messages: Sequence[BaseMessage]) -> int:
-        return overhead + sum(estimate_message(m, self.profile) for m in messages)
+        raw = overhead + sum(estimate_message(m, self.profile) for m in messages)
+        return self._calibration().corrected(raw)
+
+    def _calibration(self) -> Calibration:
+        return self.calibration.current()
+
+    def _raw(self, tokens: int) -> int:
+        """A budget in the model's tokens, in our uncorrected estimate's units."""
+        return int(tokens / self._calibration().factor)
 
 
 def _persisted(replacements: Sequence[BaseMessage]) -> list[BaseMessage]:

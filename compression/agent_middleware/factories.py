@@ -8,6 +8,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 
 from compression.agent_middleware.compression import CompressionMiddleware
 from compression.agent_middleware.token_usage import TokenUsageMiddleware
+from compression.engine.calibration import CalibrationSource
 from compression.engine.store import ResultStore
 from compression.engine.tokens import profile_for_model
 
@@ -16,19 +17,32 @@ if TYPE_CHECKING:
 
 
 def compression_middleware_for(
-    *, agent: Agent, workdir: ResultStore, model: BaseChatModel, **_: Any
+    *,
+    agent: Agent,
+    workdir: ResultStore,
+    model: BaseChatModel,
+    calibration: CalibrationSource | None = None,
+    **_: Any,
 ) -> CompressionMiddleware:
-    """Compression for ``agent``: its config and the profile of its model; summaries by ``model``
-    (the agent's own chat model); files in the thread's ``workdir`` (shared with sub-agents)."""
+    """Compression for ``agent``: its config, the profile and the calibration of its model;
+    summaries by ``model`` (the agent's own chat model); files in the thread's ``workdir`` (shared
+    with sub-agents)."""
     return CompressionMiddleware(
         config=agent.compression_config(),
         store=workdir,
         summary_model=model,
         profile=profile_for_model(agent.resolved_model_name),
+        calibration=calibration,
     )
 
 
-def token_usage_middleware_for(*, agent: Agent, **_: Any) -> TokenUsageMiddleware:
+def token_usage_middleware_for(
+    *, agent: Agent, calibration: CalibrationSource | None = None, **_: Any
+) -> TokenUsageMiddleware:
+    """Pressure figures and stored estimates; reported usage updates ``calibration`` (pass the
+    compression middleware's, so a run's trigger decisions see its own readings)."""
     return TokenUsageMiddleware(
-        config=agent.compression_config(), profile=profile_for_model(agent.resolved_model_name)
+        config=agent.compression_config(),
+        profile=profile_for_model(agent.resolved_model_name),
+        calibration=calibration,
     )

@@ -1,13 +1,13 @@
 """Calibration of our estimate to a model's reported usage (SPEC 4): a bounded, outlier-resistant
 moving average of ``reported prompt tokens / our estimate of the same request``, per model.
 
-Pure: :class:`Calibration` is an immutable value; :class:`CalibrationMemory` holds one in memory for
-a process (tests, benchmarks, sub-agents). The stored one lives in ``compression.calibration``.
+Pure: :class:`Calibration` is an immutable value; :class:`CalibrationMemory` holds one in memory, shared
+by the two middlewares of an agent (``compression.calibration`` keeps one per model in a process and
+stores the readings).
 """
 
 from __future__ import annotations
 
-import math
 import threading
 from dataclasses import dataclass
 from typing import Protocol
@@ -31,7 +31,7 @@ class Calibration:
 
     def corrected(self, tokens: int) -> int:
         """``tokens`` (an estimate under the model's profile) times the factor."""
-        return tokens if self.factor == 1.0 else math.ceil(tokens * self.factor)
+        return tokens if self.factor == 1.0 else round(tokens * self.factor)
 
     def observe(self, *, estimated: int, reported: int | None) -> Calibration:
         """This calibration after one reading; itself when the reading is unusable or an outlier."""
@@ -73,3 +73,7 @@ class CalibrationMemory:
         with self._lock:
             self._value = self._value.observe(estimated=estimated, reported=reported)
             return self._value
+
+    def set(self, calibration: Calibration) -> None:
+        with self._lock:
+            self._value = calibration

@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from compression.engine.calibration import NEUTRAL, Calibration
 from compression.engine.compaction import compact_messages
 from compression.engine.config import CompressionConfig
 from compression.engine.cutoff import find_cutoff
@@ -76,11 +77,14 @@ def force_summarize(
     store: ResultStore,
     profile: TokenProfile,
     now: datetime | None = None,
+    calibration: Calibration = NEUTRAL,
 ) -> Steps[ManualCompression]:
+    """Token figures are corrected by the model's ``calibration``; budgets compared with our own
+    estimates are converted back to their units."""
     messages: list[BaseMessage] = list(values.get("messages") or [])
     previous = valid_event(values.get(SUMMARY_EVENT_KEY))
     effective = effective_messages(messages, previous)
-    before = messages_tokens(effective, profile)
+    before = calibration.corrected(messages_tokens(effective, profile))
 
     staged = StagedStore(store)
     compaction = yield Blocking(
@@ -88,7 +92,10 @@ def force_summarize(
     )
     view = compaction.messages
     cutoff = find_cutoff(
-        view, keep_messages=config.keep_messages, max_tail_tokens=tail_cap(config), profile=profile
+        view,
+        keep_messages=config.keep_messages,
+        max_tail_tokens=int(tail_cap(config) / calibration.factor),
+        profile=profile,
     )
     if cutoff <= 0:
         return ManualCompression(
@@ -108,10 +115,10 @@ def force_summarize(
         config=config,
         store=store,
         profile=profile,
-        budget=summary_budget(config),
+        budget=int(summary_budget(config) / calibration.factor),
         now=now or datetime.now(UTC),
     )
-    after = messages_tokens(effective_messages(messages, outcome.event), profile)
+    after = calibration.corrected(messages_tokens(effective_messages(messages, outcome.event), profile))
     return ManualCompression(
         status=STATUS_COMPLETED,
         before_tokens=before,
@@ -125,7 +132,9 @@ def force_summarize(
     )
 
 
-def undo_update(values: Mapping[str, Any], *, profile: TokenProfile) -> tuple[dict[str, Any], int, int]:
+def undo_update(
+    values: Mapping[str, Any], *, profile: TokenProfile, calibration: Calibration = NEUTRAL
+) -> tuple[dict[str, Any], int, int]:
     """The update restoring the model-visible history from before the latest summary, with the
     effective-message token counts before and after. Raises ``NothingToUndo``."""
     history = list(values.get(SUMMARY_EVENTS_KEY) or [])
@@ -137,5 +146,6 @@ def undo_update(values: Mapping[str, Any], *, profile: TokenProfile) -> tuple[di
         effective_messages(messages, valid_event(values.get(SUMMARY_EVENT_KEY))), profile
     )
     after = messages_tokens(effective_messages(messages, restored), profile)
+    before, after = calibration.corrected(before), calibration.corrected(after)
     update = {SUMMARY_EVENT_KEY: restored, SUMMARY_EVENTS_KEY: history[:-1]}
     return update, before, after

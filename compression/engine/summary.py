@@ -33,7 +33,7 @@ from compression.engine.state import (
 )
 from compression.engine.steps import Blocking, Steps, Summarize
 from compression.engine.store import ResultStore, StoreError
-from compression.engine.tokens import TokenProfile
+from compression.engine.tokens import TokenProfile, with_estimate
 from compression.engine.usage import count_call
 
 SUMMARY_INPUT_SHARE = 0.75  # of the context window, for the summary call's input
@@ -114,7 +114,7 @@ def summarize_span(
     event = build_summarization_event(
         previous=previous,
         local_cutoff=local_cutoff,
-        summary_message=build_summary_message(text, file_path=file_path),
+        summary_message=with_estimate(build_summary_message(text, file_path=file_path), profile),
         file_path=file_path,
     )
     usage = getattr(reply, "usage_metadata", None)

@@ -8,9 +8,10 @@ lock is what keeps it so.
 
 from __future__ import annotations
 
+import gc
 import uuid
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -23,6 +24,7 @@ from agent_platform.errors import ApplicationError
 from agent_platform.runtime import models as chat_models
 from agent_platform.runtime.graph import state_repository_for
 from agent_platform.workdir import workdir_for
+from compression.engine.calibration import Calibration
 from compression.engine.config import COMPRESSION_CAPABILITY
 from compression.engine.events import FAILED, LEVEL_SUMMARY, STARTED, compression_event, describe_error
 from compression.engine.forced import ManualCompression, force_summarize
@@ -33,6 +35,7 @@ from compression.engine.store import StoreError
 from compression.engine.tokens import profile_for_model
 from compression.errors import CapabilityMissing, SummaryFailed
 from compression.models import CompressionRecord
+from compression.selectors import calibration_for
 from compression.services.records import (
     record_complete,
     record_replay,
@@ -142,7 +145,7 @@ def _compress(
     started_at = timezone.now()
     notice = _Notice(trigger)
     try:
-        with lock() as conversation:
+        with _collector_paused(), lock() as conversation:
             notice.conversation_id = conversation.pk
             outcome = _compress_locked(
                 conversation,
@@ -172,6 +175,21 @@ def _compress(
     return outcome
 
 
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No cyclic garbage collection while the thread's row is locked: loading a large checkpoint
+    allocates enough objects to trigger a full collection of the whole process heap (~90 ms at 1,000
+    messages, the p95 tail), and every intake waits for this lock. Reference counting still frees
+    memory; the collector runs again after the commit."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _compress_locked(
     conversation: Conversation,
     *,
@@ -196,7 +214,8 @@ def _compress_locked(
 
     repository = state_repository_for(conversation)
     values = repository.get_values()
-    manual = _run_forced(conversation, values)
+    calibration = calibration_for(model_name=agent.model_name)
+    manual = _run_forced(conversation, values, calibration)
     record_complete(record=record, manual=manual, started_at=started_at)
     if manual.update:
         usage = refreshed_usage(
@@ -207,6 +226,7 @@ def _compress_locked(
             context_window=agent.resolved_context_window,
             result=manual.body(),
             now=timezone.now(),
+            calibration=calibration,
         )
         conversation_pressure_update(conversation_id=conversation.pk, token_usage=usage)
         # The checkpoint lives outside this transaction: write it last, so that any failure before it
@@ -215,7 +235,9 @@ def _compress_locked(
     return CompressionOutcome(record.result, record)
 
 
-def _run_forced(conversation: Conversation, values: dict[str, Any]) -> ManualCompression:
+def _run_forced(
+    conversation: Conversation, values: dict[str, Any], calibration: Calibration
+) -> ManualCompression:
     """The algorithm with the agent's own model; any failure becomes ``SummaryFailed`` (state unchanged)."""
     agent = conversation.agent
     steps = force_summarize(
@@ -224,6 +246,7 @@ def _run_forced(conversation: Conversation, values: dict[str, Any]) -> ManualCom
         store=workdir_for(conversation),
         profile=profile_for_model(agent.resolved_model_name),
         now=datetime.now(UTC),
+        calibration=calibration,
     )
     try:
         # Looked up on the module at call time, so a test's stand-in model is the one used.

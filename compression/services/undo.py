@@ -15,6 +15,7 @@ from compression.engine.history import SUMMARY_EVENT_KEY
 from compression.engine.pressure import refreshed_usage
 from compression.engine.state import TOKEN_USAGE_KEY
 from compression.engine.tokens import profile_for_model
+from compression.selectors import calibration_for
 from compression.services.compress import require_idle
 from compression.services.records import record_undo
 from conversations import events
@@ -28,18 +29,19 @@ def thread_compress_undo(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) 
         require_idle(conversation)
         repository, agent = state_repository_for(conversation), conversation.agent
         values = repository.get_values()
-        update, before, after = undo_update(
-            values, profile=profile_for_model(agent.resolved_model_name)
-        )  # 409
+        calibration = calibration_for(model_name=agent.resolved_model_name)
+        profile = profile_for_model(agent.resolved_model_name)
+        update, before, after = undo_update(values, profile=profile, calibration=calibration)  # 409
         result = {"status": "undone", "before_tokens": before, "after_tokens": after}
         usage = refreshed_usage(
             values,
             update,
-            profile=profile_for_model(agent.resolved_model_name),
+            profile=profile,
             trigger_tokens=agent.effective_trigger,
             context_window=agent.resolved_context_window,
             result=result,
             now=timezone.now(),
+            calibration=calibration,
         )
         conversation_pressure_update(conversation_id=conversation.pk, token_usage=usage)
         record_undo(

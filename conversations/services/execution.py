@@ -16,13 +16,14 @@ from langgraph.types import Command
 from agent_platform.runtime.graph import build_agent_graph, thread_config
 from agent_platform.runtime.state_repository import AgentStateRepository
 from compression.engine.state import TOKEN_USAGE_KEY, merge_token_usage
+from compression.engine.tokens import profile_for_model, with_estimate
 from conversations import events
 from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import run_next_queued
 from conversations.services.attachments import message_model_content
 from conversations.services.pressure import conversation_pressure_update
 from conversations.services.threads import conversation_lock, message_append
-from conversations.signals import run_compression_event
+from conversations.signals import run_compression_event, run_usage_reported
 
 logger = logging.getLogger(__name__)
 
@@ -163,7 +164,9 @@ class _RunRelay:
             return Command(resume=message.content)
         self.seen.add(message.lc_message_id)
         content = message_model_content(message=message, vision=self.run.conversation.agent.sees_images)
-        return {"messages": [HumanMessage(content=content, id=message.lc_message_id)]}
+        # The user's message enters the state carrying its estimate (SPEC 4): estimated once, ever.
+        profile = profile_for_model(self.run.conversation.agent.model_name)
+        return {"messages": [with_estimate(HumanMessage(content=content, id=message.lc_message_id), profile)]}
 
     def _heartbeat(self) -> None:
         now = timezone.now()
@@ -203,10 +206,18 @@ class _RunRelay:
                 for message in part.get("messages") or []:
                     self._on_message(message)
                 if isinstance(part.get(TOKEN_USAGE_KEY), dict):
+                    self._on_reading(part[TOKEN_USAGE_KEY])
                     # Updates are deltas for the channel's reducer: merge them as the checkpoint does.
                     self.token_usage = merge_token_usage(self.token_usage, part[TOKEN_USAGE_KEY])
                     events.broadcast(self.thread_id, events.STATE, token_usage=self.token_usage)
         return interrupted
+
+    def _on_reading(self, update: dict[str, Any]) -> None:
+        """A model call's prompt tokens as its provider reported them, with our estimate of it."""
+        estimated = update.get("estimated_input_tokens")
+        reported = (update.get("last_call_usage") or {}).get("input_tokens")
+        if isinstance(estimated, int) and isinstance(reported, int) and reported > 0:
+            run_usage_reported.send(sender=AgentRun, run=self.run, estimated=estimated, reported=reported)
 
     def _on_message(self, message: Any) -> None:
         if not isinstance(message, (AIMessage, ToolMessage)) or not message.id or message.id in self.seen:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from agent_platform.models import Agent, ModelEndpoint
@@ -114,3 +116,38 @@ def test_the_offline_agent_gets_the_offline_model(agent):
     from agent_platform.runtime.offline import OfflineChatModel
 
     assert isinstance(chat_model_for(agent), OfflineChatModel)
+
+
+def test_reported_prompt_tokens_calibrate_the_model_for_every_later_run(
+    user, openai_agent, openai_stub, django_capture_on_commit_callbacks
+):
+    from agent_platform.runtime.graph import state_repository_for
+    from compression.engine.tokens import ESTIMATE_KEY
+    from compression.models import TokenCalibration
+
+    readings: list[int] = []
+
+    def prompt_tokens(body: dict) -> int:  # this provider's count: messages and tools, ~5 chars a token
+        readings.append(len(json.dumps([body["messages"], body.get("tools")])) // 5)
+        return readings[-1]
+
+    openai_stub.prompt_tokens = prompt_tokens
+    openai_stub.reply("First answer.")
+    thread, run = _run(user, openai_agent, "hello there, " * 40, django_capture_on_commit_callbacks)
+    assert run.status == AgentRun.Status.SUCCEEDED, run.error
+    stored = TokenCalibration.objects.get()
+    assert (stored.model_key, stored.profile, stored.observations) == ("gpt-4o-mini", "o200k", 1)
+    usage = state_repository_for(thread).get_values()["token_usage"]
+    assert stored.factor == round(readings[0] / usage["estimated_input_tokens"], 4)
+
+    # The next run (a new graph, as on any worker) starts from the stored factor and adds its reading.
+    openai_stub.reply("Second answer.")
+    with django_capture_on_commit_callbacks(execute=True):
+        result = message_intake(thread_id=thread.thread_id, user=user, content="and more " * 30)
+    values = state_repository_for(thread).get_values()
+    assert values["token_usage"]["calibration"]["observations"] == 2
+    assert TokenCalibration.objects.get().observations == 2
+    assert result.run.pk
+    # Every message of the thread carries its stored estimate; the provider never saw it.
+    assert all(ESTIMATE_KEY in m.response_metadata for m in values["messages"])
+    assert all("token_estimate" not in json.dumps(r) for r in openai_stub.requests)

@@ -11,6 +11,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.constants import TAG_NOSTREAM
 
 from compression.agent_middleware import CompressionMiddleware, TokenUsageMiddleware
+from compression.engine.calibration import Calibration
 from compression.engine.config import CompressionConfig
 from compression.engine.formats import RECEIPT_HEADER
 from compression.engine.history import SESSION_ID_KEY, SUMMARY_EVENT_KEY
@@ -124,11 +125,16 @@ def test_token_usage_fields_and_pressure_ratio():
     tools_tokens = usage["tools_tokens"]
     assert usage["system_tokens"] == estimate_message(system, profile)
     assert tools_tokens > 0
-    assert usage["llm_input_tokens"] == estimate_messages(
-        rest, system=system, tools=[web_search], profile=profile
-    )
+    estimated = estimate_messages(rest, system=system, tools=[web_search], profile=profile)
+    assert usage["estimated_input_tokens"] == estimated
+    # The provider reported 100 prompt tokens for it: the figures are corrected by that reading.
+    calibration = Calibration().observe(estimated=estimated, reported=USAGE["input_tokens"])
+    assert usage["calibration"] == {"factor": calibration.factor, "observations": 1}
+    assert usage["llm_input_tokens"] == calibration.corrected(estimated) == USAGE["input_tokens"]
     reply = agent.get_state(_thread("t3")).values["messages"][-1]
-    assert usage["next_llm_input_tokens"] == usage["llm_input_tokens"] + estimate_message(reply, profile)
+    assert usage["next_llm_input_tokens"] == calibration.corrected(
+        estimated + estimate_message(reply, profile)
+    )
     assert usage["summary_trigger_tokens"] == 2048
     assert usage["summary_pressure_ratio"] == round(usage["next_llm_input_tokens"] / 2048, 4)
     assert usage["context_window"] == 2000
