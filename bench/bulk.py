@@ -33,7 +33,7 @@ from typing import Any
 from bench.common import markdown_table, num
 
 ROOT = Path(__file__).resolve().parents[1]
-DB_NAME = "bench_bulk"
+DB_NAME = os.environ.get("BENCH_BULK_DB", "bench_bulk")  # overridable: checkouts side by side
 PG_HOST, PG_PORT, PG_USER = "127.0.0.1", "5432", "postgres"
 REDIS_URL = os.environ.get("REDIS_URL") or "redis://127.0.0.1:6379/0"
 THREADS = 10_000

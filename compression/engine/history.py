@@ -170,6 +170,9 @@ def validate_summary_prompt(prompt: str) -> None:
         raise ValueError("The summary prompt must contain {messages} exactly once.")
 
 
+XML_TAG_TOKENS = 8  # <message type="...">, </message> and the separating newline
+
+
 def _fill(prompt: str, rendered: str) -> str:
     try:
         validate_summary_prompt(prompt)
@@ -213,8 +216,10 @@ def format_summary_prompt(
         return parts[index]
 
     def cost(index: int) -> int:
+        # The message's own estimate (stored, or cached since compaction) plus its XML tags: choosing
+        # what fits never re-reads the text; the filled prompt is checked exactly below.
         if index not in costs:
-            costs[index] = estimate_text(part(index), profile) + 1  # +1: the separating newline
+            costs[index] = estimate_message(messages[index], profile) + XML_TAG_TOKENS
         return costs[index]
 
     last = len(messages) - 1
@@ -235,11 +240,19 @@ def format_summary_prompt(
             lead_cost = sum(cost(i) for i in lead)
             latest = generic_preview(part(last), limit_tokens=max(room - lead_cost, 0), profile=profile)
             body = "\n".join([*(part(i) for i in lead), latest]) if latest else ""
-        if body and estimate_text(filled := _fill(prompt, body), profile) <= max_tokens:
-            return filled
-        # Estimates are not additive: drop the oldest kept message, then the earlier summary, then shrink.
+        if body:
+            filled = _fill(prompt, body)
+            over = estimate_text(filled, profile) - max_tokens
+            if over <= 0:
+                return filled
+        else:
+            over = 0
+        # Over budget (the costs are estimates): drop the oldest kept messages worth the excess, then
+        # the earlier summary, then shrink.
         if len(kept) > 1:
-            kept.pop(0)
+            dropped = cost(kept.pop(0))
+            while len(kept) > 1 and dropped < over:
+                dropped += cost(kept.pop(0))
         elif lead:
             lead = []
         elif kept:

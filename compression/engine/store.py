@@ -6,7 +6,11 @@ implementation, with the workdir boundary checks, lives in ``agent_platform.work
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Protocol
+
+FLUSH_THREADS = 8
 
 
 class StoreError(Exception):
@@ -88,14 +92,22 @@ class StagedStore:
         self.staged_bytes[path] = bytes(data)
 
     def flush(self) -> list[str]:
-        """Write every staged file to the target; returns the paths written."""
-        written = []
-        for path, data in self.staged_bytes.items():
-            self.target.write_bytes(path, data)
-            written.append(path)
+        """Write every staged file to the target; returns the paths written. The files are distinct, so
+        they are written concurrently (file-system or object-store round trips overlap); the first
+        failure is raised once all writes have ended."""
+        writes = [
+            *(
+                (path, partial(self.target.write_bytes, path, data))
+                for path, data in self.staged_bytes.items()
+            ),
+            *((path, partial(self.target.write_text, path, text)) for path, text in self.staged.items()),
+        ]
+        if len(writes) > 1:
+            with ThreadPoolExecutor(max_workers=min(FLUSH_THREADS, len(writes))) as pool:
+                for future in [pool.submit(write) for _, write in writes]:
+                    future.result()
+        elif writes:
+            writes[0][1]()
         self.staged_bytes.clear()
-        for path, content in self.staged.items():
-            self.target.write_text(path, content)
-            written.append(path)
         self.staged.clear()
-        return written
+        return [path for path, _ in writes]
