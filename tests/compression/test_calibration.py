@@ -43,7 +43,9 @@ def test_readings_far_from_the_estimate_are_ignored():
 
 def test_one_odd_reading_moves_the_factor_by_a_bounded_step():
     calibration = Calibration(0.8, 50)
-    assert calibration.observe(estimated=10_000, reported=16_000).factor == pytest.approx(0.8 * (1 + MAX_STEP))
+    assert calibration.observe(estimated=10_000, reported=16_000).factor == pytest.approx(
+        0.8 * (1 + MAX_STEP)
+    )
     assert calibration.observe(estimated=10_000, reported=4_000).factor == pytest.approx(0.8 * (1 - MAX_STEP))
 
 
