@@ -151,7 +151,7 @@ def _seed(size: int, count: int, *, stored: bool = True) -> tuple[Any, list]:
     )
     messages = real_state(size)
     if stored:
-        profile = profile_for_model(agent.model_name)
+        profile = profile_for_model(agent.resolved_model_name)
         messages = [with_estimate(m, profile) for m in messages]
     threads = []
     for _ in range(count):

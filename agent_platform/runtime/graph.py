@@ -63,7 +63,7 @@ def agent_middleware(
     built here too (same files and calibration as the parent).
     """
     if calibration is None:
-        calibration = calibration_source_for(agent.model_name)
+        calibration = calibration_source_for(agent.resolved_model_name)
     return [
         compression_middleware_for(
             agent=agent, conversation=conversation, workdir=workdir, model=model, calibration=calibration
@@ -95,7 +95,9 @@ def build_agent_graph(
     workdir = workdir if workdir is not None else workdir_for(conversation)
     # Read from the table here, where the graph is built: a sub-agent (built inside a tool call, on
     # a graph thread) gets its parent's instead.
-    calibration = calibration if calibration is not None else calibration_source_for(agent.model_name)
+    calibration = (
+        calibration if calibration is not None else calibration_source_for(agent.resolved_model_name)
+    )
     if tools is None:
         tools = agent_tools(
             agent=agent,

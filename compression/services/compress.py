@@ -214,7 +214,7 @@ def _compress_locked(
 
     repository = state_repository_for(conversation)
     values = repository.get_values()
-    calibration = calibration_for(model_name=agent.model_name)
+    calibration = calibration_for(model_name=agent.resolved_model_name)
     manual = _run_forced(conversation, values, calibration)
     record_complete(record=record, manual=manual, started_at=started_at)
     if manual.update:

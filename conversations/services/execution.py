@@ -165,7 +165,7 @@ class _RunRelay:
         self.seen.add(message.lc_message_id)
         content = message_model_content(message=message, vision=self.run.conversation.agent.sees_images)
         # The user's message enters the state carrying its estimate (SPEC 4): estimated once, ever.
-        profile = profile_for_model(self.run.conversation.agent.model_name)
+        profile = profile_for_model(self.run.conversation.agent.resolved_model_name)
         return {"messages": [with_estimate(HumanMessage(content=content, id=message.lc_message_id), profile)]}
 
     def _heartbeat(self) -> None:

@@ -139,8 +139,8 @@ def test_agent_page_shows_the_model_calibration_read_only(client, admin_user, ag
     page = client.get(_change_url(agent)).content.decode()
     assert "Estimate calibration" in page and "no reported usage yet" in page
     TokenCalibration.objects.create(
-        model_key=model_key(agent.model_name),
-        profile=profile_for_model(agent.model_name).name,
+        model_key=model_key(agent.resolved_model_name),
+        profile=profile_for_model(agent.resolved_model_name).name,
         factor=0.8125,
         observations=1234,
     )
