@@ -192,6 +192,38 @@ class _Pass:
         return None
 
 
+class _Reader(_Pass):
+    """A pass that writes nothing: it only names the file each payload is (or would be) saved as."""
+
+    def __init__(self) -> None:
+        super().__init__(None, None)
+
+    def save(self, mime_type: str, payload: str) -> str | None:
+        data = _decode(payload.strip())
+        if not data:
+            return None
+        mime_type = mime_type.lower() or "application/octet-stream"
+        digest = hashlib.sha256(data).hexdigest()
+        self.saved.append(
+            SavedMedia(None, media_path(mime_type, digest), mime_type, len(data), digest, False)
+        )
+        return ""
+
+
+def media_of(content: str | list[Any]) -> list[SavedMedia]:
+    """The inline media in ``content`` and the paths they are saved at (``written`` is always False);
+    writes nothing. Lets a page link a transcript message to its saved media."""
+    if isinstance(content, str) and "base64," not in content:
+        return []
+    reader = _Reader()
+    if isinstance(content, str):
+        reader.text(content)
+    else:
+        for block in content:
+            reader.block(block)
+    return reader.saved
+
+
 def has_inline_media(message: BaseMessage) -> bool:
     """A cheap pre-check: ``False`` means the message certainly carries no base64 payload."""
     content = message.content

@@ -212,3 +212,18 @@ def test_the_summary_step_fails_closed_when_media_cannot_be_saved():
     with pytest.raises(StoreError, match="disk full"):
         _drive_summary(messages, store)
     assert store.files == {}  # no history section written either
+
+
+def test_media_of_names_the_saved_files_without_writing():
+    from compression.engine.media import media_of
+
+    text = f"a data:image/png;base64,{b64(PNG)} b data:application/pdf;base64,{b64(PDF)}"
+    found = media_of(text)
+    assert [(m.path, m.size, m.sha256) for m in found] == [
+        (media_path("image/png", digest(PNG)), len(PNG), digest(PNG)),
+        (media_path("application/pdf", digest(PDF)), len(PDF), digest(PDF)),
+    ]
+    store = MemoryStore()
+    offload_message_media(HumanMessage(text, id="h"), store=store)
+    assert {m.path for m in found} == set(store.blobs)
+    assert media_of("no media here") == [] and media_of([{"type": "text", "text": "x"}]) == []
