@@ -16,7 +16,7 @@ from agent_platform.models import Agent
 from agent_platform.runtime.graph import state_repository_for
 from agent_platform.workdir import workdir_for
 from compression.engine.events import LEVEL_UNDO
-from compression.engine.formats import LARGE_TOOL_RESULTS_DIR
+from compression.engine.formats import LARGE_TOOL_RESULTS_DIR, MEDIA_DIR
 from compression.engine.state import TOKEN_USAGE_KEY
 from compression.engine.store import StoreError
 from conversations.access import threads_visible_to
@@ -110,11 +110,16 @@ def thread_busy_flags(*, conversation: Conversation) -> dict[str, object]:
 
 
 def thread_saved_results(*, conversation: Conversation) -> frozenset[str]:
-    """Paths of the tool results saved in the thread's workdir (one directory listing)."""
-    try:
-        return frozenset(workdir_for(conversation).list_dir(LARGE_TOOL_RESULTS_DIR))
-    except StoreError:
-        return frozenset()
+    """Paths of the files compaction saved in the thread's workdir: tool results and inline media (two
+    directory listings)."""
+    workdir = workdir_for(conversation)
+    paths: set[str] = set()
+    for directory in (LARGE_TOOL_RESULTS_DIR, MEDIA_DIR):
+        try:
+            paths.update(workdir.list_dir(directory))
+        except StoreError:
+            pass  # not written yet
+    return frozenset(paths)
 
 
 def thread_token_usage(*, conversation: Conversation) -> dict | None:

@@ -28,6 +28,7 @@ from compression.engine.store import StoreError
 from conversations import pages, selectors, services
 from conversations.attachments import served_type
 from conversations.models import Conversation
+from conversations.services.attachments import upload_read
 
 # fetch() from thread.js sends this header; plain form posts redirect instead.
 FETCH_HEADER = "x-requested-with"
@@ -155,6 +156,9 @@ def message_send(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
             user=request.user,
             content=request.POST.get("content", ""),
             request_id=request.POST.get("request_id") or None,
+            attachments=[
+                upload_read(name=file.name or "file", file=file) for file in request.FILES.getlist("files")
+            ],
         ),
     )
 

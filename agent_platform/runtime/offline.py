@@ -111,10 +111,13 @@ class OfflineChatModel(BaseChatModel):
         text = last.text if isinstance(last.content, (str, list)) else str(last.content)
         if _MESSAGES_BLOCK.search(text) and "## SESSION INTENT" in text:
             return AIMessage(content=extractive_summary(text))
+        text, attached = _words_and_attachments(last)
         call = self._route(text, position=len(messages))
         if call is not None:
             return AIMessage(content="", tool_calls=[call])
-        return AIMessage(content=f"{OFFLINE_NOTICE} You said: “{_clip(text, 300)}”. {self._hint()}")
+        said = f"You said: “{_clip(text, 300)}”. " if text else ""
+        files = f"You attached {_listing(attached)}; they are saved under uploads/. " if attached else ""
+        return AIMessage(content=f"{OFFLINE_NOTICE} {said}{files}{self._hint()}")
 
     def _hint(self) -> str:
         if not self.tool_names:
@@ -367,3 +370,28 @@ def extractive_summary(prompt: str) -> str:
         (SUMMARY_HEADINGS[4], next_steps),
     ]
     return "\n\n".join(f"{heading}\n{text}" for heading, text in sections)
+
+
+# How an attachment block starts (compression.engine.formats), and where its file name is.
+_ATTACHMENT_NAME = re.compile(r'^(?:<attachment name="([^"]*)"|\[Attachment saved\]\nName: (.*)|Attached image (.*?) \()')
+
+
+def _words_and_attachments(message: BaseMessage) -> tuple[str, list[str]]:
+    """The user's own words, and the names of the files attached to the message."""
+    if isinstance(message.content, str):
+        return message.content, []
+    words, names = [], []
+    for block in message.content:
+        text = block if isinstance(block, str) else block.get("text") if isinstance(block, dict) else None
+        if not isinstance(text, str):
+            continue
+        match = _ATTACHMENT_NAME.match(text)
+        if match:
+            names.append(next(group for group in match.groups() if group is not None))
+        else:
+            words.append(text)
+    return "\n".join(words).strip(), names
+
+
+def _listing(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

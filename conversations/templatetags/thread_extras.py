@@ -8,6 +8,7 @@ from typing import Any
 from django import template
 from django.utils.translation import gettext as _
 
+from compression.engine.media import media_of
 from conversations import pages
 
 register = template.Library()
@@ -31,6 +32,14 @@ def saved_result(message: Any, saved_paths: Any) -> pages.SavedResult | None:
         tool_name=getattr(message, "tool_name", "") or "",
         saved_paths=saved_paths or frozenset(),
     )
+
+
+@register.filter
+def saved_media(message: Any, saved_paths: Any) -> list:
+    """``message|saved_media:saved_paths``: the inline media of a message that compaction saved."""
+    if not saved_paths:
+        return []
+    return [media for media in media_of(getattr(message, "content", "") or "") if media.path in saved_paths]
 
 
 @register.filter

@@ -8,24 +8,29 @@ import zlib
 
 
 def png_bytes(width: int = 4, height: int = 4, *, noise: int = 0) -> bytes:
-    """A valid PNG; ``noise`` bytes of incompressible rows make it as large as a test needs."""
-    row_bytes = max(width * 3, noise // max(height, 1))
-    width = row_bytes // 3
-    raw = b"".join(
-        b"\x00" + hashlib.sha256(str(y).encode()).digest() * (row_bytes // 32 + 1) for y in range(height)
-    )
-    raw = b"".join(raw[i * (row_bytes + 1) : i * (row_bytes + 1) + row_bytes + 1] for i in range(height))
+    """A valid RGB PNG (a colour gradient); ``noise`` > 0 widens it with incompressible stored rows so
+    the file is at least that many bytes."""
+    if noise:
+        width = max(width, noise // (3 * height) + 1)
+    rows = []
+    for y in range(height):
+        if noise:
+            seed = hashlib.sha256(str(y).encode()).digest()
+            pixels = (seed * (width * 3 // 32 + 1))[: width * 3]
+            pixels = bytes((b + i) % 256 for i, b in enumerate(pixels)) if y % 2 else pixels
+        else:
+            pixels = b"".join(
+                bytes((x * 255 // max(width - 1, 1), y * 255 // max(height - 1, 1), 160))
+                for x in range(width)
+            )
+        rows.append(b"\x00" + pixels)
 
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
     header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (
-        b"\x89PNG\r\n\x1a\n"
-        + chunk(b"IHDR", header)
-        + chunk(b"IDAT", zlib.compress(raw, 0))
-        + chunk(b"IEND", b"")
-    )
+    body = zlib.compress(b"".join(rows), 0 if noise else 6)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", body) + chunk(b"IEND", b"")
 
 
 def pdf_bytes(text: str) -> bytes:
