@@ -373,7 +373,9 @@ def extractive_summary(prompt: str) -> str:
 
 
 # How an attachment block starts (compression.engine.formats), and where its file name is.
-_ATTACHMENT_NAME = re.compile(r'^(?:<attachment name="([^"]*)"|\[Attachment saved\]\nName: (.*)|Attached image (.*?) \()')
+_ATTACHMENT_NAME = re.compile(
+    r'^(?:<attachment name="([^"]*)"|\[Attachment saved\]\nName: (.*)|Attached image (.*?) \()'
+)
 
 
 def _words_and_attachments(message: BaseMessage) -> tuple[str, list[str]]:
