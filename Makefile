@@ -19,7 +19,6 @@ install: $(STAMP)
 run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_demo
-	$(BIN)/python manage.py recover_runs
 	$(BIN)/python manage.py runserver 127.0.0.1:8000
 
 # pytest exits 5 when it collected nothing: that is a failure here, never a silent pass.

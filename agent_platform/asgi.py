@@ -2,6 +2,7 @@
 
 import os
 
+from django.conf import settings
 from django.core.asgi import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "agent_platform.settings")
@@ -19,3 +20,10 @@ application = ProtocolTypeRouter(
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )
+
+# Runs executing in this process (the embedded default): those a previous server process left running
+# or queued are this one's to recover, at start and then whenever a lease runs out.
+if settings.RUN_EXECUTION == "inprocess" and settings.RUN_RECOVERY_TIMER:
+    from conversations.services.recovery import recovery_timer_start  # noqa: E402
+
+    recovery_timer_start(first_pass_now=True)

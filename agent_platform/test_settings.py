@@ -4,7 +4,7 @@ import os
 import tempfile
 
 from agent_platform.settings import *  # noqa: F403
-from agent_platform.settings import BASE_DIR, DATABASES
+from agent_platform.settings import BASE_DIR, DATABASES, env
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # A file, as in the embedded default, not Django's shared-cache in-memory database: shared cache
@@ -25,3 +25,5 @@ WEB_SEARCH_API_KEY = ""
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 # Runs execute inline after commit, so tests are deterministic; one test covers the threaded path.
 RUN_EXECUTION = "eager"
+# No recovery thread in the test process; the processes tests start (servers, workers) opt in.
+RUN_RECOVERY_TIMER = env.bool("RUN_RECOVERY_TIMER", default=False)

@@ -1,13 +1,14 @@
-"""Celery tasks: ids in, one service call each; and run recovery when a worker starts."""
+"""Celery tasks: ids in, one service call each; and run recovery in every worker."""
 
 from __future__ import annotations
 
 import logging
 
 from celery.signals import worker_ready
+from django.conf import settings
 
 from conversations.services.dispatch import run_execute_task
-from conversations.services.recovery import runs_recover
+from conversations.services.recovery import recovery_timer_start, runs_recover
 
 logger = logging.getLogger(__name__)
 
@@ -16,5 +17,9 @@ __all__ = ["run_execute_task"]  # defined beside its dispatcher; listed here for
 
 @worker_ready.connect
 def recover_runs_on_worker_start(**_kwargs) -> None:
+    """Recover at once what crashed workers left, then keep reclaiming expired leases every lease period
+    (the worker's main process survives the pool children it replaces)."""
     report = runs_recover()
     logger.info("Run recovery at worker start: %s", report.summary())
+    if settings.RUN_RECOVERY_TIMER:
+        recovery_timer_start()

@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import logging
-import os
-import socket
-from datetime import timedelta
 from typing import Any
 
 from django.db.models import F
@@ -21,19 +18,18 @@ from conversations import events
 from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import run_next_queued
 from conversations.services.attachments import message_model_content
+from conversations.services.leases import run_is_orphaned, run_lease, run_reclaim, worker_name
 from conversations.services.pressure import conversation_pressure_update
-from conversations.services.threads import conversation_lock, message_append
+from conversations.services.threads import conversation_lock, failure_notice_append, message_append
 from conversations.signals import run_compression_event, run_usage_reported
 
 logger = logging.getLogger(__name__)
 
-HEARTBEAT_EVERY = timedelta(seconds=15)
 ERROR_MAX_CHARS = 2000
+# What a tool call left unanswered reads as in the checkpoint (providers refuse a call without a result).
+NOT_EXECUTED = "[Not executed: {reason}]"
+EARLIER_ATTEMPT_STOPPED = "an earlier attempt of this turn stopped before the tool ran"
 USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
-
-
-def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
 
 
 def run_claim(*, run_id: int) -> bool:
@@ -66,19 +62,29 @@ def run_claim(*, run_id: int) -> bool:
 
 def run_perform(*, run_id: int) -> int | None:
     """Claim a queued run and execute it to its end; returns its thread's id (None: no such run).
-    Idempotent through status. Starting the thread's next run is ``dispatch.run_execute``'s part."""
-    conversation_id = AgentRun.objects.filter(pk=run_id).values_list("conversation_id", flat=True).first()
-    if conversation_id is None:
+    Idempotent through status. Starting the thread's next run is ``dispatch.run_execute``'s part.
+
+    A run still ``running`` under a lost worker (the task redelivered after its process died) is
+    reclaimed first: re-queued and executed here, or failed if it was already claimed twice.
+    """
+    found = AgentRun.objects.filter(pk=run_id).select_related("conversation").first()
+    if found is None:
         return None
+    if run_is_orphaned(found):
+        run_reclaim(run=found)
     if run_claim(run_id=run_id):
         run = AgentRun.objects.select_related("conversation__agent", "input_message").get(pk=run_id)
         events.broadcast(run.conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
-        try:
-            _RunRelay(run).execute()
-        except Exception as exc:  # noqa: BLE001 - any failure becomes the run's recorded error
-            logger.exception("Run %s failed", run_id)
-            _finish(run, AgentRun.Status.FAILED, error=_error_text(exc))
-    return conversation_id
+        relay = _RunRelay(run)
+        with run_lease(run_id=run.pk, worker=run.worker):
+            try:
+                relay.execute()
+            except Exception as exc:  # noqa: BLE001 - any failure becomes the run's recorded error
+                logger.exception("Run %s failed", run_id)
+                error = _error_text(exc)
+                relay.answer_dangling_tool_calls(reason=f"the turn failed ({error})")
+                _finish(run, AgentRun.Status.FAILED, error=error)
+    return found.conversation_id
 
 
 def _error_text(exc: BaseException) -> str:
@@ -88,12 +94,15 @@ def _error_text(exc: BaseException) -> str:
 
 def _finish(run: AgentRun, status: str, *, error: str = "", question: str | None = None) -> None:
     now = timezone.now()
-    updated = AgentRun.objects.filter(pk=run.pk, status=AgentRun.Status.RUNNING).update(
+    # Only while this worker still holds the run: recovered or cancelled meanwhile, its new owner reports it.
+    updated = AgentRun.objects.filter(pk=run.pk, status=AgentRun.Status.RUNNING, worker=run.worker).update(
         status=status, error=error, finished_at=now, events=run.events, usage=run.usage
     )
-    if not updated:  # recovered or cancelled meanwhile: its new owner reports it
+    if not updated:
         return
     run.status, run.error, run.finished_at = status, error, now
+    if status == AgentRun.Status.FAILED:
+        failure_notice_append(run=run, error=error)
     Conversation.objects.filter(pk=run.conversation_id).update(last_activity_at=now)
     payload: dict[str, Any] = {"run_id": run.pk, "status": status}
     if error:
@@ -101,6 +110,28 @@ def _finish(run: AgentRun, status: str, *, error: str = "", question: str | None
     if question is not None:
         payload["question"] = question
     events.broadcast(run.conversation.thread_id, events.RUN_STATUS, **payload)
+
+
+def dangling_tool_answers(messages: list[BaseMessage], *, reason: str) -> list[ToolMessage]:
+    """Results for the last AI message's tool calls that have none after it (pure)."""
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if isinstance(message, AIMessage):
+            answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
+            return [
+                ToolMessage(
+                    content=NOT_EXECUTED.format(reason=reason)[:ERROR_MAX_CHARS],
+                    tool_call_id=call["id"],
+                    name=call["name"],
+                    id=f"not-executed-{call['id']}",
+                    status="error",
+                )
+                for call in message.tool_calls
+                if call.get("id") and call["id"] not in answered
+            ]
+        if not isinstance(message, ToolMessage):
+            return []
+    return []
 
 
 def _text(message: BaseMessage) -> str:
@@ -125,19 +156,20 @@ class _RunRelay:
         self.thread_id = self.conversation.thread_id
         self.seen: set[str] = set()
         self.token_usage: dict[str, Any] | None = None
-        self.last_heartbeat = timezone.now()
+        self.repository: Any = None
 
     def execute(self) -> None:
         graph = build_agent_graph(agent=self.conversation.agent, conversation=self.conversation)
         config = thread_config(self.conversation)
-        repository = AgentStateRepository(graph, self.thread_id)
+        repository = self.repository = AgentStateRepository(graph, self.thread_id)
         snapshot = repository.snapshot()
+        if not snapshot.interrupts and self.answer_dangling_tool_calls(reason=EARLIER_ATTEMPT_STOPPED):
+            snapshot = repository.snapshot()
         self.seen = {m.id for m in snapshot.values.get("messages", []) if m.id}
         self.token_usage = snapshot.values.get(TOKEN_USAGE_KEY)
         payload = self._input(pending_interrupt=bool(snapshot.interrupts))
         interrupted: Any = None
         for mode, chunk in graph.stream(payload, config, stream_mode=["messages", "custom", "updates"]):
-            self._heartbeat()
             if mode == "messages":
                 self._on_token(*chunk)
             elif mode == "custom":
@@ -154,6 +186,23 @@ class _RunRelay:
         else:
             _finish(self.run, AgentRun.Status.SUCCEEDED)
 
+    def answer_dangling_tool_calls(self, *, reason: str) -> bool:
+        """Answer the tool calls the last model turn left without results (a tool that raised, a worker
+        that died), so the thread's next model call is valid. Returns whether it wrote anything."""
+        if self.repository is None:  # failed before the graph was built: nothing was checkpointed
+            return False
+        try:
+            snapshot = self.repository.snapshot()
+            if snapshot.interrupts:  # ask_user waits: its call is answered by the user's reply
+                return False
+            answers = dangling_tool_answers(snapshot.values.get("messages", []), reason=reason)
+            if answers:
+                self.repository.update({"messages": answers}, as_node="tools")
+            return bool(answers)
+        except Exception:  # noqa: BLE001 - the failure being recorded matters more than this repair
+            logger.exception("Could not answer the dangling tool calls of thread %s", self.thread_id)
+            return False
+
     def _input(self, *, pending_interrupt: bool) -> Any:
         if self.run.kind == AgentRun.Kind.RESUME:
             return Command(resume=self.run.resume_value)
@@ -167,12 +216,6 @@ class _RunRelay:
         # The user's message enters the state carrying its estimate (SPEC 4): estimated once, ever.
         profile = profile_for_model(self.run.conversation.agent.resolved_model_name)
         return {"messages": [with_estimate(HumanMessage(content=content, id=message.lc_message_id), profile)]}
-
-    def _heartbeat(self) -> None:
-        now = timezone.now()
-        if now - self.last_heartbeat >= HEARTBEAT_EVERY:
-            self.last_heartbeat = now
-            AgentRun.objects.filter(pk=self.run.pk).update(heartbeat_at=now)
 
     def _on_token(self, message: Any, metadata: dict[str, Any]) -> None:
         # Only the agent's own model node: tool output and sub-agents' models are not the reply.

@@ -1,95 +1,101 @@
-"""Recovering runs orphaned by a crashed worker: re-queued once, failed the second time."""
+"""Recovery: runs that lost their worker are reclaimed (see ``leases``) and their threads restarted.
+
+Reclaimed by the redelivered task of the run itself (``execution.run_perform``), by a recovery timer
+in every Celery worker and in-process server (``recovery_timer_start``), and by ``recover_runs``.
+"""
 
 from __future__ import annotations
 
+import logging
 import os
-import socket
+import threading
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime
 
 from django.conf import settings
-from django.db import transaction
+from django.db import close_old_connections, connections
 from django.utils import timezone
 
-from conversations import events
 from conversations.models import AgentRun
 from conversations.services.dispatch import run_dispatch_next
+from conversations.services.leases import run_is_orphaned, run_lease_duration, run_reclaim
 
-# A running run that showed no progress for this long has lost its worker (runs heartbeat every 15 s;
-# one model call may take MODEL_REQUEST_TIMEOUT times its retries).
-DEFAULT_STALE_AFTER = timedelta(minutes=15)
-MAX_ATTEMPTS = 2
-ORPHAN_ERROR = "The worker executing this run stopped twice; the run was given up."
+logger = logging.getLogger(__name__)
+
+_timer_lock = threading.Lock()
+_timer_pids: set[int] = set()
 
 
 @dataclass
 class RecoveryReport:
     requeued: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
+    dispatched: list[int] = field(default_factory=list)
 
     def summary(self) -> str:
-        return f"{len(self.requeued)} run(s) re-queued, {len(self.failed)} failed"
+        return (
+            f"{len(self.requeued)} run(s) re-queued, {len(self.failed)} failed, "
+            f"{len(self.dispatched)} queued run(s) started"
+        )
 
 
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _worker_gone(worker: str, host: str) -> bool:
-    """Whether ``worker`` (``host:pid``) was a process on this host that no longer exists."""
-    worker_host, _sep, pid = worker.rpartition(":")
-    if worker_host != host or not pid.isdigit():
-        return False
-    return int(pid) != os.getpid() and not _pid_alive(int(pid))
-
-
-def _is_orphan(run: AgentRun, *, cutoff, host: str) -> bool:
-    last_sign = run.heartbeat_at or run.started_at
-    return (last_sign is None or last_sign < cutoff) or _worker_gone(run.worker, host)
-
-
-def runs_recover(*, stale_after: timedelta | None = None) -> RecoveryReport:
-    """Re-queue ``running`` runs whose worker is gone (this host's dead processes, or no heartbeat for
-    ``stale_after``); a run already claimed twice is failed instead. Then restarts those threads' queues.
+def runs_recover(*, queued_before: datetime | None = None, dispatch: bool = True) -> RecoveryReport:
+    """Reclaim every orphaned ``running`` run, then start the next queued run of each thread that has
+    none running: the reclaimed ones, and those queued before ``queued_before`` (default: one lease ago)
+    whose start was lost with a process. ``dispatch=False`` leaves them queued for a server to start.
     """
-    stale_after = stale_after or getattr(settings, "RUN_STALE_AFTER", DEFAULT_STALE_AFTER)
-    cutoff = timezone.now() - stale_after
-    host = socket.gethostname()
+    now = timezone.now()
+    queued_before = queued_before or now - run_lease_duration()
     report = RecoveryReport()
     conversations: set[int] = set()
-    candidates = AgentRun.objects.filter(status=AgentRun.Status.RUNNING).select_related("conversation")
-    for run in candidates:
-        if not _is_orphan(run, cutoff=cutoff, host=host):
+    for run in AgentRun.objects.filter(status=AgentRun.Status.RUNNING).select_related("conversation"):
+        if not run_is_orphaned(run, now=now):
             continue
-        with transaction.atomic():
-            running = AgentRun.objects.filter(pk=run.pk, status=AgentRun.Status.RUNNING)
-            if run.attempts >= MAX_ATTEMPTS:
-                if running.update(
-                    status=AgentRun.Status.FAILED, error=ORPHAN_ERROR, finished_at=timezone.now()
-                ):
-                    report.failed.append(run.pk)
-                    events.broadcast(
-                        run.conversation.thread_id,
-                        events.RUN_STATUS,
-                        run_id=run.pk,
-                        status=AgentRun.Status.FAILED,
-                        error=ORPHAN_ERROR,
-                    )
-            elif running.update(status=AgentRun.Status.QUEUED, started_at=None, heartbeat_at=None, worker=""):
-                report.requeued.append(run.pk)
-                events.broadcast(
-                    run.conversation.thread_id,
-                    events.RUN_STATUS,
-                    run_id=run.pk,
-                    status=AgentRun.Status.QUEUED,
-                )
+        outcome = run_reclaim(run=run)
+        if outcome is None:
+            continue
+        (report.failed if outcome == AgentRun.Status.FAILED else report.requeued).append(run.pk)
         conversations.add(run.conversation_id)
-    for conversation_id in sorted(conversations):
-        run_dispatch_next(conversation_id=conversation_id)
+    waiting = AgentRun.objects.filter(status=AgentRun.Status.QUEUED, created_at__lt=queued_before)
+    conversations.update(waiting.values_list("conversation_id", flat=True).distinct())
+    if dispatch:
+        for conversation_id in sorted(conversations):
+            started = run_dispatch_next(conversation_id=conversation_id)
+            if started is not None:
+                report.dispatched.append(started)
     return report
+
+
+def recovery_timer_start(*, first_pass_now: bool = False) -> bool:
+    """Run ``runs_recover`` in a daemon thread of this process every lease period.
+
+    For the processes that execute runs: a Celery worker's main process (which survives the pool
+    children it replaces) and the web server when runs execute in-process. Once per process; returns
+    whether this call started the timer. ``first_pass_now``: a first pass at once that also starts
+    every queued run, however young (a server starting in-process: nothing else will start them).
+    """
+    with _timer_lock:
+        if os.getpid() in _timer_pids:
+            return False
+        _timer_pids.add(os.getpid())
+
+    def loop() -> None:
+        pause = threading.Event()
+        queued_before = timezone.now() if first_pass_now else None
+        if not first_pass_now:
+            pause.wait(settings.RUN_LEASE_SECONDS)
+        while True:
+            close_old_connections()
+            try:
+                report = runs_recover(queued_before=queued_before)
+                if report.requeued or report.failed or report.dispatched:
+                    logger.info("Run recovery: %s", report.summary())
+            except Exception:  # noqa: BLE001 - the next pass tries again
+                logger.exception("Run recovery failed")
+            finally:
+                connections.close_all()
+            queued_before = None
+            pause.wait(settings.RUN_LEASE_SECONDS)
+
+    threading.Thread(target=loop, name="run-recovery", daemon=True).start()
+    return True

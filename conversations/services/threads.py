@@ -18,6 +18,7 @@ from conversations import events
 from conversations.errors import AgentNotFound, InvalidInput, ThreadBusy, ThreadNotFound
 from conversations.models import AgentRun, Conversation, Message
 
+FAILURE_NOTICE = "This turn failed: {error}"
 LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL: lock_timeout expired, or NOWAIT found the row locked
 TITLE_MAX_CHARS = 200  # Conversation.title
 
@@ -175,4 +176,15 @@ def thread_soft_delete(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) ->
         conversation.save(update_fields=["status", "updated_at"])
         conversation.runs.filter(status=AgentRun.Status.QUEUED).update(
             status=AgentRun.Status.CANCELLED, finished_at=timezone.now()
+        )
+
+
+def failure_notice_append(*, run: AgentRun, error: str) -> Message:
+    """The transcript's record of a failed run: a system message with the reason, after what it said."""
+    with conversation_lock(conversation_id=run.conversation_id) as conversation:
+        return message_append(
+            conversation=conversation,
+            role=Message.Role.SYSTEM,
+            content=FAILURE_NOTICE.format(error=error),
+            run=run,
         )

@@ -18,7 +18,7 @@ DEAD_WORKER = "some-host-that-crashed:999999"
 
 
 def _crashed_run(thread, user, *, minutes_ago=30, attempts=None):
-    """A queued run claimed by a worker that then died (no heartbeat since ``minutes_ago``)."""
+    """A queued run claimed by a worker that then died (its lease last renewed ``minutes_ago``)."""
     run = message_intake(thread_id=thread.thread_id, user=user, content="hello").run  # on-commit not run
     assert run_claim(run_id=run.pk)
     past = timezone.now() - timedelta(minutes=minutes_ago)
@@ -48,7 +48,7 @@ def test_a_run_that_crashed_twice_is_failed_not_retried_forever(thread, user):
 
 
 def test_a_live_run_is_left_alone(thread, user):
-    run = _crashed_run(thread, user, minutes_ago=1)
+    run = _crashed_run(thread, user, minutes_ago=0)  # its lease was just renewed
     AgentRun.objects.filter(pk=run.pk).update(worker="another-host:1")
     assert runs_recover().requeued == []
     run.refresh_from_db()
@@ -68,7 +68,7 @@ def test_recover_runs_command_reports_a_summary(thread, user, capsys):
     call_command("recover_runs")
     out = capsys.readouterr().out
     assert f"re-queued run {run.pk}" in out
-    assert "1 run(s) re-queued, 0 failed" in out
+    assert "1 run(s) re-queued, 0 failed, 1 queued run(s) started" in out
 
 
 def test_worker_ready_signal_runs_recovery(thread, user):

@@ -18,16 +18,14 @@ def openai_stub():
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _checkpointer_lifecycle(request, django_db_blocker):
-    """Create the checkpoint tables before any test holds a transaction open, and close the pool
-    before the test database is dropped (PostgreSQL refuses to drop a database in use)."""
+def _checkpointer_lifecycle(request):
+    """Close this process's checkpointer before the test database is dropped (PostgreSQL refuses to
+    drop a database in use). Its tables come with the test database: ``migrate`` creates them."""
     from django.conf import settings
 
-    from agent_platform.runtime.checkpointer import checkpointer_close, checkpointer_get
+    from agent_platform.runtime.checkpointer import checkpointer_close
 
     if "postgresql" in settings.DATABASES["default"]["ENGINE"]:
-        request.getfixturevalue("django_db_setup")
-        with django_db_blocker.unblock():
-            checkpointer_get()
+        request.getfixturevalue("django_db_setup")  # set up before, so torn down after, this fixture
     yield
     checkpointer_close()

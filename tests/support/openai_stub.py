@@ -25,6 +25,7 @@ class ScriptedReply:
     usage: dict[str, int] | None = None
     error_status: int | None = None
     error_body: dict[str, Any] | None = None
+    delay: float = 0.0  # seconds to wait before answering (a slow model; a worker killed meanwhile)
 
 
 class OpenAIStub:
@@ -55,8 +56,8 @@ class OpenAIStub:
 
     # --- scripting ------------------------------------------------------------------------------
 
-    def reply(self, content: str, *, usage: dict[str, int] | None = None) -> OpenAIStub:
-        self.queue.append(ScriptedReply(content=content, usage=usage))
+    def reply(self, content: str, *, usage: dict[str, int] | None = None, delay: float = 0.0) -> OpenAIStub:
+        self.queue.append(ScriptedReply(content=content, usage=usage, delay=delay))
         return self
 
     def tool_call(
@@ -140,6 +141,8 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
                 self._json(404, {"error": {"message": f"stub has no {self.path}", "type": "not_found"}})
                 return
             reply = stub._next(body)
+            if reply.delay:
+                time.sleep(reply.delay)
             if reply.error_status is not None:
                 self._json(reply.error_status, reply.error_body or {})
             elif body.get("stream"):

@@ -1,0 +1,123 @@
+"""Run leases: a ``running`` run is held by one worker while that worker renews its lease.
+
+The executor renews ``heartbeat_at`` every third of ``RUN_LEASE_SECONDS`` while the run executes
+(``run_lease``). A run whose lease ran out, or whose worker was a process of this host that no longer
+exists, has lost its worker (``run_is_orphaned``) and may be taken back (``run_reclaim``): re-queued
+if it was claimed once, failed after that.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import connections, transaction
+from django.utils import timezone
+
+from conversations import events
+from conversations.models import AgentRun
+from conversations.services.threads import failure_notice_append
+
+logger = logging.getLogger(__name__)
+
+MAX_ATTEMPTS = 2
+ORPHAN_ERROR = "The worker executing this run stopped twice; the run was given up."
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def run_lease_duration() -> timedelta:
+    return timedelta(seconds=settings.RUN_LEASE_SECONDS)
+
+
+@contextmanager
+def run_lease(*, run_id: int, worker: str) -> Iterator[None]:
+    """Renew the run's lease from a background thread while the block executes.
+
+    Renewal is conditional on the run still being ``running`` under ``worker``: once recovery gave the
+    run to someone else, this holder stops renewing it (and ``_finish`` refuses its outcome).
+    """
+    stop = threading.Event()
+    every = max(0.2, settings.RUN_LEASE_SECONDS / 3)
+
+    def renew() -> None:
+        try:
+            while not stop.wait(every):
+                held = AgentRun.objects.filter(pk=run_id, status=AgentRun.Status.RUNNING, worker=worker)
+                if not held.update(heartbeat_at=timezone.now()):
+                    return
+        except Exception:  # noqa: BLE001 - a failed renewal must not kill the run; the lease just ages
+            logger.exception("Renewing the lease of run %s failed", run_id)
+        finally:
+            connections.close_all()
+
+    renewer = threading.Thread(target=renew, name=f"run-{run_id}-lease", daemon=True)
+    renewer.start()
+    try:
+        yield
+    finally:
+        stop.set()
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _worker_gone(worker: str, host: str) -> bool:
+    """Whether ``worker`` (``host:pid``) was a process on this host that no longer exists."""
+    worker_host, _sep, pid = worker.rpartition(":")
+    if worker_host != host or not pid.isdigit():
+        return False
+    return int(pid) != os.getpid() and not _pid_alive(int(pid))
+
+
+def run_is_orphaned(run: AgentRun, *, now: datetime | None = None) -> bool:
+    """Whether a ``running`` run lost its worker: lease ran out, or its local process is gone."""
+    if run.status != AgentRun.Status.RUNNING:
+        return False
+    now = now or timezone.now()
+    last_sign = run.heartbeat_at or run.started_at
+    expired = last_sign is None or last_sign + run_lease_duration() < now
+    return expired or _worker_gone(run.worker, socket.gethostname())
+
+
+def run_reclaim(*, run: AgentRun) -> str | None:
+    """Take a lost run back from its worker: re-queued (``"queued"``) if it was claimed once,
+    failed (``"failed"``) after that. ``None`` when the run was no longer ``running`` as read."""
+    with transaction.atomic():
+        # Compare-and-swap on the holder and its last renewal: a lease renewed meanwhile is kept.
+        held = AgentRun.objects.filter(
+            pk=run.pk, status=AgentRun.Status.RUNNING, worker=run.worker, heartbeat_at=run.heartbeat_at
+        )
+        if run.attempts >= MAX_ATTEMPTS:
+            if not held.update(status=AgentRun.Status.FAILED, error=ORPHAN_ERROR, finished_at=timezone.now()):
+                return None
+            failure_notice_append(run=run, error=ORPHAN_ERROR)
+            events.broadcast(
+                run.conversation.thread_id,
+                events.RUN_STATUS,
+                run_id=run.pk,
+                status=AgentRun.Status.FAILED,
+                error=ORPHAN_ERROR,
+            )
+            return AgentRun.Status.FAILED
+        if not held.update(status=AgentRun.Status.QUEUED, started_at=None, heartbeat_at=None, worker=""):
+            return None
+        events.broadcast(
+            run.conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=AgentRun.Status.QUEUED
+        )
+        return AgentRun.Status.QUEUED
