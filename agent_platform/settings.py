@@ -71,16 +71,17 @@ TEMPLATES = [
     },
 ]
 
+# Runs execute in threads beside the request that queued them: wait for the writer, don't fail.
+# IMMEDIATE: a writer takes the lock at BEGIN, so concurrent writers wait (busy timeout) instead of
+# failing on a read lock's upgrade. WAL: readers never block the writer, nor the writer them.
+SQLITE_OPTIONS = {
+    "timeout": 20,
+    "transaction_mode": "IMMEDIATE",
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
+}
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'db.sqlite3'}")}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
-    # Runs execute in threads beside the request that queued them: wait for the writer, don't fail.
-    # IMMEDIATE: a writer takes the lock at BEGIN, so concurrent writers wait (busy timeout) instead of
-    # failing on a read lock's upgrade. WAL: readers never block the writer, nor the writer them.
-    DATABASES["default"].setdefault("OPTIONS", {}).update(
-        timeout=20,
-        transaction_mode="IMMEDIATE",
-        init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL",
-    )
+    DATABASES["default"].setdefault("OPTIONS", {}).update(SQLITE_OPTIONS)
     # A fresh clone has no var/: SQLite creates the file but not its directory.
     if str(DATABASES["default"]["NAME"]) not in ("", ":memory:"):
         Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from agent_platform.models import Agent
+from agent_platform.models import Agent, ModelEndpoint
 from conversations.models import AgentRun
 from conversations.services import message_intake, run_claim, runs_recover, thread_create
 from conversations.services.leases import run_is_orphaned, run_lease
@@ -38,14 +38,11 @@ def _wait_for(predicate, timeout: float = 60.0, what: str = "condition"):
 @pytest.fixture
 def stub_agent(openai_stub, monkeypatch):
     monkeypatch.setenv("STUB_API_KEY", "sk-test")
+    endpoint = ModelEndpoint.objects.create(
+        name="stub", base_url=openai_stub.base_url, api_key_env="STUB_API_KEY"
+    )
     return Agent.objects.create(
-        name="Stubbed",
-        slug="stubbed",
-        provider=Agent.Provider.OPENAI,
-        model_name="gpt-4o-mini",
-        base_url=openai_stub.base_url,
-        api_key_env="STUB_API_KEY",
-        tools=[],
+        name="Stubbed", slug="stubbed", endpoint=endpoint, model_name="gpt-4o-mini", tools=[]
     )
 
 
@@ -130,7 +127,7 @@ LEFT_BEHIND = """
 import socket
 from django.contrib.auth import get_user_model
 from django.utils import timezone
-from agent_platform.models import Agent
+from agent_platform.models import Agent, ModelEndpoint
 from conversations.models import AgentRun
 from conversations.services import thread_create
 from conversations.services.threads import message_append
@@ -164,4 +161,8 @@ def test_an_in_process_server_recovers_at_start_what_the_previous_one_left(tmp_p
 
     assert statuses() == [("running", 1), ("queued", 0)]
     with daphne_server(tmp_path, env=env):
-        _wait_for(lambda: statuses() == [("succeeded", 2), ("succeeded", 1)], timeout=60, what="recovery")
+        _wait_for(
+            lambda: statuses() == [("succeeded", 2), ("succeeded", 1)],
+            what=lambda: f"recovery: {statuses()}\n"
+            + "".join(log.read_text()[-3000:] for log in tmp_path.glob("daphne-*.log")),
+        )

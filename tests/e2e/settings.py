@@ -7,6 +7,7 @@ the seeding endpoints in ``tests.e2e.urls`` write in that same process.
 import os
 from pathlib import Path
 
+from agent_platform.settings import SQLITE_OPTIONS
 from agent_platform.test_settings import *  # noqa: F403
 
 E2E_DIR = Path(os.environ["E2E_DIR"])
@@ -14,7 +15,7 @@ DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": str(E2E_DIR / "db.sqlite3"),
-        "OPTIONS": {"timeout": 20},
+        "OPTIONS": SQLITE_OPTIONS,  # the embedded default's: runs in threads write beside requests
     }
 }
 CHECKPOINT_SQLITE_PATH = E2E_DIR / "checkpoints.sqlite3"
