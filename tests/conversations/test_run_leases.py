@@ -163,6 +163,8 @@ def test_an_in_process_server_recovers_at_start_what_the_previous_one_left(tmp_p
     with daphne_server(tmp_path, env=env):
         _wait_for(
             lambda: statuses() == [("succeeded", 2), ("succeeded", 1)],
-            what=lambda: f"recovery: {statuses()}\n"
-            + "".join(log.read_text()[-3000:] for log in tmp_path.glob("daphne-*.log")),
+            what=lambda: (
+                f"recovery: {statuses()}\n"
+                + "".join(log.read_text()[-3000:] for log in tmp_path.glob("daphne-*.log"))
+            ),
         )
