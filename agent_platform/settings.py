@@ -166,6 +166,9 @@ ATTACHMENT_PREVIEW_TOKENS = env.int("ATTACHMENT_PREVIEW_TOKENS", default=400)
 
 # --- Compression ------------------------------------------------------------------------------
 COMPRESSION_TOOL_ARG_MAX_LENGTH = env.int("COMPRESSION_TOOL_ARG_MAX_LENGTH", default=2000)
+# The "compression under way" marker of a thread: a lease renewed while the compression runs, so it
+# clears within this many seconds should the compressing process die.
+COMPRESSING_LEASE_SECONDS = env.int("COMPRESSING_LEASE_SECONDS", default=10)
 # How long message intake waits for a thread's row lock (held by a compression) before answering 409.
 THREAD_LOCK_TIMEOUT_MS = env.int("THREAD_LOCK_TIMEOUT_MS", default=3000)
 

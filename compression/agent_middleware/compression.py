@@ -39,6 +39,9 @@ class CompressionError(RuntimeError):
     """Compression failed and the conversation does not fit the model's context window."""
 
 
+TRIED_COMPACTION = "saving large tool results to files"
+
+
 @dataclass(frozen=True)
 class _Compacted:
     view: list[BaseMessage]
@@ -189,7 +192,12 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             preserved, replacements = clip.messages, clip.replacements
 
         if cutoff <= 0:  # nothing to summarize: the compacted (and clipped) view is all we can do
-            response = yield CallModel(request.override(messages=preserved))
+            response = yield from self._send_compressed(
+                request,
+                preserved,
+                overhead,
+                tried=f"{TRIED_COMPACTION}; there was no older history to summarize",
+            )
             emitter.complete(level=LEVEL_COMPACTION, after_tokens=self._estimate(overhead, preserved))
             if persisted := _persisted(replacements):
                 return ExtendedModelResponse(
@@ -219,7 +227,10 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
 
         event = outcome.event
         final = [event["summary_message"], *preserved]
-        response = yield CallModel(request.override(messages=final))
+        tried = (
+            f"{TRIED_COMPACTION}, then a summary of the {cutoff} oldest messages, keeping {len(preserved)}"
+        )
+        response = yield from self._send_compressed(request, final, overhead, tried=tried)
         emitter.complete(
             level=LEVEL_SUMMARY,
             after_tokens=self._estimate(overhead, final),
@@ -232,6 +243,19 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         if persisted := _persisted(replacements):
             update["messages"] = persisted
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    def _send_compressed(
+        self, request: ModelRequest, messages: list[BaseMessage], overhead: int, *, tried: str
+    ) -> Steps[ModelResponse]:
+        """Send the compressed request. A provider that still finds it too long fails the turn with the
+        platform's own account (how far over, what was tried), never the provider's raw error."""
+        try:
+            return (yield CallModel(request.override(messages=messages)))
+        except Exception as exc:
+            if not is_context_overflow(exc):
+                raise
+            tokens = self._estimate(overhead, messages)
+            raise CompressionError(still_too_long(tokens, self.config.context_window, tried=tried)) from exc
 
     def _fallback(
         self,
@@ -276,4 +300,21 @@ def _too_large(cause: Exception, tokens: int, window: int | None) -> str:
     return (
         f"Context compression failed ({type(cause).__name__}) and the conversation "
         f"(about {tokens} tokens) does not fit {limit}."
+    )
+
+
+def still_too_long(tokens: int, window: int | None, *, tried: str) -> str:
+    """The run's error when even the compressed request overflows: plain words, the platform's figures."""
+    if window and tokens > window:
+        size = f"about {tokens:,} tokens, {tokens - window:,} over the model's context window of {window:,}"
+    elif window:
+        size = (
+            f"about {tokens:,} tokens by the platform's estimate, which the model's server counted as over "
+            f"its context window of {window:,}"
+        )
+    else:
+        size = f"about {tokens:,} tokens, which the model's server counted as over its context window"
+    return (
+        f"This conversation is too long for the model even after compression ({size}). Tried: {tried}. "
+        "Start a new thread, or send less at once."
     )

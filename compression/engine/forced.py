@@ -3,7 +3,7 @@ state values in, a state update and a result out. Services run it under the thre
 touches the ORM.
 
 Effective messages → compaction (staged: nothing is written for a ``no_op``) → pair-safe cutoff →
-history file (required) → strict summary → ``_summarization_event`` update. No threshold applies.
+strict summary → history file (required) → ``_summarization_event`` update. No threshold applies.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from typing import Any, TypedDict
 from langchain_core.messages import BaseMessage, HumanMessage, get_buffer_string
 
 from compression.engine.cutoff import is_summary_message
+from compression.engine.error_summaries import error_summary_shape
 from compression.engine.formats import (
     CONVERSATION_HISTORY_DIR,
     DEFAULT_SUMMARY_PROMPT,
@@ -55,6 +56,10 @@ __all__ = [
 
 class SummaryError(RuntimeError):
     """A summary cannot be produced; state must not change."""
+
+
+class ErrorSummaryError(SummaryError):
+    """The summary model answered with an error's text (``error_summaries``) instead of a summary."""
 
 
 class EmptySummaryError(SummaryError):
@@ -264,9 +269,14 @@ def format_summary_prompt(
 
 
 def summary_text(response: BaseMessage | str) -> str:
-    """The stripped summary text of a model response; raises ``EmptySummaryError`` when empty."""
+    """The stripped summary text of a model response; raises ``EmptySummaryError`` when empty and
+    ``ErrorSummaryError`` when it is an error's text: neither may ever become the thread's history."""
     text = response if isinstance(response, str) else str(response.text)
     text = text.strip()
     if not text:
         raise EmptySummaryError("The summary model returned an empty summary.")
+    if shape := error_summary_shape(text):
+        raise ErrorSummaryError(
+            f"The summary model answered with an error instead of a summary ({shape}): {text[:300]}"
+        )
     return text

@@ -45,6 +45,13 @@ OVERFLOW_PHRASES = (
     "exceeds the maximum number of tokens allowed",  # Gemini
     "exceeds model context length",
     "longer than the model's context length",
+    # vLLM's engine-level checks: "The decoder prompt (length 9000) is longer than the maximum model
+    # length of 8192", and V1's "Input prompt (9000 tokens) is too long and exceeds limit of 8192".
+    "is longer than the maximum model length",
+    "is too long and exceeds limit of",
+    # DashScope (compatible mode): code invalid_parameter_error, which alone means any bad parameter;
+    # its message "<400> InternalError.Algo.InvalidParameter: Range of input length should be [1, 30720]".
+    "range of input length should be",
 )
 # Looser phrases, trusted only on errors that came from a provider (HTTP status or SDK error).
 PROVIDER_PHRASES = ("context length", "too many tokens", "context window")

@@ -97,20 +97,23 @@ def summarize_span(
     now: datetime,
 ) -> Steps[SummaryOutcome]:
     """Inline media saved first (neither the history file nor the summary model ever receives base64),
-    then the history file (required), then the summary; any failure raises before state changes."""
+    then the summary, then its history section (required); any failure raises before state changes.
+
+    The section is written only once a valid summary exists, so a failed or interrupted summary leaves
+    no history file or section behind."""
     media = yield Blocking(partial(offload_media, to_summarize, store=store))
     if media.failed:
         raise StoreError(f"Could not save inline media before summarizing: {media.failed[0].error}")
     to_summarize = media.messages
     session_id = session_id_from(state.get(SESSION_ID_KEY))
     file_path = history_path(session_id)
-    section = render_history_section(to_summarize, now=now)
-    yield Blocking(partial(store.append_text, file_path, section))
     prompt = format_summary_prompt(
         to_summarize, prompt=config.summary_prompt, max_tokens=budget, profile=profile
     )
     reply = yield Summarize(prompt)
     text = summary_text(reply)
+    section = render_history_section(to_summarize, now=now)
+    yield Blocking(partial(store.append_text, file_path, section))
     event = build_summarization_event(
         previous=previous,
         local_cutoff=local_cutoff,

@@ -4,17 +4,21 @@ from ``token_usage`` (so selecting among many threads never opens a checkpoint),
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 
 from conversations.models import Conversation
 from conversations.selectors import COMPRESSING_KEY
 
-# The marker expires by itself should the process die mid-compression.
-COMPRESSING_TTL_SECONDS = 600
+# The marker is a short lease (COMPRESSING_LEASE_SECONDS) that a thread of the compressing process
+# renews every third of it: it clears within seconds of that process's death, never minutes.
+_renewals: dict[str, threading.Event] = {}
+_renewals_lock = threading.Lock()
 
 
 def conversation_pressure_update(*, conversation_id: int, token_usage: Mapping[str, Any] | None) -> None:
@@ -32,8 +36,27 @@ def conversation_pressure_update(*, conversation_id: int, token_usage: Mapping[s
 
 
 def thread_compressing_mark(*, thread_id: object, trigger: str) -> None:
-    cache.set(COMPRESSING_KEY.format(thread_id=thread_id), trigger, COMPRESSING_TTL_SECONDS)
+    """Mark the thread as compressing until ``thread_compressing_clear`` or this process's death."""
+    key = COMPRESSING_KEY.format(thread_id=thread_id)
+    lease = settings.COMPRESSING_LEASE_SECONDS
+    cache.set(key, trigger, lease)
+    stop = threading.Event()
+    with _renewals_lock:
+        if earlier := _renewals.pop(key, None):
+            earlier.set()
+        _renewals[key] = stop
+
+    def renew() -> None:
+        # touch, not set: once the marker was cleared, a late renewal must not bring it back.
+        while not stop.wait(lease / 3):
+            cache.touch(key, lease)
+
+    threading.Thread(target=renew, name=f"compressing-{thread_id}", daemon=True).start()
 
 
 def thread_compressing_clear(*, thread_id: object) -> None:
-    cache.delete(COMPRESSING_KEY.format(thread_id=thread_id))
+    key = COMPRESSING_KEY.format(thread_id=thread_id)
+    with _renewals_lock:
+        if stop := _renewals.pop(key, None):
+            stop.set()
+    cache.delete(key)

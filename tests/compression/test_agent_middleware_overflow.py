@@ -9,7 +9,7 @@ from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from compression.agent_middleware import CompressionMiddleware, TokenUsageMiddleware
+from compression.agent_middleware import CompressionError, CompressionMiddleware, TokenUsageMiddleware
 from compression.engine.config import CompressionConfig
 from compression.engine.history import SUMMARY_EVENT_KEY
 from compression.engine.overflow import is_context_overflow
@@ -46,10 +46,28 @@ PROMPT_TOO_LONG = {
         "type": "invalid_request_error",
     }
 }
+DASHSCOPE = {
+    "error": {
+        "code": "invalid_parameter_error",
+        "param": None,
+        "message": "<400> InternalError.Algo.InvalidParameter: Range of input length should be [1, 30720]",
+        "type": "invalid_request_error",
+    },
+    "id": "chatcmpl-3f1e9d2b",
+    "request_id": "3f1e9d2b-8a7c-5e4f-3d2c-1b0a9f8e7d6c",
+}
+VLLM_ENGINE = {
+    "object": "error",
+    "message": "The decoder prompt (length 9120) is longer than the maximum model length of 8192. Make sure "
+    "that `max_model_len` is no smaller than the number of text tokens.",
+    "type": "BadRequestError",
+    "param": None,
+    "code": 400,
+}
 OVERFLOWS = pytest.mark.parametrize(
     "body",
-    [OPENAI, VLLM, LLAMA_CPP, PROMPT_TOO_LONG],
-    ids=["openai-code", "vllm", "llama-cpp", "prompt-too-long"],
+    [OPENAI, VLLM, LLAMA_CPP, PROMPT_TOO_LONG, DASHSCOPE, VLLM_ENGINE],
+    ids=["openai-code", "vllm", "llama-cpp", "prompt-too-long", "dashscope", "vllm-engine"],
 )
 
 
@@ -111,6 +129,34 @@ async def test_async_overflow_from_a_real_server(openai_stub):
     config = {"configurable": {"thread_id": "overflow-async"}}
     result = await agent.ainvoke({"messages": conversation(6, size=600)}, config)
     assert result["messages"][-1].content == "Recovered answer." and len(openai_stub.requests) == 3
+
+
+@pytest.mark.parametrize("body", [OPENAI, DASHSCOPE], ids=["openai-code", "dashscope"])
+def test_an_overflow_after_forced_compression_fails_in_plain_words(openai_stub, body):
+    openai_stub.error(400, body).reply("## SESSION INTENT\nresearch").error(400, body)
+    agent = _agent(_chat(openai_stub), MemoryStore())
+    with pytest.raises(CompressionError) as info:
+        agent.invoke({"messages": conversation(6, size=600)}, {"configurable": {"thread_id": "still"}})
+    message = str(info.value)
+    assert message.startswith("This conversation is too long for the model even after compression (about ")
+    assert "Tried: saving large tool results to files, then a summary of the " in message
+    assert "InvalidParameter" not in message and "Request too large" not in message  # not the provider's text
+    assert len(openai_stub.requests) == 3
+
+
+def test_dashscope_invalid_parameter_other_than_length_is_not_an_overflow(openai_stub):
+    body = {
+        "error": {
+            "code": "invalid_parameter_error",
+            "message": "<400> InternalError.Algo.InvalidParameter: "
+            "The value of temperature must be in [0, 2)",
+            "type": "invalid_request_error",
+        }
+    }
+    openai_stub.error(400, body)
+    with pytest.raises(Exception) as info:
+        _chat(openai_stub).invoke("hello")
+    assert not is_context_overflow(info.value)
 
 
 def test_other_bad_requests_propagate_without_compression(openai_stub):

@@ -195,19 +195,31 @@ async def test_history_write_failure_changes_no_state_and_continues_on_the_compa
     mw = mw_for(mw_config(1000, keep=4), _HistoryFailingStore(), model)
     response = await call_mw(mw, make_request(messages, events=events), handler, mode)
     _assert_failed_closed(response, handler, events, messages)
-    assert model.summary_prompts == [] and "disk full" in events[-1]["error"]
+    # The summary comes first, its history section after: a failed summary never leaves a section.
+    assert len(model.summary_prompts) == 1 and "disk full" in events[-1]["error"]
+
+
+FAILED_SUMMARIES = {
+    "model_error": (RuntimeError("boom"), "boom"),
+    "empty_summary": ("   \n", "empty"),
+    "error_as_summary": (
+        "Error generating summary: Error code: 429 - {'error': {'code': 'rate_limit_exceeded'}}",
+        "error instead of a summary",
+    ),
+}
 
 
 @MODES
-@pytest.mark.parametrize("failure", ["model_error", "empty_summary"])
+@pytest.mark.parametrize("failure", list(FAILED_SUMMARIES))
 async def test_summary_failure_changes_no_state(mode, failure):  # yuxi 26
     messages = conversation(6)
-    summaries = [RuntimeError("boom")] if failure == "model_error" else ["   \n"]
-    model, events, handler = ScriptedChatModel(summaries=summaries), [], Handler()
-    mw = mw_for(mw_config(1000, keep=4), MemoryStore(), model)
+    summary, reported = FAILED_SUMMARIES[failure]
+    model, events, handler, store = ScriptedChatModel(summaries=[summary]), [], Handler(), MemoryStore()
+    mw = mw_for(mw_config(1000, keep=4), store, model)
     response = await call_mw(mw, make_request(messages, events=events), handler, mode)
     _assert_failed_closed(response, handler, events, messages)
-    assert ("boom" if failure == "model_error" else "empty") in events[-1]["error"]
+    assert reported in events[-1]["error"]
+    assert not [path for path in store.files if "conversation_history" in path]  # no section left behind
 
 
 def test_summary_failure_with_a_view_too_large_for_the_window_raises_a_clear_error():
