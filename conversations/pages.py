@@ -11,6 +11,7 @@ from typing import Any
 
 from agent_platform.workdir import WorkdirPathError, resolve
 from compression.engine.compaction import sha256_text, tool_result_path
+from compression.engine.events import OUTCOME_NO_CHANGE
 from compression.engine.formats import (
     RECEIPT_HEADER,
     RECEIPT_PATH_PREFIX,
@@ -229,6 +230,8 @@ def compression_status_from(data: Mapping[str, Any] | None) -> CompressionStatus
     if not data:
         return None
     status = str(data.get("status") or "")
+    if status == "completed" and data.get("outcome") == OUTCOME_NO_CHANGE:
+        status = "no_op"  # the event of a compression that had nothing to fold
     if status not in COMPRESSION_STATUSES:
         return None
     return CompressionStatus(

@@ -26,7 +26,16 @@ from agent_platform.runtime.graph import state_repository_for
 from agent_platform.workdir import workdir_for
 from compression.engine.calibration import Calibration
 from compression.engine.config import COMPRESSION_CAPABILITY
-from compression.engine.events import FAILED, LEVEL_SUMMARY, STARTED, compression_event, describe_error
+from compression.engine.events import (
+    COMPLETED,
+    FAILED,
+    LEVEL_SUMMARY,
+    OUTCOME_NO_CHANGE,
+    OUTCOME_SUMMARIZED,
+    STARTED,
+    compression_event,
+    describe_error,
+)
 from compression.engine.forced import ManualCompression, force_summarize
 from compression.engine.pressure import refreshed_usage
 from compression.engine.state import TOKEN_USAGE_KEY
@@ -122,11 +131,20 @@ class _Notice:
             events.broadcast(self.thread_id, events.COMPRESSION, **payload)
 
     def complete(self, outcome: CompressionOutcome) -> None:
+        """``completed`` with the automatic path's fields (SPEC 6.7: cutoff_index, the summary call's
+        usage) and its ``outcome``; a no-op is a completed compression that changed nothing."""
         if self.thread_id is not None:
             record = outcome.record
             result = {k: v for k, v in outcome.result.items() if k != "status"}
+            no_op = record.status == CompressionRecord.Status.NO_OP
             payload = compression_event(
-                status=record.status, level=record.level, trigger=self.trigger, **result
+                status=COMPLETED,
+                level=record.level,
+                trigger=self.trigger,
+                outcome=OUTCOME_NO_CHANGE if no_op else OUTCOME_SUMMARIZED,
+                cutoff_index=record.cutoff_index,
+                summary_usage=record.summary_usage or None,
+                **result,
             )
             events.broadcast(self.thread_id, events.COMPRESSION, **payload)
 

@@ -107,7 +107,7 @@
 
   async function showCompression(fields) {
     const params = new URLSearchParams();
-    for (const key of ["status", "level", "before_tokens", "after_tokens", "error", "reason", "file_path"]) {
+    for (const key of ["status", "outcome", "level", "before_tokens", "after_tokens", "error", "reason", "file_path"]) {
       if (fields[key] !== undefined && fields[key] !== null) params.set(key, fields[key]);
     }
     const html = await getHtml(`${root.dataset.compressionUrl}?${params}`);
