@@ -2,8 +2,8 @@
 
 Embedded default (no environment): SQLite, a SQLite LangGraph checkpointer, the in-memory channel
 layer, runs executed in-process, workdirs on local disk and the offline model. Production switches:
-DATABASE_URL, REDIS_URL, WORKDIR_STORAGE; model servers are ModelEndpoint records in the admin, whose keys
-are environment variables allowed by MODEL_KEY_ENV_ALLOWLIST.
+DATABASE_URL, REDIS_URL, WORKDIR_STORAGE (+ WORKDIR_S3_*); model servers are ModelEndpoint records in
+the admin, whose keys are environment variables allowed by MODEL_KEY_ENV_ALLOWLIST.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
@@ -127,6 +128,8 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")
+# Deployments (or test runs) sharing one Redis keep apart by queue name.
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -145,9 +148,18 @@ RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=60.0)
 RUN_RECOVERY_TIMER = env.bool("RUN_RECOVERY_TIMER", default=True)
 
 # --- Agent runtime ------------------------------------------------------------------------------
+# Thread workdirs (saved tool results, conversation history): "local" (a directory per thread under
+# WORKDIR_ROOT, one machine), "s3" (a prefix per thread in a bucket every web process and worker
+# reaches: AWS, MinIO, Ceph RGW, R2), or the dotted path of a storage class that takes `location`.
+# For s3, credentials and region come from the standard AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY /
+# AWS_DEFAULT_REGION environment (or an instance role); they are never copied into settings.
+WORKDIR_STORAGE = env.str("WORKDIR_STORAGE", default="") or "local"
 WORKDIR_ROOT = env.path("WORKDIR_ROOT", default=VAR_DIR / "workdirs")
-# Dotted path of a Django storage class for workdirs (e.g. an S3 storage); default: local filesystem.
-WORKDIR_STORAGE = env.str("WORKDIR_STORAGE", default="django.core.files.storage.FileSystemStorage")
+WORKDIR_S3_BUCKET = env.str("WORKDIR_S3_BUCKET", default="")
+WORKDIR_S3_ENDPOINT_URL = env.str("WORKDIR_S3_ENDPOINT_URL", default="")  # empty: AWS itself
+WORKDIR_S3_PREFIX = env.str("WORKDIR_S3_PREFIX", default="workdirs")
+if WORKDIR_STORAGE == "s3" and not WORKDIR_S3_BUCKET:
+    raise ImproperlyConfigured("WORKDIR_STORAGE=s3 needs WORKDIR_S3_BUCKET.")
 CHECKPOINT_SQLITE_PATH = env.path("CHECKPOINT_SQLITE_PATH", default=VAR_DIR / "checkpoints.sqlite3")
 # Which environment variables a model endpoint may name as its key (shell-style patterns). Names of
 # settings (SECRET_KEY, WEB_SEARCH_API_KEY...) are refused whatever this says.

@@ -4,6 +4,8 @@ The model (and the compression engine) only ever sees paths like ``outputs/large
 Every path is validated here against the workdir boundary (``resolve``, for any storage), and no host
 path appears in a result or an error message. On local disk, symbolic links are the other way out:
 reads resolve the real path and refuse one outside the workdir, and writes never follow a link.
+Local disk and object storage (``agent_platform.workdir_storage``) give the same answers: a bucket has
+no directories, so the checks below supply what a filesystem would refuse.
 """
 
 from __future__ import annotations
@@ -13,14 +15,21 @@ import os
 import re
 import stat
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
-from django.conf import settings
-from django.core.exceptions import SuspiciousFileOperation
+from botocore.exceptions import BotoCoreError, ClientError
+from django.core.exceptions import SuspiciousOperation
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, Storage
-from django.utils.module_loading import import_string
 
+from agent_platform.workdir_storage import (
+    STORAGE_ERRORS,
+    is_object_storage,
+    storage_delete_all,
+    storage_stream,
+    thread_storage,
+)
 from compression.engine.store import StoreError
 
 MAX_PATH_LENGTH = 400
@@ -31,6 +40,10 @@ _DRIVE_PREFIX = re.compile(r"^[A-Za-z]:")
 
 class WorkdirPathError(StoreError):
     """A path outside the workdir boundary or with bytes we do not accept."""
+
+
+class WorkdirFileNotFound(StoreError):
+    """No file at the path (a directory there is a plain ``StoreError``)."""
 
 
 def resolve(path: str) -> str:
@@ -92,10 +105,8 @@ class Workdir:
 
     def __init__(self, thread_id: object, *, storage: Storage | None = None) -> None:
         self.thread_id = str(thread_id)
-        if storage is None:
-            storage_class = import_string(settings.WORKDIR_STORAGE)
-            storage = storage_class(location=str(Path(settings.WORKDIR_ROOT) / self.thread_id))
-        self.storage = storage
+        self.storage = storage if storage is not None else thread_storage(self.thread_id)
+        self._object_storage = is_object_storage(self.storage)
 
     def __repr__(self) -> str:
         return f"<Workdir thread={self.thread_id}>"
@@ -106,8 +117,8 @@ class Workdir:
             return True
         try:
             self._check_local_real_path(name)
-            return self.storage.exists(name)
-        except (OSError, SuspiciousFileOperation, WorkdirPathError):
+            return self.storage.exists(name) or (self._object_storage and self._is_prefix(name))
+        except (*STORAGE_ERRORS, WorkdirPathError):
             return False
 
     def read_text(self, path: str) -> str:
@@ -125,10 +136,12 @@ class Workdir:
             with self.storage.open(name, "rb") as handle:
                 return handle.read()
         except FileNotFoundError as exc:
-            raise StoreError(f"File not found: {name}") from exc
+            if self._object_storage and self._is_prefix(name):
+                raise StoreError(f"{name} is a directory; use ls to list it.") from exc
+            raise WorkdirFileNotFound(f"File not found: {name}") from exc
         except IsADirectoryError as exc:
             raise StoreError(f"{name} is a directory; use ls to list it.") from exc
-        except (OSError, SuspiciousFileOperation) as exc:
+        except STORAGE_ERRORS as exc:
             raise StoreError(f"Could not read {name}: {_reason(exc)}") from exc
 
     def write_text(self, path: str, content: str) -> None:
@@ -143,31 +156,50 @@ class Workdir:
         self.write_bytes(name, data)
 
     def write_bytes(self, path: str, data: bytes) -> None:
-        """Write ``data`` at ``path``, replacing any earlier version without a moment where neither
-        exists: an atomic rename on local disk; elsewhere a temporary copy is saved first and only
-        removed once the new version is in place."""
+        """Write ``data`` at ``path``, replacing any earlier version so that a reader sees the old or
+        the new version whole, never a part: an atomic rename on local disk; one PUT on object storage
+        (an object becomes visible only once its upload is complete); elsewhere a temporary copy is
+        saved first and only removed once the new version is in place."""
         name = _file_path(path)
         try:
             root = self._local_root()
             if root is not None:
                 _replace_local_nofollow(root, name, data)
                 return
-            # Storages never overwrite on save() (they pick a new name): the new version is saved
-            # aside first, so a failure between delete and save loses nothing written so far.
-            backup = None
-            if self.storage.exists(name):
-                backup = self.storage.save(f"{name}.{uuid.uuid4().hex}.tmp", ContentFile(data))
-                self.storage.delete(name)
-            saved = self.storage.save(name, ContentFile(data))
-            if backup is not None:
-                self.storage.delete(backup)
+            if self._object_storage:
+                self._refuse_what_a_filesystem_would(name)
+                saved = self.storage.save(name, ContentFile(data))  # overwrites in place
+            else:
+                # Other storages never overwrite on save() (they pick a new name): the new version is
+                # saved aside first, so a failure between delete and save loses nothing written so far.
+                backup = None
+                if self.storage.exists(name):
+                    backup = self.storage.save(f"{name}.{uuid.uuid4().hex}.tmp", ContentFile(data))
+                    self.storage.delete(name)
+                saved = self.storage.save(name, ContentFile(data))
+                if backup is not None:
+                    self.storage.delete(backup)
         except IsADirectoryError as exc:
             raise StoreError(f"{name} is a directory.") from exc
-        except (OSError, SuspiciousFileOperation) as exc:
+        except STORAGE_ERRORS as exc:
             raise StoreError(f"Could not write {name}: {_reason(exc)}") from exc
         if saved != name:
             self.storage.delete(saved)
             raise StoreError(f"Could not write {name}: the storage chose another name.")
+
+    def _refuse_what_a_filesystem_would(self, name: str) -> None:
+        """A key where a directory is, or under a key that is a file, would be two truths for one path."""
+        if self._is_prefix(name):
+            raise IsADirectoryError(name)
+        parts = name.split("/")
+        for depth in range(1, len(parts)):
+            if self.storage.exists("/".join(parts[:depth])):
+                raise NotADirectoryError(20, "Not a directory")
+
+    def _is_prefix(self, name: str) -> bool:
+        """On object storage: whether ``name`` is a "directory" (some key starts with ``name/``)."""
+        dirs, files = self.storage.listdir(name)
+        return bool(dirs or files)
 
     def _local_root(self) -> Path | None:
         """The workdir's host directory when the storage is a local filesystem (never shown to anyone)."""
@@ -188,7 +220,10 @@ class Workdir:
 
     def append_text(self, path: str, content: str) -> None:
         name = _file_path(path)
-        existing = self.read_text(name) if self.storage.exists(name) else ""
+        try:
+            existing = self.read_text(name)
+        except WorkdirFileNotFound:
+            existing = ""  # only a confirmed absence starts a new file; any other error stops here
         self.write_text(name, existing + content)
 
     def edit_text(self, path: str, old: str, new: str, *, replace_all: bool = False) -> int:
@@ -217,13 +252,18 @@ class Workdir:
         self._check_local_real_path(name)
         try:
             dirs, files = self.storage.listdir(name)
+            if self._object_storage and name and not dirs and not files:
+                # A bucket lists a file or a missing prefix as empty; a filesystem refuses both.
+                if self.storage.exists(name):
+                    raise NotADirectoryError(name)
+                raise FileNotFoundError(name)
         except FileNotFoundError as exc:
             if not name:
                 return []  # a thread that has not written anything yet
             raise StoreError(f"Directory not found: {name}") from exc
         except NotADirectoryError as exc:
             raise StoreError(f"{name} is a file, not a directory; use read_file.") from exc
-        except (OSError, SuspiciousFileOperation) as exc:
+        except STORAGE_ERRORS as exc:
             raise StoreError(f"Could not list {name or '.'}: {_reason(exc)}") from exc
         prefix = f"{name}/" if name else ""
         return [f"{prefix}{d}/" for d in sorted(dirs)] + [f"{prefix}{f}" for f in sorted(files)]
@@ -233,16 +273,37 @@ class Workdir:
         self._check_local_real_path(name)
         try:
             return self.storage.size(name)
-        except (OSError, SuspiciousFileOperation) as exc:
+        except STORAGE_ERRORS as exc:
             raise StoreError(f"Could not stat {name}: {_reason(exc)}") from exc
+
+    def open_stream(self, path: str) -> tuple[Iterator[bytes], int]:
+        """The file's bytes as chunks and its size, for serving without holding it in memory."""
+        name = _file_path(path)
+        self._check_local_real_path(name)
+        try:
+            return storage_stream(self.storage, name)
+        except FileNotFoundError as exc:
+            raise WorkdirFileNotFound(f"File not found: {name}") from exc
+        except IsADirectoryError as exc:
+            raise StoreError(f"{name} is a directory.") from exc
+        except STORAGE_ERRORS as exc:
+            raise StoreError(f"Could not read {name}: {_reason(exc)}") from exc
+
+    def delete_all(self) -> int:
+        """Remove every file of the thread's workdir; returns how many were removed."""
+        return storage_delete_all(self.storage)
 
 
 def _reason(exc: BaseException) -> str:
     # OSError's str() carries the host path; strerror does not.
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror
-    if isinstance(exc, SuspiciousFileOperation):
+    if isinstance(exc, SuspiciousOperation):
         return "the path is outside the workdir"
+    if isinstance(exc, ClientError):  # the server's error code (AccessDenied, NoSuchBucket, ...)
+        return exc.response.get("Error", {}).get("Code") or "the object storage refused"
+    if isinstance(exc, BotoCoreError):
+        return "the object storage is unreachable"
     return type(exc).__name__
 
 

@@ -7,6 +7,7 @@ WebSocket. Each fragment (``_message.html``, ``_state_panel.html``, ``_run_statu
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Callable
 from functools import wraps
@@ -14,7 +15,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils.http import content_disposition_header
@@ -242,22 +243,43 @@ def workdir_file(request: HttpRequest, thread_id: uuid.UUID, path: str) -> HttpR
     the file itself, ``?raw=1`` the text alone."""
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
     try:
-        data = workdir_for(conversation).read_bytes(path)
+        chunks, size = workdir_for(conversation).open_stream(path)
     except StoreError as exc:  # includes paths outside the workdir boundary
         raise Http404(_("No such file.")) from exc
-    # Text is shown on a page (or raw); images are shown; anything else downloads. Never as HTML.
-    content_type, inline = served_type(data)
+    # Typed from its first chunk (the file may be in a bucket and large); never as HTML.
+    head = next(chunks, b"")
+    content_type, inline = served_type(_whole_characters(head) if len(head) < size else head)
     is_text = content_type.startswith("text/plain")
     if request.GET.get("download") or request.GET.get("raw") or not is_text:
-        response = HttpResponse(data, content_type=content_type)
+        # Streamed from disk or the bucket: a large file never sits whole in the web process.
+        response = StreamingHttpResponse(itertools.chain([head], chunks), content_type=content_type)
+        response["Content-Length"] = str(size)
         as_attachment = bool(request.GET.get("download")) or not inline
         response["Content-Disposition"] = content_disposition_header(as_attachment, path.rsplit("/", 1)[-1])
     else:
-        response = render(
-            request,
-            "conversations/workdir_file.html",
-            {"conversation": conversation, "file": pages.saved_file(path=path, text=data.decode("utf-8"))},
-        )
+        data = b"".join([head, *chunks])  # the page shows the text and its SHA-256
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:  # text at its start only: the bytes as they are, as a download
+            response = HttpResponse(data, content_type="application/octet-stream")
+            response["Content-Disposition"] = content_disposition_header(True, path.rsplit("/", 1)[-1])
+        else:
+            response = render(
+                request,
+                "conversations/workdir_file.html",
+                {"conversation": conversation, "file": pages.saved_file(path=path, text=text)},
+            )
     # User content: never let the browser sniff it into HTML.
     response["X-Content-Type-Options"] = "nosniff"
     return response
+
+
+def _whole_characters(head: bytes) -> bytes:
+    """``head`` without a UTF-8 character cut off at its end (a chunk boundary is not a character's)."""
+    for cut in range(4):
+        try:
+            (head[: len(head) - cut] if cut else head).decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+        return head[: len(head) - cut] if cut else head
+    return head

@@ -9,8 +9,8 @@ TRAVERSAL_PATHS = ["../x", "a/../../x", "/etc/passwd", "C:\\x", "a\x00b"]
 
 
 @pytest.fixture
-def workdir(settings, tmp_path):
-    settings.WORKDIR_ROOT = tmp_path / "workdirs"
+def workdir(workdir_storage):
+    """Every test here runs on local disk and on the loopback S3 bucket: the tools answer the same."""
     return Workdir(uuid.uuid4())
 
 
@@ -29,13 +29,14 @@ def _calls(path):
 
 
 @pytest.mark.parametrize("path", TRAVERSAL_PATHS)
-def test_every_file_tool_rejects_traversal_and_absolute_paths(tools, path, tmp_path):
+def test_every_file_tool_rejects_traversal_and_absolute_paths(tools, path, tmp_path, workdir, s3_server):
     for name, args in _calls(path).items():
         result = tools[name].invoke(args)
         assert result.startswith("Error: "), (name, result)
         assert str(tmp_path) not in result
     assert not (tmp_path / "x").exists()
     assert not any(p.name == "pwned" or p.read_text() == "pwned" for p in tmp_path.rglob("*") if p.is_file())
+    assert not any(key.endswith(("/x", "pwned")) for key in s3_server.keys())
 
 
 def test_write_read_edit_round_trip(tools, workdir):
