@@ -186,7 +186,7 @@ def test_sniffing_names_text_types_only_from_text_content():
     assert sniff(io.BytesIO(pdf_bytes("x")).read(), name="x.bin").kind == Kind.PDF
 
 
-def test_the_file_view_shows_images_and_text_and_downloads_the_rest(owner_client, thread):
+def test_the_file_view_shows_images_and_text_and_downloads_the_rest(owner_client, thread, workdir_storage):
     workdir = workdir_for(thread)
     image, pdf = png_bytes(), pdf_bytes("x")
     workdir.write_bytes("uploads/a.png", image)
@@ -195,10 +195,10 @@ def test_the_file_view_shows_images_and_text_and_downloads_the_rest(owner_client
     workdir.write_bytes("uploads/d.bin", ELF)
     base = f"/threads/{thread.thread_id}/files"
     shown = owner_client.get(f"{base}/uploads/a.png")
-    assert shown["Content-Type"] == "image/png" and shown.content == image
+    assert shown["Content-Type"] == "image/png" and shown.getvalue() == image
     assert shown["Content-Disposition"].startswith("inline") and shown["X-Content-Type-Options"] == "nosniff"
     download = owner_client.get(f"{base}/uploads/b.pdf")
-    assert download["Content-Type"] == "application/pdf" and download.content == pdf
+    assert download["Content-Type"] == "application/pdf" and download.getvalue() == pdf
     assert download["Content-Disposition"].startswith("attachment")
     assert owner_client.get(f"{base}/uploads/c.html?raw=1")["Content-Type"] == "text/plain; charset=utf-8"
     assert b"<script>" not in owner_client.get(f"{base}/uploads/c.html").content
