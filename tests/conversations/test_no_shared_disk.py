@@ -232,17 +232,19 @@ def test_web_and_worker_with_no_shared_disk_see_the_same_workdir(
     thread_prefix = f"{machines['prefix']}/{thread_id}/"
     keys = s3_server.keys(thread_prefix)
     assert thread_prefix + saved_path in keys, keys
-    served = browser.get(f"/threads/{thread_id}/files/{saved_path}")
+    served = browser.get(f"/threads/{thread_id}/files/{saved_path}", params={"download": 1})
     assert served.status_code == 200, served.text[:500]
     assert served.headers["content-type"] == "text/plain; charset=utf-8"
     assert hashlib.sha256(served.content).hexdigest() == digest
+    page = browser.get(f"/threads/{thread_id}/files/{saved_path}")
+    assert page.status_code == 200 and digest in page.text  # the page shows the SHA-256 it read
 
     # The worker's automatic summary wrote the history file; the web process serves it too.
     (history_key,) = [key for key in keys if "/outputs/conversation_history/" in key]
     history_path = history_key.removeprefix(thread_prefix)
     worker_history = s3_server.get(history_key)["Body"].read()
     assert f"Full output path: {saved_path}".encode() in worker_history  # the receipt, not the output
-    served = browser.get(f"/threads/{thread_id}/files/{history_path}")
+    served = browser.get(f"/threads/{thread_id}/files/{history_path}", params={"download": 1})
     assert served.status_code == 200 and served.content == worker_history
 
     # A manual compression through the web process appends to the worker's history file.
@@ -250,7 +252,7 @@ def test_web_and_worker_with_no_shared_disk_see_the_same_workdir(
     assert compressed.status_code == 200, compressed.text
     assert compressed.json()["status"] == "completed", compressed.json()
     assert compressed.json()["file_path"] == history_path
-    history = browser.get(f"/threads/{thread_id}/files/{history_path}").raise_for_status().content
+    history = browser.get(f"/threads/{thread_id}/files/{history_path}", params={"download": 1}).content
     assert history.startswith(worker_history) and len(history) > len(worker_history)
     assert s3_server.get(history_key)["Body"].read() == history
 

@@ -3,6 +3,7 @@ thread workdirs in a bucket on it, so every workdir guarantee is tested on local
 
 from __future__ import annotations
 
+import logging
 import os
 import uuid
 from collections.abc import Iterator
@@ -48,6 +49,7 @@ def _client_credentials() -> dict[str, str]:
 @pytest.fixture(scope="session")
 def s3_server() -> Iterator[S3Server]:
     """One loopback S3 server for the session, with an empty bucket; tests keep apart by prefix."""
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)  # not a line per S3 request in failure output
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
