@@ -109,8 +109,6 @@ def machines(tmp_path, s3_server, s3_workdirs, settings) -> Iterator[dict]:
         "WORKDIR_S3_ENDPOINT_URL": s3_server.endpoint_url,
         "WORKDIR_S3_PREFIX": s3_workdirs,
         **AWS_ENVIRONMENT,
-        "OPENAI_API_KEY": "",
-        "OPENAI_BASE_URL": "",
     }
     started: list[Machine] = []
     try:
