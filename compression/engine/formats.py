@@ -116,3 +116,22 @@ ATTACHMENT_READ_HINT = "Read the full text with read_file: {text_path}"
 ATTACHMENT_PREVIEW_HEADER = "Preview:"
 ATTACHMENT_NO_VISION_HINT = "This model cannot see images; only the file's details are shown."
 ATTACHMENT_IMAGE_LABEL = "Attached image {name} ({mime_type}, {size} bytes, saved at {path}):"
+
+# --- Pinned messages, loss repair, spend guard (issue 14) -----------------------------------------
+
+# Appended to the filled summary prompt for the single repair pass, one identifier per line.
+REPAIR_PROMPT_TEMPLATE = (
+    "{prompt}\n\n"
+    "An earlier summary of these messages left out the identifiers below. Keep every one of them "
+    "verbatim in the summary (under ## ARTIFACTS AND REFERENCES when no other place fits):\n"
+    "{identifiers}"
+)
+REPAIR_IDENTIFIER_LINE = "- {identifier}"
+REPAIR_IDENTIFIERS_MAX = 40
+# The model-visible note that stands for messages the spend guard dropped from view (no model call):
+# it keeps the earlier summary, when there was one, ahead of the note.
+DROPPED_NOTE_TEMPLATE = (
+    "[{count} earlier messages were removed from this view to fit the model's context window, without "
+    "a summary. They are saved in {file_path}; read that file for any detail you need.]"
+)
+DROPPED_NOTE_AFTER_SUMMARY_TEMPLATE = "{summary}\n\n{note}"
