@@ -9,7 +9,7 @@ import string
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from langchain_core.messages import BaseMessage, HumanMessage, get_buffer_string
 
@@ -30,12 +30,14 @@ from compression.engine.previews import generic_preview
 from compression.engine.tokens import DEFAULT_PROFILE, TokenProfile, estimate_message, estimate_text
 
 SUMMARY_EVENT_KEY = "_summarization_event"
+PINNED_IDS_KEY = "pinned_message_ids"  # in the event: messages before the cutoff kept verbatim
 SESSION_ID_KEY = "_summarization_session_id"
 MESSAGES_PLACEHOLDER = "{messages}"
 _SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 __all__ = [
     "SESSION_ID_KEY",
+    "PINNED_IDS_KEY",
     "SUMMARY_EVENT_KEY",
     "EmptySummaryError",
     "SummarizationEvent",
@@ -70,6 +72,8 @@ class SummarizationEvent(TypedDict):
     cutoff_index: int  # global index into state messages: messages[cutoff_index:] are kept verbatim
     summary_message: HumanMessage
     file_path: str | None
+    # Pinned messages before the cutoff, shown verbatim right after the summary (issue 14).
+    pinned_message_ids: NotRequired[list[str]]
 
 
 # --- history file ------------------------------------------------------------------------------
@@ -106,11 +110,12 @@ def build_summary_message(summary: str, *, file_path: str | None) -> HumanMessag
     return HumanMessage(content=content, additional_kwargs={SUMMARY_MARKER_KEY: SUMMARY_MARKER_VALUE})
 
 
-def global_cutoff(previous: Mapping[str, Any] | None, local_cutoff: int) -> int:
-    """The state index for a cutoff found in effective messages (whose index 0 is the previous summary)."""
+def global_cutoff(previous: Mapping[str, Any] | None, local_cutoff: int, *, lead: int = 1) -> int:
+    """The state index for a cutoff found in effective messages, whose first ``lead`` entries (the
+    previous summary and the pinned messages it kept) stand before ``messages[previous cutoff:]``."""
     if not previous:
         return local_cutoff
-    return int(previous["cutoff_index"]) + local_cutoff - 1
+    return int(previous["cutoff_index"]) + local_cutoff - lead
 
 
 def build_summarization_event(
@@ -119,16 +124,22 @@ def build_summarization_event(
     local_cutoff: int,
     summary_message: HumanMessage,
     file_path: str | None,
+    lead: int = 1,
+    pinned_ids: Sequence[str] = (),
 ) -> SummarizationEvent:
-    return {
-        "cutoff_index": global_cutoff(previous, local_cutoff),
+    event: SummarizationEvent = {
+        "cutoff_index": global_cutoff(previous, local_cutoff, lead=lead),
         "summary_message": summary_message,
         "file_path": file_path,
     }
+    if pinned_ids:
+        event[PINNED_IDS_KEY] = list(pinned_ids)
+    return event
 
 
 def effective_messages(messages: Sequence[BaseMessage], event: Mapping[str, Any] | None) -> list[BaseMessage]:
-    """What the model sees: ``[summary, *messages[cutoff:]]`` after a summary, else all messages.
+    """What the model sees: ``[summary, *pinned, *messages[cutoff:]]`` after a summary, else all
+    messages; ``pinned`` are the messages before the cutoff that the event keeps verbatim, in order.
 
     A malformed event (no summary message, a cutoff that is not a non-negative int) is ignored and all
     messages are returned. A cutoff past the end keeps only the summary: it still stands for them.
@@ -139,6 +150,10 @@ def effective_messages(messages: Sequence[BaseMessage], event: Mapping[str, Any]
     cutoff = event.get("cutoff_index")
     if not isinstance(summary, BaseMessage) or not isinstance(cutoff, int) or cutoff < 0:
         return list(messages)
+    pinned = event.get(PINNED_IDS_KEY)
+    if pinned and isinstance(pinned, list):
+        keep = set(pinned)
+        return [summary, *(m for m in messages[:cutoff] if m.id in keep), *messages[cutoff:]]
     return [summary, *messages[cutoff:]]
 
 

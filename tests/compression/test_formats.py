@@ -119,3 +119,19 @@ def test_default_summary_prompt_has_the_required_headings_and_placeholder():
         assert heading in prompt
     assert "<messages>\n{messages}\n</messages>" in prompt
     assert prompt.format(messages="X").count("X") >= 1
+
+
+def test_repair_and_drop_formats_are_pinned():
+    assert formats.REPAIR_PROMPT_TEMPLATE == (
+        "{prompt}\n\n"
+        "An earlier summary of these messages left out the identifiers below. Keep every one of them "
+        "verbatim in the summary (under ## ARTIFACTS AND REFERENCES when no other place fits):\n"
+        "{identifiers}"
+    )
+    assert formats.REPAIR_IDENTIFIER_LINE == "- {identifier}"
+    assert formats.REPAIR_IDENTIFIERS_MAX == 40
+    assert formats.DROPPED_NOTE_TEMPLATE == (
+        "[{count} earlier messages were removed from this view to fit the model's context window, without "
+        "a summary. They are saved in {file_path}; read that file for any detail you need.]"
+    )
+    assert formats.DROPPED_NOTE_AFTER_SUMMARY_TEMPLATE == "{summary}\n\n{note}"
