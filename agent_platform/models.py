@@ -17,11 +17,14 @@ from compression.engine.budget import effective_trigger
 from compression.engine.config import (
     COMPRESSION_CAPABILITY,
     DEFAULT_KEEP_MESSAGES,
+    DEFAULT_PINNED_TOKEN_LIMIT,
+    DEFAULT_SUMMARY_CALLS_PER_HOUR,
     DEFAULT_THRESHOLD_K,
     DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     CompressionConfig,
 )
 from compression.engine.formats import DEFAULT_SUMMARY_PROMPT
+from compression.engine.guard import SpendLimits
 from compression.engine.history import validate_summary_prompt
 
 TOOL_CHOICES = [
@@ -42,6 +45,10 @@ COMPRESSION_FIELDS = (
     "summary_keep_messages",
     "summary_prompt",
     "summary_tool_result_token_limit",
+    "summary_pinned_token_limit",
+    "summary_repair_pass",
+    "summary_max_calls_per_hour",
+    "summary_max_input_tokens_per_hour",
 )
 
 
@@ -188,6 +195,31 @@ class Agent(models.Model):
             "tokens. 0 saves every tool result, with no preview."
         ),
     )
+    summary_pinned_token_limit = models.PositiveIntegerField(
+        default=DEFAULT_PINNED_TOKEN_LIMIT,
+        help_text=_(
+            "Most estimated tokens a thread's pinned messages may take (never more than a quarter of the "
+            "trigger). A pin over it is refused."
+        ),
+    )
+    summary_repair_pass = models.BooleanField(
+        default=False,
+        help_text=_(
+            "When a summary loses identifiers (paths, URLs, ids), ask once more with them listed as "
+            "must-keep and keep the better summary. Costs one more summary call when it happens."
+        ),
+    )
+    summary_max_calls_per_hour = models.PositiveIntegerField(
+        default=DEFAULT_SUMMARY_CALLS_PER_HOUR,
+        help_text=_(
+            "Spend guard: at most this many summary calls per thread per hour (0: no limit). When it "
+            "holds a summary back, the request goes out compacted."
+        ),
+    )
+    summary_max_input_tokens_per_hour = models.PositiveIntegerField(
+        default=0,
+        help_text=_("Spend guard: at most this many summary input tokens per thread per hour (0: no limit)."),
+    )
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -270,6 +302,12 @@ class Agent(models.Model):
             tool_arg_max_length=settings.COMPRESSION_TOOL_ARG_MAX_LENGTH,
             context_window=self.resolved_context_window,
             model_name=self.resolved_model_name,
+            pinned_token_limit=self.summary_pinned_token_limit,
+            repair_pass=self.summary_repair_pass,
+            spend=SpendLimits(
+                max_calls_per_hour=self.summary_max_calls_per_hour,
+                max_input_tokens_per_hour=self.summary_max_input_tokens_per_hour,
+            ),
         )
 
 

@@ -47,6 +47,10 @@ class CompressionRecord(models.Model):
     saved_files = models.JSONField(default=list, blank=True)
     summary_usage = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
+    # Where the identifiers of the folded messages went (compression.engine.identifiers.LossReport).
+    loss_report = models.JSONField(default=dict, blank=True)
+    # The spend guard's decision when it held a summary back (compression.engine.guard.GuardDecision).
+    spend_guard = models.JSONField(default=dict, blank=True)
     # NULL (not "") so uniqueness binds only requests that carried an Idempotency-Key.
     idempotency_key = models.CharField(max_length=300, null=True, blank=True, unique=True)  # noqa: DJ001
     result = models.JSONField(default=dict, blank=True)  # the response body, replayed on an idempotent retry

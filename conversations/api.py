@@ -13,6 +13,7 @@ from conversations.schemas import (
     IntakeOut,
     MessageIn,
     MessageOut,
+    PinOut,
     ResumeIn,
     StateOut,
     ThreadCreateIn,
@@ -79,6 +80,23 @@ def message_create_with_files(
         thread_id=thread_id, user=request.user, content=content, request_id=request_id, attachments=uploads
     )
     return Status(202, {"message": result.message, "run": result.run})
+
+
+@router.post(
+    "/{thread_id}/messages/{message_id}/pin", response={200: PinOut, **error_responses(404, 409, 422)}
+)
+def message_pin(request: HttpRequest, thread_id: uuid.UUID, message_id: int):
+    """Pin a message: every compression keeps it (with its tool call or results) verbatim, right after
+    the summary. 422 `pin_limit_exceeded` (with `room_tokens`) when the agent's pinned-token cap is hit."""
+    return services.message_pin(thread_id=thread_id, message_id=message_id, user=request.user)
+
+
+@router.delete(
+    "/{thread_id}/messages/{message_id}/pin", response={200: PinOut, **error_responses(404, 409, 422)}
+)
+def message_unpin(request: HttpRequest, thread_id: uuid.UUID, message_id: int):
+    """Unpin a message; it leaves the model's view at the next compression."""
+    return services.message_unpin(thread_id=thread_id, message_id=message_id, user=request.user)
 
 
 @router.post("/{thread_id}/resume", response={202: IntakeOut, **error_responses(400, 404, 409)})

@@ -42,3 +42,16 @@ class EmptyMessage(Unprocessable):
 
 class InvalidInput(Unprocessable):
     code = "invalid_input"
+
+
+class MessageNotFound(NotFound):
+    code = "message_not_found"
+
+    def __init__(self, message: str = "No such message in this thread.", **extra: object) -> None:
+        super().__init__(message, **extra)
+
+
+class PinLimitExceeded(Unprocessable):
+    """A pin that would take the thread's pinned messages over the agent's cap; says how much is left."""
+
+    code = "pin_limit_exceeded"

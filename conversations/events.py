@@ -9,6 +9,7 @@ Event shapes (JSON primitives only), delivered to sockets as ``{"type": <type>, 
 - ``state``           ``{token_usage: {...}}``: fresh pressure figures; ``{reason: "agent_retuned"}`` when
                       a staff user changed the agent's budget (sent to the agent's group: every open
                       thread of that agent re-reads its meter)
+- ``message.pin``     ``{message_id, seq, pinned}``: a message was pinned or unpinned
 
 Agent middleware emits ``compression`` and ``state`` events on LangGraph's ``custom`` stream as dicts
 with a ``"type"`` key (``get_stream_writer()({"type": "compression", "status": "started", ...})``);
@@ -33,7 +34,8 @@ RUN_STATUS = "run.status"
 RUN_TOKEN = "run.token"
 MESSAGE_CREATED = "message.created"
 STATE = "state"
-EVENT_TYPES = frozenset({RUN_STATUS, RUN_TOKEN, MESSAGE_CREATED, COMPRESSION, STATE})
+PIN = "message.pin"
+EVENT_TYPES = frozenset({RUN_STATUS, RUN_TOKEN, MESSAGE_CREATED, COMPRESSION, STATE, PIN})
 # The Channels message type; ThreadConsumer.thread_event receives it.
 CHANNELS_MESSAGE_TYPE = "thread.event"
 

@@ -150,3 +150,22 @@ class Attachment(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+class MessagePin(models.Model):
+    """A user's pin on a transcript message: compression keeps it (and its tool-call partners)
+    verbatim in the model's view, never folded into a summary nor compacted."""
+
+    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="pins")
+    message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="pin")
+    pinned_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    tokens = models.PositiveIntegerField(default=0)  # estimate of the pinned group when pinned
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["conversation", "message__seq"]
+
+    def __str__(self) -> str:
+        return f"pin on #{self.message.seq}"

@@ -100,3 +100,11 @@ class StateOut(Schema):
     interrupted: bool
     interrupt: InterruptOut | None
     latest_run: RunOut | None
+
+
+class PinOut(Schema):
+    message_id: int
+    pinned: bool
+    pinned_tokens: int
+    limit_tokens: int
+    room_tokens: int

@@ -21,7 +21,7 @@ from compression.engine.state import TOKEN_USAGE_KEY
 from compression.engine.store import StoreError
 from conversations.access import threads_visible_to
 from conversations.errors import ThreadNotFound
-from conversations.models import AgentRun, Conversation, Message
+from conversations.models import AgentRun, Conversation, Message, MessagePin
 
 MESSAGE_PAGE_MAX = 500
 # A thread's "compression under way" marker in the shared cache (set by ``services.pressure``).
@@ -126,6 +126,25 @@ def thread_token_usage(*, conversation: Conversation) -> dict | None:
     """The thread's ``token_usage`` as last written to its checkpoint by the token-usage middleware."""
     usage = state_repository_for(conversation).get_values().get(TOKEN_USAGE_KEY)
     return usage if isinstance(usage, dict) else None
+
+
+def thread_state_messages(*, conversation: Conversation) -> list:
+    """The checkpoint's ``messages`` (what the agent has seen, compression never removes any)."""
+    from compression.state_repository import AgentStateRepository
+
+    from agent_platform.runtime.graph import state_graph_for
+
+    values = AgentStateRepository(state_graph_for(conversation), conversation.thread_id).get_values()
+    return list(values.get("messages") or [])
+
+
+def pinned_message_ids(*, conversation: Conversation) -> list[str]:
+    """The checkpoint ids of the thread's pinned messages, in transcript order."""
+    return list(
+        MessagePin.objects.filter(conversation=conversation)
+        .order_by("message__seq")
+        .values_list("message__lc_message_id", flat=True)
+    )
 
 
 def thread_state(*, conversation: Conversation) -> dict[str, object]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from compression.engine.formats import DEFAULT_SUMMARY_PROMPT
+from compression.engine.guard import SpendLimits
 
 DEFAULT_TOOL_ARG_MAX_LENGTH = 2000
 DEFAULT_TOOL_RESULT_TOKEN_LIMIT = 300
@@ -12,6 +13,9 @@ DEFAULT_KEEP_MESSAGES = 10
 DEFAULT_THRESHOLD_K = 100
 # The agent capability that allows manual and bulk compression (admin checkbox, services, command).
 COMPRESSION_CAPABILITY = "context_compression"
+DEFAULT_PINNED_TOKEN_LIMIT = 2000
+DEFAULT_SUMMARY_CALLS_PER_HOUR = 10
+PINNED_SHARE_OF_TRIGGER = 0.25  # pinned messages never take more than this share of T, whatever the field
 
 
 @dataclass(frozen=True)
@@ -23,3 +27,11 @@ class CompressionConfig:
     tool_arg_max_length: int = DEFAULT_TOOL_ARG_MAX_LENGTH
     context_window: int | None = None
     model_name: str | None = None  # picks the estimator profile
+    pinned_token_limit: int = DEFAULT_PINNED_TOKEN_LIMIT  # cap on the tokens of pinned messages
+    repair_pass: bool = False  # one more summary call when the first lost identifiers
+    spend: SpendLimits = field(default_factory=SpendLimits)  # the spend guard on summary calls
+
+    @property
+    def pinned_cap(self) -> int:
+        """The pinned-token cap in force: the agent's field, never above a quarter of ``T``."""
+        return min(self.pinned_token_limit, int(self.trigger_tokens * PINNED_SHARE_OF_TRIGGER))

@@ -58,4 +58,3 @@ def build_drop_message(*, dropped: int, file_path: str, previous_summary: BaseMe
         content=DROPPED_NOTE_AFTER_SUMMARY_TEMPLATE.format(summary=text, note=note),
         additional_kwargs={SUMMARY_MARKER_KEY: SUMMARY_MARKER_VALUE},
     )
-

@@ -3,6 +3,7 @@
 from conversations.services.dispatch import run_dispatch_next, run_execute, run_start
 from conversations.services.execution import run_claim
 from conversations.services.intake import IntakeResult, message_intake, run_resume
+from conversations.services.pins import PinState, message_pin, message_unpin
 from conversations.services.recovery import RecoveryReport, runs_recover
 from conversations.services.threads import (
     message_append,
@@ -13,9 +14,12 @@ from conversations.services.threads import (
 
 __all__ = [
     "IntakeResult",
+    "PinState",
     "RecoveryReport",
     "message_append",
     "message_intake",
+    "message_pin",
+    "message_unpin",
     "run_claim",
     "run_dispatch_next",
     "run_execute",

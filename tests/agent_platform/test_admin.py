@@ -32,7 +32,12 @@ def _form_data(agent: Agent, **overrides) -> dict:
         "summary_keep_messages": agent.summary_keep_messages,
         "summary_prompt": agent.summary_prompt,
         "summary_tool_result_token_limit": agent.summary_tool_result_token_limit,
+        "summary_pinned_token_limit": agent.summary_pinned_token_limit,
+        "summary_max_calls_per_hour": agent.summary_max_calls_per_hour,
+        "summary_max_input_tokens_per_hour": agent.summary_max_input_tokens_per_hour,
     }
+    if agent.summary_repair_pass:
+        data["summary_repair_pass"] = "on"
     data.update(overrides)
     return data
 
@@ -74,6 +79,40 @@ def test_staff_without_tune_permission_sees_compression_fields_read_only(client,
     agent.refresh_from_db()
     assert agent.description == "edited by ops"
     assert agent.summary_threshold == 100  # the read-only field ignored the posted value
+
+
+def test_pin_cap_repair_pass_and_spend_guard_are_compression_fields(client, django_user_model, agent):
+    client.force_login(_staff(django_user_model, tune=False))
+    page = client.get(_change_url(agent)).content.decode()
+    for name in (
+        "summary_pinned_token_limit",
+        "summary_repair_pass",
+        "summary_max_calls_per_hour",
+        "summary_max_input_tokens_per_hour",
+    ):
+        assert f'name="{name}"' not in page  # read-only without the tune permission
+    client.post(_change_url(agent), _form_data(agent, summary_pinned_token_limit=5, summary_repair_pass="on"))
+    agent.refresh_from_db()
+    assert agent.summary_pinned_token_limit == 2000 and agent.summary_repair_pass is False
+
+
+def test_a_tuner_sets_the_pin_cap_repair_pass_and_spend_guard(client, django_user_model, agent):
+    client.force_login(_staff(django_user_model, tune=True))
+    response = client.post(
+        _change_url(agent),
+        _form_data(
+            agent,
+            summary_pinned_token_limit=500,
+            summary_repair_pass="on",
+            summary_max_calls_per_hour=3,
+            summary_max_input_tokens_per_hour=50000,
+        ),
+    )
+    assert response.status_code == 302
+    agent.refresh_from_db()
+    config = agent.compression_config()
+    assert config.pinned_token_limit == 500 and config.repair_pass is True
+    assert (config.spend.max_calls_per_hour, config.spend.max_input_tokens_per_hour) == (3, 50000)
 
 
 def test_non_staff_cannot_reach_the_admin(client, user, agent):

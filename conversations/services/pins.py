@@ -1,0 +1,105 @@
+"""Pinning transcript messages (issue 14 item 1): a pinned message is kept verbatim by every
+compression. Pins are checked against the agent's pinned-token cap under the thread's row lock, so
+two pins at once cannot both squeeze under it, and a pin never interleaves with a compression.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from langchain_core.messages import BaseMessage, HumanMessage
+
+from compression.engine.pins import pin_room, pinned_closure
+from compression.engine.tokens import estimate_message, profile_for_model
+from conversations import events
+from conversations.errors import MessageNotFound, PinLimitExceeded
+from conversations.models import Conversation, Message, MessagePin
+from conversations.selectors import pinned_message_ids, thread_state_messages
+from conversations.services.threads import thread_lock
+
+
+@dataclass(frozen=True)
+class PinState:
+    message_id: int
+    pinned: bool
+    pinned_tokens: int  # the thread's pinned messages, their tool-call partners included
+    limit_tokens: int
+
+    @property
+    def room_tokens(self) -> int:
+        return pin_room(limit_tokens=self.limit_tokens, used_tokens=self.pinned_tokens)
+
+
+def message_pin(*, thread_id: uuid.UUID | str, message_id: int, user: AbstractBaseUser) -> PinState:
+    """Pin a message of the caller's thread (idempotent). Refused with ``PinLimitExceeded`` when the
+    thread's pinned messages would then exceed the agent's cap."""
+    with thread_lock(thread_id=thread_id, user=user) as conversation:
+        message = _message(conversation, message_id)
+        limit = conversation.agent.compression_config().pinned_cap
+        pinned = pinned_message_ids(conversation=conversation)
+        if message.lc_message_id in pinned or hasattr(message, "pin"):
+            return PinState(message.pk, True, _pinned_tokens(conversation, pinned), limit)
+        used = _pinned_tokens(conversation, pinned)
+        after = _pinned_tokens(conversation, [*pinned, message.lc_message_id], extra=message)
+        if after > limit:
+            room = pin_room(limit_tokens=limit, used_tokens=used)
+            raise PinLimitExceeded(
+                f"This message needs about {after - used} tokens pinned, but only {room} of the "
+                f"{limit} pinned tokens this agent allows are left. Unpin something first.",
+                needed_tokens=after - used,
+                room_tokens=room,
+                limit_tokens=limit,
+            )
+        MessagePin.objects.create(
+            conversation=conversation, message=message, pinned_by=user, tokens=after - used
+        )
+        events.broadcast(
+            conversation.thread_id, events.PIN, message_id=message.pk, seq=message.seq, pinned=True
+        )
+        return PinState(message.pk, True, after, limit)
+
+
+def message_unpin(*, thread_id: uuid.UUID | str, message_id: int, user: AbstractBaseUser) -> PinState:
+    """Unpin (idempotent). The message stays in the model's view until the next compression folds it."""
+    with thread_lock(thread_id=thread_id, user=user) as conversation:
+        message = _message(conversation, message_id)
+        deleted, _ = MessagePin.objects.filter(message=message).delete()
+        limit = conversation.agent.compression_config().pinned_cap
+        used = _pinned_tokens(conversation, pinned_message_ids(conversation=conversation))
+        if deleted:
+            events.broadcast(
+                conversation.thread_id, events.PIN, message_id=message.pk, seq=message.seq, pinned=False
+            )
+        return PinState(message.pk, False, used, limit)
+
+
+def _message(conversation: Conversation, message_id: int) -> Message:
+    message = conversation.messages.filter(pk=message_id).select_related("pin").first()
+    if message is None or not message.lc_message_id:
+        raise MessageNotFound()
+    return message
+
+
+def _pinned_tokens(conversation: Conversation, pinned: list[str], *, extra: Message | None = None) -> int:
+    """Estimated tokens of the pinned groups as the model sees them (the checkpoint's messages); a
+    pinned message not in the checkpoint yet counts as its transcript text."""
+    if not pinned:
+        return 0
+    profile = profile_for_model(conversation.agent.model_name)
+    messages = thread_state_messages(conversation=conversation)
+    ids = pinned_closure(messages, pinned)
+    total = sum(estimate_message(m, profile) for m in messages if m.id in ids)
+    present = {m.id for m in messages}
+    missing = [i for i in pinned if i not in present]
+    if missing:
+        rows = {m.lc_message_id: m for m in conversation.messages.filter(lc_message_id__in=missing)}
+        if extra is not None and extra.lc_message_id in missing:
+            rows[extra.lc_message_id] = extra
+        total += sum(estimate_message(_as_message(row), profile) for row in rows.values())
+    return total
+
+
+def _as_message(row: Message) -> BaseMessage:
+    return HumanMessage(content=row.content, id=row.lc_message_id)
