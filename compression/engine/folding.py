@@ -7,17 +7,29 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from compression.engine.compaction import is_saved, tool_result_text
+from compression.engine.compaction import CompactionResult, compact_messages, is_saved, tool_result_text
+from compression.engine.config import CompressionConfig
 from compression.engine.cutoff import find_cutoff, is_summary_message
-from compression.engine.formats import RECEIPT_PATH_PREFIX
+from compression.engine.formats import (
+    RECEIPT_HEADER,
+    RECEIPT_PATH_PREFIX,
+    RECEIPT_PREVIEW_HEADER,
+    RECEIPT_SHA256_PREFIX,
+    RECEIPT_TOKENS_PREFIX,
+    RECEIPT_TOOL_PREFIX,
+    RECEIPT_TRUNCATED_TEMPLATE,
+)
+from compression.engine.history import SUMMARY_EVENT_KEY, effective_messages
 from compression.engine.identifiers import identifiers_of
-from compression.engine.pins import pinned_tokens
-from compression.engine.tokens import DEFAULT_PROFILE, TokenProfile
+from compression.engine.pins import pinned_closure, pinned_tokens, restore_pinned
+from compression.engine.store import ResultStore
+from compression.engine.tokens import DEFAULT_PROFILE, TokenProfile, estimate_message
 
 _RECEIPT_PATH = re.compile(rf"^{re.escape(RECEIPT_PATH_PREFIX)}(\S+)$", re.M)
 
@@ -73,18 +85,102 @@ def view_lead(messages: Sequence[BaseMessage], effective: Sequence[BaseMessage],
     return len(effective) - max(len(messages) - cutoff, 0)
 
 
+@dataclass(frozen=True)
+class FoldPlan:
+    """A forced fold, planned: the same plan for the preview (which stops here) and for applying it."""
+
+    messages: list[BaseMessage]  # the state's messages
+    previous: Mapping[str, Any] | None  # the current ``_summarization_event``
+    effective: list[BaseMessage]
+    compaction: CompactionResult  # into the store given to ``plan_fold`` (a staged one: nothing written)
+    view: list[BaseMessage]  # the compacted effective messages, pinned ones restored
+    pinned_ids: frozenset[str]  # pin closure over the view
+    lead: int
+    split: FoldSplit
+    profile: TokenProfile
+    store: ResultStore  # where the compaction's receipts point (staged files readable there)
+
+    @property
+    def before_tokens(self) -> int:
+        return messages_tokens(self.effective, self.profile)
+
+    @property
+    def foldable(self) -> bool:
+        return self.split.cutoff > 0
+
+
+def messages_tokens(messages: Sequence[BaseMessage], profile: TokenProfile = DEFAULT_PROFILE) -> int:
+    return sum(estimate_message(m, profile) for m in messages)
+
+
+def plan_fold(
+    values: Mapping[str, Any],
+    *,
+    config: CompressionConfig,
+    store: ResultStore,
+    profile: TokenProfile,
+    pinned_ids: Collection[str] = (),
+    max_tail_tokens: int | None,
+) -> FoldPlan:
+    """Effective messages → compaction (into ``store``) with pinned messages left whole → the split."""
+    messages: list[BaseMessage] = list(values.get("messages") or [])
+    previous = _valid_event(values.get(SUMMARY_EVENT_KEY))
+    effective = effective_messages(messages, previous)
+    pinned = pinned_closure(effective, pinned_ids)
+    compaction = compact_messages(effective, config=config, store=store, profile=profile)
+    view = restore_pinned(effective, compaction.messages, pinned)
+    lead = view_lead(messages, effective, previous["cutoff_index"] if previous else None)
+    split = fold_split(
+        view,
+        pinned_ids=pinned,
+        keep_messages=config.keep_messages,
+        max_tail_tokens=max_tail_tokens,
+        lead=lead,
+        profile=profile,
+    )
+    return FoldPlan(messages, previous, effective, compaction, view, pinned, lead, split, profile, store)
+
+
+def _valid_event(event: Any) -> Mapping[str, Any] | None:
+    if not isinstance(event, Mapping):
+        return None
+    cutoff, summary = event.get("cutoff_index"), event.get("summary_message")
+    if isinstance(cutoff, int) and cutoff >= 0 and isinstance(summary, BaseMessage):
+        return event
+    return None
+
+
 # --- loss-report inputs ---------------------------------------------------------------------------
 
 
 def message_text(message: BaseMessage) -> str:
-    """The text of a message where identifiers are looked for: content, and tool-call arguments."""
+    """The text of a message where identifiers are looked for: content, and tool-call arguments. A
+    receipt counts for its preview only: its frame (path, hash, sizes) is ours, not the conversation's."""
     content = message.content
     text = content if isinstance(content, str) else tool_result_text(content)
+    if is_saved(message):
+        return receipt_body(text)
     if isinstance(message, AIMessage) and message.tool_calls:
         text += "\n" + json.dumps(
             [c.get("args") for c in message.tool_calls], ensure_ascii=False, default=str
         )
     return text
+
+
+def receipt_body(text: str) -> str:
+    """The preview of a receipt, without its frame lines."""
+    frame = (
+        RECEIPT_HEADER,
+        RECEIPT_TOOL_PREFIX,
+        RECEIPT_TOKENS_PREFIX,
+        RECEIPT_SHA256_PREFIX,
+        RECEIPT_PATH_PREFIX,
+        RECEIPT_PREVIEW_HEADER,
+    )
+    truncated = RECEIPT_TRUNCATED_TEMPLATE.split("{n}", 1)[0]
+    return "\n".join(
+        line for line in text.split("\n") if not line.startswith(frame) and not line.startswith(truncated)
+    )
 
 
 def fold_identifiers(folded: Iterable[BaseMessage]) -> dict[str, str]:
@@ -98,5 +194,8 @@ def receipt_paths(messages: Iterable[BaseMessage]) -> list[str]:
     paths: list[str] = []
     for message in messages:
         if is_saved(message):
-            paths.extend(_RECEIPT_PATH.findall(message_text(message)))
+            content = (
+                message.content if isinstance(message.content, str) else tool_result_text(message.content)
+            )
+            paths.extend(_RECEIPT_PATH.findall(content))
     return list(dict.fromkeys(paths))

@@ -36,7 +36,9 @@ _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{
 # Git short hashes up to SHA-256: hex with at least one digit and one letter (so neither a plain
 # number nor an English word like "deadbeef" or "facade" counts).
 _HASH = re.compile(r"(?<![\w-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}(?![\w-])")
-_TICKET = re.compile(r"(?<![\w-])[A-Z][A-Z0-9]{1,9}-\d{1,7}(?![\w-])")
+_TICKET = re.compile(
+    r"(?<![\w-])(?!(?:SHA|UTF|ISO|GPT|MD|CP|TLS|SSL|HTTP)-)[A-Z][A-Z0-9]{1,9}-\d{1,7}(?![\w-])"
+)
 # Upper-case codes with letters and digits (reservation / flight / order codes): ZFA04Y, HAT001.
 _CODE = re.compile(r"(?<![\w-])(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6,20}(?![\w-])")
 # Values of id-named keys in JSON or key=value text: "user_id": "mia_li_3668", id=42a.
