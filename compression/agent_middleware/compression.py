@@ -239,7 +239,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             file_path=outcome.file_path,
             summary_usage=outcome.usage,
         )
-        update = summary_update(state, outcome, previous)
+        update = summary_update(state, outcome, previous, now=self.now())
         if persisted := _persisted(replacements):
             update["messages"] = persisted
         return ExtendedModelResponse(model_response=response, command=Command(update=update))

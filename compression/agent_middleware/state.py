@@ -17,6 +17,8 @@ class CompressionState(AgentState):
     _summarization_event: Annotated[NotRequired[SummarizationEvent | None], PrivateStateAttr]
     _summarization_session_id: Annotated[NotRequired[str | None], PrivateStateAttr]
     _summary_events: Annotated[NotRequired[list[SummarizationEvent | None]], PrivateStateAttr]
+    # The spend guard's ledger of summary calls in the last hour: [{"at": iso, "input_tokens": n}].
+    _summary_calls: Annotated[NotRequired[list[dict[str, Any]]], PrivateStateAttr]
     # Reducer last: LangGraph only looks at the final Annotated item.
     token_usage: Annotated[NotRequired[dict[str, Any]], merge_token_usage]
 

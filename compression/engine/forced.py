@@ -86,6 +86,7 @@ def force_summarize(
     effective = effective_messages(messages, previous)
     before = calibration.corrected(messages_tokens(effective, profile))
 
+    now = now or datetime.now(UTC)
     staged = StagedStore(store)
     compaction = yield Blocking(
         partial(compact_messages, effective, config=config, store=staged, profile=profile)
@@ -116,7 +117,7 @@ def force_summarize(
         store=store,
         profile=profile,
         budget=int(summary_budget(config) / calibration.factor),
-        now=now or datetime.now(UTC),
+        now=now,
     )
     after = calibration.corrected(messages_tokens(effective_messages(messages, outcome.event), profile))
     return ManualCompression(
@@ -125,7 +126,7 @@ def force_summarize(
         after_tokens=after,
         compressed_messages=cutoff,
         file_path=outcome.file_path,
-        update=summary_update(values, outcome, previous),
+        update=summary_update(values, outcome, previous, now=now),
         cutoff_index=outcome.event["cutoff_index"],
         summary_usage=outcome.usage,
         saved_files=saved,

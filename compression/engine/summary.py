@@ -4,7 +4,7 @@ history file, ask the model for a strict summary, and build the ``_summarization
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -12,8 +12,11 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from compression.engine.config import CompressionConfig
+from compression.engine.folding import fold_identifiers, receipt_paths
+from compression.engine.guard import record_call
 from compression.engine.history import (
     SummarizationEvent,
+    SummaryError,
     build_summarization_event,
     build_summary_message,
     format_summary_prompt,
@@ -22,6 +25,8 @@ from compression.engine.history import (
     render_history_section,
     summary_text,
 )
+from compression.engine.identifiers import LossReport, better_summary
+from compression.engine.loss import fold_loss_report, read_saved_texts, repair_prompt
 from compression.engine.media import offload_media
 from compression.engine.state import (
     SESSION_ID_KEY,
@@ -33,10 +38,11 @@ from compression.engine.state import (
 )
 from compression.engine.steps import Blocking, Steps, Summarize
 from compression.engine.store import ResultStore, StoreError
-from compression.engine.tokens import TokenProfile, with_estimate
-from compression.engine.usage import count_call
+from compression.engine.tokens import TokenProfile, estimate_text, with_estimate
+from compression.engine.usage import add_usage
 
 SUMMARY_INPUT_SHARE = 0.75  # of the context window, for the summary call's input
+SUMMARY_CALLS_KEY = "_summary_calls"  # the spend guard's ledger: [{at, input_tokens}] of the last hour
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,13 @@ class SummaryOutcome:
     session_id: str
     file_path: str
     usage: dict[str, Any] | None
+    loss: LossReport = field(default_factory=LossReport)
+    calls: tuple[int, ...] = ()  # input tokens (estimated) of each summary call made: 1, or 2 with a repair
+    repaired: bool = False  # the repair pass's summary was kept
+
+    def loss_report(self) -> dict[str, Any]:
+        """The loss report as the event and the audit record carry it."""
+        return {**self.loss.as_dict(), "repair_calls": len(self.calls) - 1, "repaired": self.repaired}
 
 
 def valid_event(event: Any) -> Mapping[str, Any] | None:
@@ -95,12 +108,18 @@ def summarize_span(
     profile: TokenProfile,
     budget: int,
     now: datetime,
+    kept: Sequence[BaseMessage] = (),
+    pinned: Sequence[BaseMessage] = (),
+    lead: int = 1,
 ) -> Steps[SummaryOutcome]:
     """Inline media saved first (neither the history file nor the summary model ever receives base64),
-    then the summary, then its history section (required); any failure raises before state changes.
+    then the summary, then its history section (required), then the summary's loss report and (when the
+    agent allows it and identifiers were lost) one repair call; any failure raises before state changes.
 
     The section is written only once a valid summary exists, so a failed or interrupted summary leaves
-    no history file or section behind."""
+    no history file or section behind. ``kept`` is what stays verbatim after the summary (pinned
+    messages and the tail); ``pinned`` those of them from before the cutoff, recorded in the event;
+    ``lead`` see ``global_cutoff``."""
     media = yield Blocking(partial(offload_media, to_summarize, store=store))
     if media.failed:
         raise StoreError(f"Could not save inline media before summarizing: {media.failed[0].error}")
@@ -110,33 +129,74 @@ def summarize_span(
     prompt = format_summary_prompt(
         to_summarize, prompt=config.summary_prompt, max_tokens=budget, profile=profile
     )
+    calls = [estimate_text(prompt, profile)]
     reply = yield Summarize(prompt)
     text = summary_text(reply)
     section = render_history_section(to_summarize, now=now)
     yield Blocking(partial(store.append_text, file_path, section))
+    usage = _usage(reply)
+    identifiers = fold_identifiers(to_summarize)
+    saved = (
+        (yield Blocking(partial(read_saved_texts, store, receipt_paths(to_summarize)))) if identifiers else []
+    )
+    loss = fold_loss_report(to_summarize, summary=text, kept=kept, saved_texts=saved, identifiers=identifiers)
+    repaired = False
+    if config.repair_pass and loss.lost:
+        second = repair_prompt(prompt, loss.lost_identifiers)
+        calls.append(estimate_text(second, profile))
+        retry = yield Summarize(second)
+        usage = add_usage(usage, _usage(retry)) if usage or _usage(retry) else None
+        try:
+            retry_text = summary_text(retry)
+        except SummaryError:
+            retry_text = ""  # an empty repair keeps the first summary
+        if retry_text:
+            retry_loss = fold_loss_report(
+                to_summarize, summary=retry_text, kept=kept, saved_texts=saved, identifiers=identifiers
+            )
+            if better_summary(loss, retry_loss):
+                text, loss, repaired = retry_text, retry_loss, True
     event = build_summarization_event(
         previous=previous,
         local_cutoff=local_cutoff,
         summary_message=with_estimate(build_summary_message(text, file_path=file_path), profile),
         file_path=file_path,
+        lead=lead,
+        pinned_ids=[m.id for m in pinned if m.id],
     )
-    usage = getattr(reply, "usage_metadata", None)
     return SummaryOutcome(
-        event=event, session_id=session_id, file_path=file_path, usage=dict(usage) if usage else None
+        event=event,
+        session_id=session_id,
+        file_path=file_path,
+        usage=usage,
+        loss=loss,
+        calls=tuple(calls),
+        repaired=repaired,
     )
+
+
+def _usage(reply: Any) -> dict[str, Any] | None:
+    usage = getattr(reply, "usage_metadata", None)
+    return dict(usage) if usage else None
 
 
 def summary_update(
-    state: Mapping[str, Any], outcome: SummaryOutcome, previous: Mapping[str, Any] | None
+    state: Mapping[str, Any], outcome: SummaryOutcome, previous: Mapping[str, Any] | None, *, now: datetime
 ) -> dict[str, Any]:
-    """The state update that makes ``outcome`` the model-visible history (undo history kept bounded)."""
+    """The state update that makes ``outcome`` the model-visible history (undo history kept bounded),
+    with the summary calls entered in the spend guard's ledger."""
+    ledger = state.get(SUMMARY_CALLS_KEY)
+    for tokens in outcome.calls or (0,):
+        ledger = record_call(ledger, now=now, input_tokens=tokens)
     return {
         SUMMARY_EVENT_KEY: outcome.event,
         SESSION_ID_KEY: outcome.session_id,
         SUMMARY_EVENTS_KEY: push_summary_event(state.get(SUMMARY_EVENTS_KEY), previous),  # type: ignore[arg-type]
+        SUMMARY_CALLS_KEY: ledger,
         TOKEN_USAGE_KEY: {
-            SUMMARY_USAGE_KEY: count_call(
-                outcome.usage, (state.get(TOKEN_USAGE_KEY) or {}).get(SUMMARY_USAGE_KEY)
+            SUMMARY_USAGE_KEY: add_usage(
+                (state.get(TOKEN_USAGE_KEY) or {}).get(SUMMARY_USAGE_KEY),
+                {**(outcome.usage or {}), "calls": len(outcome.calls) or 1},
             )
         },
     }
