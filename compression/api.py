@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.http import HttpRequest
 from ninja import Header, Router, Schema
@@ -22,6 +23,9 @@ class CompressOut(Schema):
     compressed_messages: int
     file_path: str | None = None
     reason: str | None = None
+    pinned_messages: int = 0
+    loss_report: dict[str, Any] | None = None
+    spend_guard: dict[str, Any] | None = None
 
 
 class UndoOut(Schema):

@@ -8,7 +8,7 @@ strict summary → history file (required) → ``_summarization_event`` update. 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -17,14 +17,15 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from compression.engine.calibration import NEUTRAL, Calibration
-from compression.engine.compaction import compact_messages
 from compression.engine.config import CompressionConfig
-from compression.engine.cutoff import find_cutoff
+from compression.engine.folding import plan_fold
+from compression.engine.guard import guard_check
 from compression.engine.history import effective_messages
 from compression.engine.state import SUMMARY_EVENT_KEY, SUMMARY_EVENTS_KEY
 from compression.engine.steps import Blocking, Steps
 from compression.engine.store import ResultStore, StagedStore
 from compression.engine.summary import (
+    SUMMARY_CALLS_KEY,
     summarize_span,
     summary_budget,
     summary_update,
@@ -37,6 +38,7 @@ from compression.errors import NothingToUndo
 STATUS_COMPLETED = "completed"
 STATUS_NO_OP = "no_op"
 REASON_INSUFFICIENT_HISTORY = "insufficient_history"
+REASON_SPEND_GUARD = "spend_guard"
 
 
 @dataclass(frozen=True)
@@ -51,10 +53,14 @@ class ManualCompression:
     cutoff_index: int | None = None
     summary_usage: dict[str, Any] | None = None
     saved_files: tuple[str, ...] = ()
+    pinned_messages: int = 0  # pinned messages kept verbatim after the summary
+    loss_report: dict[str, Any] = field(default_factory=dict)
+    spend_guard: dict[str, Any] = field(default_factory=dict)  # the guard's decision when it held back
 
     def body(self) -> dict[str, Any]:
-        """The API response: ``{status, before_tokens, after_tokens, compressed_messages, file_path, reason}``
-        (``file_path`` is null for a ``no_op``, ``reason`` null unless it is one)."""
+        """The API response: ``{status, before_tokens, after_tokens, compressed_messages, file_path, reason,
+        pinned_messages, loss_report, spend_guard}`` (``file_path`` is null for a ``no_op``, ``reason`` null
+        unless it is one; ``loss_report`` and ``spend_guard`` null when they do not apply)."""
         body: dict[str, Any] = {
             "status": self.status,
             "before_tokens": self.before_tokens,
@@ -62,6 +68,9 @@ class ManualCompression:
             "compressed_messages": self.compressed_messages,
             "file_path": self.file_path,
             "reason": self.reason,
+            "pinned_messages": self.pinned_messages,
+            "loss_report": self.loss_report or None,
+            "spend_guard": self.spend_guard or None,
         }
         return body
 
@@ -77,59 +86,82 @@ def force_summarize(
     store: ResultStore,
     profile: TokenProfile,
     now: datetime | None = None,
+    pinned_ids: Collection[str] = (),
     calibration: Calibration = NEUTRAL,
 ) -> Steps[ManualCompression]:
-    """Token figures are corrected by the model's ``calibration``; budgets compared with our own
-    estimates are converted back to their units."""
-    messages: list[BaseMessage] = list(values.get("messages") or [])
-    previous = valid_event(values.get(SUMMARY_EVENT_KEY))
-    effective = effective_messages(messages, previous)
-    before = calibration.corrected(messages_tokens(effective, profile))
-
+    """Fold what ``plan_fold`` says (the preview shows the same plan), unless the spend guard holds the
+    summary back (a ``no_op`` with reason ``spend_guard``). Token figures are corrected by the model's
+    ``calibration``; budgets compared with our own estimates are converted back to their units."""
     now = now or datetime.now(UTC)
     staged = StagedStore(store)
-    compaction = yield Blocking(
-        partial(compact_messages, effective, config=config, store=staged, profile=profile)
+    plan = yield Blocking(
+        partial(
+            plan_fold,
+            values,
+            config=config,
+            store=staged,
+            profile=profile,
+            pinned_ids=pinned_ids,
+            max_tail_tokens=int(tail_cap(config) / calibration.factor),
+        )
     )
-    view = compaction.messages
-    cutoff = find_cutoff(
-        view,
-        keep_messages=config.keep_messages,
-        max_tail_tokens=int(tail_cap(config) / calibration.factor),
-        profile=profile,
-    )
-    if cutoff <= 0:
+    before = calibration.corrected(plan.before_tokens)
+    if not plan.foldable:
         return ManualCompression(
             status=STATUS_NO_OP,
             before_tokens=before,
             after_tokens=before,
             reason=REASON_INSUFFICIENT_HISTORY,
         )
+    split = plan.split
+    budget = int(summary_budget(config) / calibration.factor)
+    decision = guard_check(
+        values.get(SUMMARY_CALLS_KEY),
+        limits=config.spend,
+        now=now,
+        input_tokens=min(messages_tokens(split.folded, profile), budget),
+    )
+    if not decision.allowed:
+        return ManualCompression(
+            status=STATUS_NO_OP,
+            before_tokens=before,
+            after_tokens=before,
+            reason=REASON_SPEND_GUARD,
+            spend_guard=decision.as_dict(),
+        )
 
     # The summarized span's receipts point at these files: they must exist before the history does.
     saved = tuple((yield Blocking(staged.flush)))
+    raw_kept = [m for m in plan.effective[: split.cutoff] if m.id in plan.pinned_ids] + plan.effective[
+        split.cutoff :
+    ]
     outcome = yield from summarize_span(
-        view[:cutoff],
+        split.folded,
         state=values,
-        previous=previous,
-        local_cutoff=cutoff,
+        previous=plan.previous,
+        local_cutoff=split.cutoff,
         config=config,
         store=store,
         profile=profile,
-        budget=int(summary_budget(config) / calibration.factor),
+        budget=budget,
         now=now,
+        kept=raw_kept,
+        pinned=split.kept_pinned,
+        lead=plan.lead,
     )
-    after = calibration.corrected(messages_tokens(effective_messages(messages, outcome.event), profile))
+    after = calibration.corrected(messages_tokens(effective_messages(plan.messages, outcome.event), profile))
     return ManualCompression(
         status=STATUS_COMPLETED,
         before_tokens=before,
         after_tokens=after,
-        compressed_messages=cutoff,
+        compressed_messages=len(split.folded),
         file_path=outcome.file_path,
-        update=summary_update(values, outcome, previous, now=now),
+        update=summary_update(values, outcome, plan.previous, now=now),
         cutoff_index=outcome.event["cutoff_index"],
         summary_usage=outcome.usage,
         saved_files=saved,
+        pinned_messages=len(split.kept_pinned),
+        loss_report=outcome.loss_report(),
     )
 
 

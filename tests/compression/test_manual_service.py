@@ -331,5 +331,8 @@ def test_response_always_carries_file_path_and_reason(client, user, thread, summ
         "compressed_messages": 0,
         "file_path": None,
         "reason": "insufficient_history",
+        "pinned_messages": 0,
+        "loss_report": None,
+        "spend_guard": None,
     }
     assert body["before_tokens"] == body["after_tokens"] > 0
