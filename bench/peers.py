@@ -159,8 +159,17 @@ def _dir_files(root: Path) -> dict[str, str]:
     }
 
 
-def build(name: str, setup: Setup, *, record: bool = True) -> Harness:
-    summarizer = FakeSummarizer(profile=_profile(setup))
+def build(
+    name: str,
+    setup: Setup,
+    *,
+    record: bool = True,
+    summarizer: FakeSummarizer | None = None,
+    **config_overrides: Any,
+) -> Harness:
+    """One middleware on ``setup``; ``summarizer`` replaces the shared fake summarizer, and
+    ``config_overrides`` set other fields of our ``CompressionConfig`` (ours only)."""
+    summarizer = summarizer if summarizer is not None else FakeSummarizer(profile=_profile(setup))
     model = RecordingModel(profile=_profile(setup), record=record)
     if name == "ours":
         from compression.agent_middleware import CompressionMiddleware
@@ -173,6 +182,7 @@ def build(name: str, setup: Setup, *, record: bool = True) -> Harness:
             tool_result_token_limit=setup.tool_result_token_limit,
             context_window=setup.context_window,
             model_name=MODEL_NAME,
+            **config_overrides,
         )
         mw = CompressionMiddleware(config=config, store=store, summary_model=summarizer)
         return Harness(name, mw, summarizer, model, lambda: dict(store.files))

@@ -1,0 +1,275 @@
+"""Issue 14: what summaries lose, and how well a preview predicts a compression.
+
+1. **Identifier survival.** Every trajectory of ``bench.trajectories`` is replayed as in
+   ``bench.effectiveness`` through ours (without and with the repair pass), LangChain's and deepagents'
+   ``SummarizationMiddleware``, with the same budget and the same summarizer. At each summary, the
+   identifiers (``compression.engine.identifiers``: URLs, paths, ids, hashes, e-mails, quantities) of the
+   ORIGINAL messages that left the model's view are looked up in the next request the model receives
+   (summary + whatever stayed verbatim). The summarizer is ``bench.peers.FakeSummarizer`` (the first
+   400 characters of what it is given) that also follows a must-keep list when its prompt carries one,
+   as an instruction-following model does; only our repair pass ever sends such a list.
+2. **Preview accuracy.** On each trajectory's full history, the preview's estimated size after a manual
+   compression against the size the compression then reports (same plan, same summarizer), for a first
+   summary and for a second one on top of it.
+
+    python -m bench.loss_report
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+
+from bench import peers, trajectories
+from bench.common import markdown_table
+from compression.engine.folding import message_text
+from compression.engine.formats import REPAIR_IDENTIFIER_LINE
+from compression.engine.identifiers import identifiers_of
+
+SETUP = peers.Setup(trigger_tokens=8192, keep_messages=10, context_window=32768)
+VARIANTS = ("ours", "ours+repair", "langchain", "deepagents")
+REPAIR_MARKER = "An earlier summary of these messages left out the identifiers below."
+PREVIEW_TARGET = 0.05
+
+
+class FollowingSummarizer(peers.FakeSummarizer):
+    """``FakeSummarizer``, plus: when the prompt lists must-keep identifiers, they are added verbatim."""
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs) -> ChatResult:
+        result = super()._generate(messages, stop, run_manager, **kwargs)
+        text = messages[-1].text if messages else ""
+        if REPAIR_MARKER not in text:
+            return result
+        prefix = REPAIR_IDENTIFIER_LINE.split("{", 1)[0]
+        listed = [
+            line[len(prefix) :]
+            for line in text.split(REPAIR_MARKER, 1)[1].splitlines()
+            if line.startswith(prefix)
+        ]
+        summary = (
+            result.generations[0].message.content + "\n\n## ARTIFACTS AND REFERENCES\n" + "\n".join(listed)
+        )
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(content=summary))])
+
+
+@dataclass
+class Survival:
+    trajectory: str
+    variant: str
+    summaries: int = 0
+    summary_calls: int = 0
+    folded_ids: int = 0
+    visible_ids: int = 0
+    errors: int = 0
+    by_kind: dict[str, list[int]] = field(default_factory=dict)  # kind -> [folded, visible]
+
+
+def _visible_ids(request: list[BaseMessage]) -> set[str]:
+    return {m.id for m in request if m.id}
+
+
+def survive(traj: trajectories.Trajectory, variant: str, setup: peers.Setup = SETUP) -> Survival:
+    name = "ours" if variant.startswith("ours") else variant
+    overrides = {"repair_pass": True} if variant == "ours+repair" else {}
+    h = peers.build(
+        name,
+        setup,
+        summarizer=FollowingSummarizer(profile={"max_input_tokens": setup.context_window}),
+        **overrides,
+    )
+    out = Survival(traj.name, variant)
+    originals = {m.id: message_text(m) for m in traj.messages}
+    messages = traj.messages
+    pointer = 0
+    seen: set[str] = set()  # ids the model has been shown so far (still or once)
+    try:
+        for i, message in enumerate(messages):
+            if i == 0 or not isinstance(message, AIMessage):
+                continue
+            h.state["messages"] = [*h.state["messages"], *messages[pointer:i]]
+            new_ids = {m.id for m in messages[pointer:i]}
+            pointer = i
+            previous = _visible_ids(h.model.requests[-1]) if h.model.requests else set()
+            calls, before = h.summarizer.calls, len(h.model.requests)
+            peers.model_call(h)
+            if h.summarizer.calls == calls or len(h.model.requests) == before:
+                seen |= new_ids
+                continue
+            out.summaries += 1
+            request = h.model.requests[-1]
+            folded = (previous | new_ids) - _visible_ids(request)
+            seen |= new_ids
+            ids = identifiers_of(originals[i] for i in sorted(folded) if i in originals)
+            after = "\n".join(message_text(m) for m in request)
+            for value, kind in ids.items():
+                hit = value in after
+                counts = out.by_kind.setdefault(kind, [0, 0])
+                counts[0] += 1
+                counts[1] += hit
+                out.folded_ids += 1
+                out.visible_ids += hit
+        out.summary_calls = h.summarizer.calls
+        out.errors = len(h.errors)
+    finally:
+        h.cleanup()
+    return out
+
+
+def run_survival(trajs: tuple[trajectories.Trajectory, ...] | None = None) -> list[Survival]:
+    trajs = trajs or trajectories.trajectories()
+    return [survive(t, v) for t in trajs for v in VARIANTS]
+
+
+def survival_rows(results: list[Survival]) -> list[dict]:
+    rows = []
+    for variant in VARIANTS:
+        rs = [r for r in results if r.variant == variant]
+        folded = sum(r.folded_ids for r in rs)
+        kinds: dict[str, list[int]] = {}
+        for r in rs:
+            for kind, (f, v) in r.by_kind.items():
+                kinds.setdefault(kind, [0, 0])
+                kinds[kind][0] += f
+                kinds[kind][1] += v
+        row = {
+            "middleware": variant,
+            "summaries": sum(r.summaries for r in rs),
+            "summary_calls": sum(r.summary_calls for r in rs),
+            "folded_ids": folded,
+            "survived": sum(r.visible_ids for r in rs) / folded if folded else None,
+            "errors": sum(r.errors for r in rs),
+        }
+        for kind in ("url", "path", "record_id", "hash", "quantity"):
+            f, v = kinds.get(kind, [0, 0])
+            row[kind] = v / f if f else None
+        rows.append(row)
+    return rows
+
+
+SURVIVAL_COLUMNS = [
+    "middleware",
+    "summaries",
+    "summary_calls",
+    "folded_ids",
+    "survived",
+    "url",
+    "path",
+    "record_id",
+    "hash",
+    "quantity",
+    "errors",
+]
+
+
+def _pct(v) -> str:
+    return "" if v is None else f"{v:.0%}"
+
+
+def render_survival(results: list[Survival]) -> str:
+    rows = survival_rows(results)
+    fmt = {c: _pct for c in ("survived", "url", "path", "record_id", "hash", "quantity")}
+    return (
+        f"Budget for all: trigger {SETUP.trigger_tokens:,} tokens, keep {SETUP.keep_messages} messages, window "
+        f"{SETUP.context_window:,}; {len({r.trajectory for r in results})} trajectories. `survived` = share of the "
+        "identifiers of the messages each summary folded that the model still sees in its next request "
+        "(in the summary or kept verbatim); per kind on the right. `summary_calls` counts repair calls too.\n\n"
+        + markdown_table(rows, SURVIVAL_COLUMNS, fmt)
+    )
+
+
+# --- preview accuracy -----------------------------------------------------------------------------
+
+
+def preview_accuracy(trajs: tuple[trajectories.Trajectory, ...] | None = None) -> list[dict]:
+    from compression.engine.forced import force_summarize
+    from compression.engine.steps import run_sync
+    from compression.engine.summary import tail_cap
+
+    from compression.engine.config import CompressionConfig
+    from compression.engine.folding import plan_fold
+    from compression.engine.preview import fold_preview
+    from compression.engine.store import MemoryStore, StagedStore
+    from compression.engine.tokens import profile_for_model
+
+    trajs = trajs or trajectories.trajectories()
+    config = CompressionConfig(
+        trigger_tokens=SETUP.trigger_tokens,
+        keep_messages=SETUP.keep_messages,
+        context_window=SETUP.context_window,
+        model_name=peers.MODEL_NAME,
+    )
+    profile = profile_for_model(peers.MODEL_NAME)
+    rows = []
+    for traj in trajs:
+        store = MemoryStore()
+        values: dict = {"messages": list(traj.messages)}
+        for round_ in (1, 2):
+            plan = plan_fold(
+                values,
+                config=config,
+                store=StagedStore(store),
+                profile=profile,
+                max_tail_tokens=tail_cap(config),
+            )
+            preview = fold_preview(plan, preview_id="bench")
+            if not preview.foldable:
+                break
+            summarizer = peers.FakeSummarizer(profile={"max_input_tokens": SETUP.context_window})
+            applied = run_sync(
+                force_summarize(values, config=config, store=store, profile=profile, now=datetime.now(UTC)),
+                handler=lambda request: None,
+                summary_model=summarizer,
+            )
+            error = (preview.estimated_after_tokens - applied.after_tokens) / applied.after_tokens
+            rows.append(
+                {
+                    "trajectory": traj.name,
+                    "round": round_,
+                    "estimated": preview.estimated_after_tokens,
+                    "applied": applied.after_tokens,
+                    "error": error,
+                }
+            )
+            values = {**values, **applied.update}
+            # The next round folds what a later conversation adds on top of the summary.
+            values["messages"] = [*values["messages"]]
+    return rows
+
+
+def render_preview(rows: list[dict]) -> str:
+    out = []
+    for round_ in (1, 2):
+        errors = [abs(r["error"]) for r in rows if r["round"] == round_]
+        if not errors:
+            continue
+        within = sum(1 for e in errors if e <= PREVIEW_TARGET)
+        out.append(
+            {
+                "summary": "first" if round_ == 1 else "second (on top of the first)",
+                "previews": len(errors),
+                "median_abs_error": statistics.median(errors),
+                "p90_abs_error": statistics.quantiles(errors, n=10)[-1] if len(errors) > 1 else errors[0],
+                "max_abs_error": max(errors),
+                "within_5pct": within / len(errors),
+            }
+        )
+    fmt = {
+        c: (lambda v: f"{v:.1%}")
+        for c in ("median_abs_error", "p90_abs_error", "max_abs_error", "within_5pct")
+    }
+    return (
+        "Preview (`POST .../compress/preview`: no model call, nothing written) against the compression applied "
+        "right after it on the same state: estimated size after (summary + pinned + kept tail) vs the size the "
+        f"compression reports. Target: within {PREVIEW_TARGET:.0%}.\n\n"
+        + markdown_table(out, list(out[0]) if out else [], fmt)
+    )
+
+
+if __name__ == "__main__":
+    results = run_survival()
+    print(render_survival(results))
+    print(render_preview(preview_accuracy()))
