@@ -26,9 +26,16 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from bench import peers, trajectories
 from bench.common import markdown_table
-from compression.engine.folding import message_text
+from compression.engine.config import CompressionConfig
+from compression.engine.folding import message_text, plan_fold
+from compression.engine.forced import force_summarize
 from compression.engine.formats import REPAIR_IDENTIFIER_LINE
 from compression.engine.identifiers import identifiers_of
+from compression.engine.preview import fold_preview
+from compression.engine.steps import run_sync
+from compression.engine.store import MemoryStore, StagedStore
+from compression.engine.summary import tail_cap
+from compression.engine.tokens import profile_for_model
 
 SETUP = peers.Setup(trigger_tokens=8192, keep_messages=10, context_window=32768)
 VARIANTS = ("ours", "ours+repair", "langchain", "deepagents")
@@ -185,16 +192,6 @@ def render_survival(results: list[Survival]) -> str:
 
 
 def preview_accuracy(trajs: tuple[trajectories.Trajectory, ...] | None = None) -> list[dict]:
-    from compression.engine.forced import force_summarize
-    from compression.engine.steps import run_sync
-    from compression.engine.summary import tail_cap
-
-    from compression.engine.config import CompressionConfig
-    from compression.engine.folding import plan_fold
-    from compression.engine.preview import fold_preview
-    from compression.engine.store import MemoryStore, StagedStore
-    from compression.engine.tokens import profile_for_model
-
     trajs = trajs or trajectories.trajectories()
     config = CompressionConfig(
         trigger_tokens=SETUP.trigger_tokens,

@@ -130,12 +130,7 @@ def thread_token_usage(*, conversation: Conversation) -> dict | None:
 
 def thread_state_messages(*, conversation: Conversation) -> list:
     """The checkpoint's ``messages`` (what the agent has seen, compression never removes any)."""
-    from compression.state_repository import AgentStateRepository
-
-    from agent_platform.runtime.graph import state_graph_for
-
-    values = AgentStateRepository(state_graph_for(conversation), conversation.thread_id).get_values()
-    return list(values.get("messages") or [])
+    return list(state_repository_for(conversation).get_values().get("messages") or [])
 
 
 def pinned_message_ids(*, conversation: Conversation) -> list[str]:

@@ -27,11 +27,11 @@ from compression.engine.clipping import clip_overflow_tail
 from compression.engine.config import CompressionConfig
 from compression.engine.cutoff import find_cutoff
 from compression.engine.events import LEVEL_COMPACTION, LEVEL_SUMMARY
-from compression.engine.history import SUMMARY_EVENT_KEY, effective_messages
+from compression.engine.history import SUMMARY_EVENT_KEY, effective_messages, valid_event
 from compression.engine.overflow import is_context_overflow
 from compression.engine.steps import Blocking, CallModel, Steps, run_async, run_sync
 from compression.engine.store import ResultStore
-from compression.engine.summary import summarize_span, summary_budget, summary_update, tail_cap, valid_event
+from compression.engine.summary import summarize_span, summary_budget, summary_update, tail_cap
 from compression.engine.tokens import TokenProfile, estimate_message, profile_for_model
 
 

@@ -25,7 +25,7 @@ from compression.engine.formats import (
     RECEIPT_TOOL_PREFIX,
     RECEIPT_TRUNCATED_TEMPLATE,
 )
-from compression.engine.history import SUMMARY_EVENT_KEY, effective_messages
+from compression.engine.history import SUMMARY_EVENT_KEY, effective_messages, valid_event
 from compression.engine.identifiers import identifiers_of
 from compression.engine.pins import pinned_closure, pinned_tokens, restore_pinned
 from compression.engine.store import ResultStore
@@ -124,7 +124,7 @@ def plan_fold(
 ) -> FoldPlan:
     """Effective messages → compaction (into ``store``) with pinned messages left whole → the split."""
     messages: list[BaseMessage] = list(values.get("messages") or [])
-    previous = _valid_event(values.get(SUMMARY_EVENT_KEY))
+    previous = valid_event(values.get(SUMMARY_EVENT_KEY))
     effective = effective_messages(messages, previous)
     pinned = pinned_closure(effective, pinned_ids)
     compaction = compact_messages(effective, config=config, store=store, profile=profile)
@@ -139,15 +139,6 @@ def plan_fold(
         profile=profile,
     )
     return FoldPlan(messages, previous, effective, compaction, view, pinned, lead, split, profile, store)
-
-
-def _valid_event(event: Any) -> Mapping[str, Any] | None:
-    if not isinstance(event, Mapping):
-        return None
-    cutoff, summary = event.get("cutoff_index"), event.get("summary_message")
-    if isinstance(cutoff, int) and cutoff >= 0 and isinstance(summary, BaseMessage):
-        return event
-    return None
 
 
 # --- loss-report inputs ---------------------------------------------------------------------------

@@ -20,17 +20,15 @@ from compression.engine.calibration import NEUTRAL, Calibration
 from compression.engine.config import CompressionConfig
 from compression.engine.folding import plan_fold
 from compression.engine.guard import guard_check
-from compression.engine.history import effective_messages
-from compression.engine.state import SUMMARY_EVENT_KEY, SUMMARY_EVENTS_KEY
+from compression.engine.history import effective_messages, valid_event
+from compression.engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, SUMMARY_EVENTS_KEY
 from compression.engine.steps import Blocking, Steps
 from compression.engine.store import ResultStore, StagedStore
 from compression.engine.summary import (
-    SUMMARY_CALLS_KEY,
     summarize_span,
     summary_budget,
     summary_update,
     tail_cap,
-    valid_event,
 )
 from compression.engine.tokens import TokenProfile, estimate_message
 from compression.errors import NothingToUndo

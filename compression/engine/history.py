@@ -52,6 +52,7 @@ __all__ = [
     "new_session_id",
     "render_history_section",
     "summary_text",
+    "valid_event",
     "validate_summary_prompt",
 ]
 
@@ -135,6 +136,16 @@ def build_summarization_event(
     if pinned_ids:
         event[PINNED_IDS_KEY] = list(pinned_ids)
     return event
+
+
+def valid_event(event: Any) -> Mapping[str, Any] | None:
+    """A well-formed ``_summarization_event`` from state, else None (a malformed one hides nothing)."""
+    if not isinstance(event, Mapping):
+        return None
+    cutoff, summary = event.get("cutoff_index"), event.get("summary_message")
+    if isinstance(cutoff, int) and cutoff >= 0 and isinstance(summary, BaseMessage):
+        return event
+    return None
 
 
 def effective_messages(messages: Sequence[BaseMessage], event: Mapping[str, Any] | None) -> list[BaseMessage]:

@@ -15,9 +15,8 @@ from langchain_core.messages import BaseMessage
 from compression.engine.calibration import NEUTRAL, Calibration
 from compression.engine.cutoff import is_summary_message
 from compression.engine.forced import messages_tokens
-from compression.engine.history import SUMMARY_EVENT_KEY, effective_messages
+from compression.engine.history import SUMMARY_EVENT_KEY, effective_messages, valid_event
 from compression.engine.state import TOKEN_USAGE_KEY
-from compression.engine.summary import valid_event
 from compression.engine.tokens import TokenProfile, estimate_message
 
 # token_usage fields that describe the last model call; after a compression they no longer hold.

@@ -11,10 +11,12 @@ SUMMARY_EVENTS_KEY = "_summary_events"
 TOKEN_USAGE_KEY = "token_usage"
 SUMMARY_USAGE_KEY = "summary_model_usage"
 MAX_SUMMARY_EVENTS = 10
+SUMMARY_CALLS_KEY = "_summary_calls"  # the spend guard's ledger: [{at, input_tokens}] of the last hour
 
 __all__ = [
     "MAX_SUMMARY_EVENTS",
     "SESSION_ID_KEY",
+    "SUMMARY_CALLS_KEY",
     "SUMMARY_EVENTS_KEY",
     "SUMMARY_EVENT_KEY",
     "SUMMARY_USAGE_KEY",

@@ -30,6 +30,7 @@ from compression.engine.loss import fold_loss_report, read_saved_texts, repair_p
 from compression.engine.media import offload_media
 from compression.engine.state import (
     SESSION_ID_KEY,
+    SUMMARY_CALLS_KEY,
     SUMMARY_EVENT_KEY,
     SUMMARY_EVENTS_KEY,
     SUMMARY_USAGE_KEY,
@@ -42,7 +43,6 @@ from compression.engine.tokens import TokenProfile, estimate_text, with_estimate
 from compression.engine.usage import add_usage
 
 SUMMARY_INPUT_SHARE = 0.75  # of the context window, for the summary call's input
-SUMMARY_CALLS_KEY = "_summary_calls"  # the spend guard's ledger: [{at, input_tokens}] of the last hour
 
 
 @dataclass(frozen=True)
@@ -58,16 +58,6 @@ class SummaryOutcome:
     def loss_report(self) -> dict[str, Any]:
         """The loss report as the event and the audit record carry it."""
         return {**self.loss.as_dict(), "repair_calls": len(self.calls) - 1, "repaired": self.repaired}
-
-
-def valid_event(event: Any) -> Mapping[str, Any] | None:
-    """A well-formed ``_summarization_event`` from state, else None (a malformed one hides nothing)."""
-    if not isinstance(event, Mapping):
-        return None
-    cutoff, summary = event.get("cutoff_index"), event.get("summary_message")
-    if isinstance(cutoff, int) and cutoff >= 0 and isinstance(summary, BaseMessage):
-        return event
-    return None
 
 
 def session_id_from(value: Any) -> str:
