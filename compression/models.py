@@ -7,6 +7,11 @@ from django.db import models
 from django.utils.translation import gettext_lazy as _
 
 from compression.engine.events import LEVEL_UNDO
+from compression.engine.identifiers import NO_LOSS
+
+
+def no_loss_report() -> dict:
+    return dict(NO_LOSS)
 
 
 class CompressionRecord(models.Model):
@@ -48,7 +53,8 @@ class CompressionRecord(models.Model):
     summary_usage = models.JSONField(default=dict, blank=True)
     error = models.TextField(blank=True)
     # Where the identifiers of the folded messages went (compression.engine.identifiers.LossReport).
-    loss_report = models.JSONField(default=dict, blank=True)
+    # Records that folded nothing carry the empty report (nothing lost).
+    loss_report = models.JSONField(default=no_loss_report, blank=True)
     # The spend guard's decision when it held a summary back (compression.engine.guard.GuardDecision).
     spend_guard = models.JSONField(default=dict, blank=True)
     # NULL (not "") so uniqueness binds only requests that carried an Idempotency-Key.

@@ -152,6 +152,16 @@ class Attachment(models.Model):
         return self.name
 
 
+class MessagePinQuerySet(models.QuerySet):
+    def checkpoint_ids(self, *, conversation_id: int) -> list[str]:
+        """The checkpoint ids of a thread's pinned messages, in transcript order."""
+        return list(
+            self.filter(conversation_id=conversation_id)
+            .order_by("message__seq")
+            .values_list("message__lc_message_id", flat=True)
+        )
+
+
 class MessagePin(models.Model):
     """A user's pin on a transcript message: compression keeps it (and its tool-call partners)
     verbatim in the model's view, never folded into a summary nor compacted."""
@@ -163,6 +173,8 @@ class MessagePin(models.Model):
     )
     tokens = models.PositiveIntegerField(default=0)  # estimate of the pinned group when pinned
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = MessagePinQuerySet.as_manager()
 
     class Meta:
         ordering = ["conversation", "message__seq"]

@@ -135,11 +135,7 @@ def thread_state_messages(*, conversation: Conversation) -> list:
 
 def pinned_message_ids(*, conversation: Conversation) -> list[str]:
     """The checkpoint ids of the thread's pinned messages, in transcript order."""
-    return list(
-        MessagePin.objects.filter(conversation=conversation)
-        .order_by("message__seq")
-        .values_list("message__lc_message_id", flat=True)
-    )
+    return MessagePin.objects.checkpoint_ids(conversation_id=conversation.pk)
 
 
 def thread_state(*, conversation: Conversation) -> dict[str, object]:

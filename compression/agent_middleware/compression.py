@@ -2,12 +2,15 @@
 
 Below ``T`` the request passes through untouched. At or above it: deterministic compaction of a copy,
 then, if still too large (or the provider reported an overflow), a strict summary whose result lives
-in ``_summarization_event``; the raw ``messages`` are never deleted.
+in ``_summarization_event``; the raw ``messages`` are never deleted. Pinned messages are neither
+compacted nor folded; every summary carries a loss report; the spend guard may hold a summary back,
+and then the request goes out compacted (with the oldest unpinned messages dropped from view only if
+it would not fit the model's window).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
@@ -16,6 +19,7 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage
+from langgraph.config import get_config
 from langgraph.types import Command
 
 from compression.agent_middleware.events import Emitter, stream_writer
@@ -25,13 +29,34 @@ from compression.agent_middleware.state import CompressionState
 from compression.engine.calibration import Calibration, CalibrationMemory, CalibrationSource
 from compression.engine.clipping import clip_overflow_tail
 from compression.engine.config import CompressionConfig
-from compression.engine.cutoff import find_cutoff
+from compression.engine.cutoff import is_summary_message
+from compression.engine.dropping import build_drop_message, drop_cutoff
 from compression.engine.events import LEVEL_COMPACTION, LEVEL_SUMMARY
-from compression.engine.history import SUMMARY_EVENT_KEY, effective_messages, valid_event
+from compression.engine.folding import fold_split, messages_tokens, receipt_paths, view_lead
+from compression.engine.guard import GuardDecision, guard_check
+from compression.engine.history import (
+    SUMMARY_EVENT_KEY,
+    build_summarization_event,
+    effective_messages,
+    history_path,
+    render_history_section,
+    valid_event,
+)
+from compression.engine.identifiers import LossReport
+from compression.engine.loss import fold_loss_report, read_saved_texts
 from compression.engine.overflow import is_context_overflow
+from compression.engine.pins import pinned_closure, restore_pinned
+from compression.engine.state import PINNED_IDS_CONFIG_KEY, SESSION_ID_KEY, SUMMARY_CALLS_KEY
 from compression.engine.steps import Blocking, CallModel, Steps, run_async, run_sync
 from compression.engine.store import ResultStore
-from compression.engine.summary import summarize_span, summary_budget, summary_update, tail_cap
+from compression.engine.summary import (
+    drop_update,
+    session_id_from,
+    summarize_span,
+    summary_budget,
+    summary_update,
+    tail_cap,
+)
 from compression.engine.tokens import TokenProfile, estimate_message, profile_for_model
 
 
@@ -47,6 +72,12 @@ class _Compacted:
     view: list[BaseMessage]
     overflowed_at: int | None
     response: ModelResponse | None  # set when the compacted view was sent and answered
+    pinned: frozenset[str] = frozenset()  # pin closure over the view
+
+
+# How much of the model's window a request held back by the spend guard may fill before the oldest
+# messages are dropped from view (room for the reply and for estimate error).
+HELD_BACK_WINDOW_SHARE = 0.9
 
 
 def _utcnow() -> datetime:
@@ -65,8 +96,12 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         profile: TokenProfile | None = None,
         calibration: CalibrationSource | None = None,
         now: Callable[[], datetime] = _utcnow,
+        pins: Callable[[], Collection[str]] | None = None,
     ) -> None:
+        """``pins`` returns the ids of the thread's pinned messages, once per compression (only at or
+        above ``T``); without it they are read from the run config (``PINNED_IDS_CONFIG_KEY``)."""
         super().__init__()
+        self.pins = pins
         self.config = config
         self.store = store
         self.summary_model = summary_model
@@ -125,14 +160,11 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         emitter: Emitter,
     ) -> Steps[ModelResponse | ExtendedModelResponse]:
         """Step 1, compaction; step 2, a summary when the compacted view still does not fit."""
-        compacted = yield from self._compact(request, effective, overhead, overflowed_at, emitter)
+        pinned = pinned_closure(effective, self._pinned_ids())
+        compacted = yield from self._compact(request, effective, overhead, overflowed_at, emitter, pinned)
         if compacted.response is not None:
             return compacted.response
-        return (
-            yield from self._summarize(
-                request, compacted.view, previous, overhead, compacted.overflowed_at, emitter
-            )
-        )
+        return (yield from self._summarize(request, compacted, previous, overhead, emitter))
 
     def _compact(
         self,
@@ -141,11 +173,13 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         overhead: int,
         overflowed_at: int | None,
         emitter: Emitter,
+        pinned: frozenset[str],
     ) -> Steps[_Compacted]:
-        """Compact a copy and send it when it fits below ``T`` (and nothing overflowed yet)."""
+        """Compact a copy (pinned messages stay whole) and send it when it fits below ``T`` (and
+        nothing overflowed yet)."""
         compacted = yield Blocking(partial(self._compactor.compact, effective))
-        emitter.record_files(compacted.saved, compacted.failed)
-        view = compacted.messages
+        emitter.record_files([r for r in compacted.saved if r.message_id not in pinned], compacted.failed)
+        view = restore_pinned(effective, compacted.messages, pinned) if pinned else compacted.messages
         emitter.after_tokens = after = self._calibration().corrected(overhead + self._view_totals.total(view))
         if overflowed_at is None and after < self.config.trigger_tokens:
             try:
@@ -156,26 +190,32 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                 overflowed_at = after
             else:
                 emitter.complete(level=LEVEL_COMPACTION, after_tokens=after)
-                return _Compacted(view, overflowed_at, response)
-        return _Compacted(view, overflowed_at, None)
+                return _Compacted(view, overflowed_at, response, pinned)
+        return _Compacted(view, overflowed_at, None, pinned)
 
     def _summarize(
         self,
         request: ModelRequest,
-        view: list[BaseMessage],
+        compacted: _Compacted,
         previous: Mapping[str, Any] | None,
         overhead: int,
-        overflowed_at: int | None,
         emitter: Emitter,
     ) -> Steps[ModelResponse | ExtendedModelResponse]:
-        """Summarize the head of the compacted view, keep a bounded tail verbatim, then send."""
-        config = self.config
+        """Summarize the head of the compacted view (pinned messages taken out), keep a bounded tail
+        verbatim, then send; or, when the spend guard holds the summary back, send without one."""
+        config, view, overflowed_at = self.config, compacted.view, compacted.overflowed_at
         # The kept tail stays within half the budget: half of T, or of what the provider just rejected.
         kept_cap = self._raw(tail_cap(config, overflowed_at=overflowed_at))  # in our estimate's units
-        cutoff = find_cutoff(
-            view, keep_messages=config.keep_messages, max_tail_tokens=kept_cap, profile=self.profile
+        lead = view_lead(request.messages, view, previous["cutoff_index"] if previous else None)
+        split = fold_split(
+            view,
+            pinned_ids=compacted.pinned,
+            keep_messages=config.keep_messages,
+            max_tail_tokens=kept_cap,
+            lead=lead,
+            profile=self.profile,
         )
-        to_summarize, preserved = view[:cutoff], view[cutoff:]
+        cutoff, preserved = split.cutoff, split.tail
         replacements: Sequence[BaseMessage] = ()
         if overflowed_at is not None:
             clip = yield Blocking(
@@ -199,50 +239,153 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                 tried=f"{TRIED_COMPACTION}; there was no older history to summarize",
             )
             emitter.complete(level=LEVEL_COMPACTION, after_tokens=self._estimate(overhead, preserved))
-            if persisted := _persisted(replacements):
-                return ExtendedModelResponse(
-                    model_response=response, command=Command(update={"messages": persisted})
+            return _with_update(response, {}, replacements)
+
+        state = request.state or {}
+        now = self.now()
+        budget = self._raw(summary_budget(config, overflowed_at=overflowed_at))
+        decision = guard_check(
+            state.get(SUMMARY_CALLS_KEY),
+            limits=config.spend,
+            now=now,
+            input_tokens=min(messages_tokens(split.folded, self.profile), budget),
+        )
+        if not decision.allowed:
+            held = [*view[:cutoff], *preserved]
+            return (
+                yield from self._held_back(
+                    request, held, compacted, previous, overhead, emitter, decision, replacements
                 )
-            return response
+            )
 
         emitter.level = LEVEL_SUMMARY
-        state = request.state or {}
         try:
             outcome = yield from summarize_span(
-                to_summarize,
+                split.folded,
                 state=state,
                 previous=previous,
                 local_cutoff=cutoff,
                 config=config,
                 store=self.store,
                 profile=self.profile,
-                budget=self._raw(summary_budget(config, overflowed_at=overflowed_at)),
-                now=self.now(),
+                budget=budget,
+                now=now,
+                kept=[*split.kept_pinned, *preserved],
+                pinned=split.kept_pinned,
+                lead=lead,
             )
         except Exception as exc:
             # Fail closed: no state change, no error text in any message.
             emitter.fail(exc)
-            fallback = [*to_summarize, *preserved]
+            fallback = [*view[:cutoff], *preserved]
             return (yield from self._fallback(request, fallback, overhead, overflowed_at, exc))
 
         event = outcome.event
-        final = [event["summary_message"], *preserved]
+        final = [event["summary_message"], *split.kept_pinned, *preserved]
         tried = (
-            f"{TRIED_COMPACTION}, then a summary of the {cutoff} oldest messages, keeping {len(preserved)}"
+            f"{TRIED_COMPACTION}, then a summary of the {len(split.folded)} oldest messages, keeping "
+            f"{len(split.kept_pinned) + len(preserved)}"
         )
         response = yield from self._send_compressed(request, final, overhead, tried=tried)
         emitter.complete(
             level=LEVEL_SUMMARY,
             after_tokens=self._estimate(overhead, final),
             cutoff_index=event["cutoff_index"],
-            compressed_messages=cutoff,
+            compressed_messages=len(split.folded),
+            pinned_messages=len(split.kept_pinned),
             file_path=outcome.file_path,
             summary_usage=outcome.usage,
+            loss_report=outcome.loss_report(),
         )
-        update = summary_update(state, outcome, previous, now=self.now())
-        if persisted := _persisted(replacements):
-            update["messages"] = persisted
-        return ExtendedModelResponse(model_response=response, command=Command(update=update))
+        return _with_update(response, summary_update(state, outcome, previous, now=now), replacements)
+
+    def _held_back(
+        self,
+        request: ModelRequest,
+        view: list[BaseMessage],
+        compacted: _Compacted,
+        previous: Mapping[str, Any] | None,
+        overhead: int,
+        emitter: Emitter,
+        decision: GuardDecision,
+        replacements: Sequence[BaseMessage],
+    ) -> Steps[ModelResponse | ExtendedModelResponse]:
+        """The spend guard held the summary back: send the compacted view; only if it would overflow
+        the window, first drop the oldest unpinned messages from view (saved to the history file
+        first, a fixed note in their place: no model call)."""
+        tokens = self._estimate(overhead, view)
+        limit = self._window_limit(compacted.overflowed_at)
+        guard = decision.as_dict()
+        if limit is None or tokens < limit:
+            response = yield CallModel(request.override(messages=view))
+            emitter.complete(level=LEVEL_COMPACTION, after_tokens=tokens, spend_guard=guard)
+            return _with_update(response, {}, replacements)
+
+        pinned = compacted.pinned
+        cutoff = drop_cutoff(view, pinned_ids=pinned, max_tokens=limit - overhead, profile=self.profile)
+        if cutoff <= 0:
+            raise CompressionError(
+                f"The spend guard held a summary back ({decision.reason}) and the conversation "
+                f"(about {tokens} tokens) does not fit the model's context window."
+            )
+        head = view[:cutoff]
+        dropped = [m for m in head if m.id not in pinned or is_summary_message(m)]
+        kept_pinned = [m for m in head if m.id in pinned and not is_summary_message(m)]
+        state = request.state or {}
+        session_id = session_id_from(state.get(SESSION_ID_KEY))
+        file_path = history_path(session_id)
+        section = render_history_section(dropped, now=self.now())
+        yield Blocking(partial(self.store.append_text, file_path, section))
+        lead_summary = view[0] if is_summary_message(view[0]) else None
+        note = build_drop_message(
+            dropped=sum(1 for m in dropped if not is_summary_message(m)),
+            file_path=file_path,
+            previous_summary=lead_summary,
+        )
+        event = build_summarization_event(
+            previous=previous,
+            local_cutoff=cutoff,
+            summary_message=note,
+            file_path=file_path,
+            lead=view_lead(request.messages, view, previous["cutoff_index"] if previous else None),
+            pinned_ids=[m.id for m in kept_pinned if m.id],
+        )
+        final = [note, *kept_pinned, *view[cutoff:]]
+        saved = yield Blocking(partial(read_saved_texts, self.store, receipt_paths(dropped)))
+        loss: LossReport = fold_loss_report(
+            dropped, summary=str(note.content), kept=final[1:], saved_texts=saved
+        )
+        response = yield CallModel(request.override(messages=final))
+        emitter.complete(
+            level=LEVEL_COMPACTION,
+            after_tokens=self._estimate(overhead, final),
+            cutoff_index=event["cutoff_index"],
+            dropped_messages=len(dropped),
+            file_path=file_path,
+            spend_guard=guard,
+            loss_report={**loss.as_dict(), "repair_calls": 0, "repaired": False},
+        )
+        return _with_update(
+            response, drop_update(state, event=event, session_id=session_id, previous=previous), replacements
+        )
+
+    def _pinned_ids(self) -> Collection[str]:
+        if self.pins is not None:
+            return self.pins()
+        try:
+            configurable = get_config().get("configurable") or {}
+        except RuntimeError:  # outside a graph run
+            return ()
+        pinned = configurable.get(PINNED_IDS_CONFIG_KEY)
+        return pinned if isinstance(pinned, list | tuple | set | frozenset) else ()
+
+    def _window_limit(self, overflowed_at: int | None) -> int | None:
+        """Tokens a request may take before the provider would reject it (with room for the reply)."""
+        window = self.config.context_window
+        limits = [int(window * HELD_BACK_WINDOW_SHARE)] if window else []
+        if overflowed_at is not None:
+            limits.append(int(overflowed_at * HELD_BACK_WINDOW_SHARE))
+        return min(limits) if limits else None
 
     def _send_compressed(
         self, request: ModelRequest, messages: list[BaseMessage], overhead: int, *, tried: str
@@ -293,6 +436,17 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
 def _persisted(replacements: Sequence[BaseMessage]) -> list[BaseMessage]:
     """Overflow-clip replacements that can replace their originals in state (they need an id)."""
     return [m for m in replacements if m.id]
+
+
+def _with_update(
+    response: ModelResponse, update: dict[str, Any], replacements: Sequence[BaseMessage]
+) -> ModelResponse | ExtendedModelResponse:
+    """``response``, with ``update`` (and the overflow-clip replacements) written to state if any."""
+    if persisted := _persisted(replacements):
+        update = {**update, "messages": persisted}
+    if not update:
+        return response
+    return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
 
 def _too_large(cause: Exception, tokens: int, window: int | None) -> str:

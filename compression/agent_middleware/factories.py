@@ -26,7 +26,8 @@ def compression_middleware_for(
 ) -> CompressionMiddleware:
     """Compression for ``agent``: its config, the profile and the calibration of its model;
     summaries by ``model`` (the agent's own chat model); files in the thread's ``workdir`` (shared
-    with sub-agents)."""
+    with sub-agents). The thread's pinned messages come with each run's config
+    (``PINNED_IDS_CONFIG_KEY``)."""
     return CompressionMiddleware(
         config=agent.compression_config(),
         store=workdir,

@@ -172,6 +172,10 @@ class LossReport:
         }
 
 
+# The loss report of a compression that folded nothing (compaction, no-op, undo): nothing was lost.
+NO_LOSS: dict[str, Any] = {**LossReport().as_dict(), "repair_calls": 0, "repaired": False}
+
+
 def identifiers_of(texts: Iterable[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     for text in texts:

@@ -11,10 +11,13 @@ SUMMARY_EVENTS_KEY = "_summary_events"
 TOKEN_USAGE_KEY = "token_usage"
 SUMMARY_USAGE_KEY = "summary_model_usage"
 MAX_SUMMARY_EVENTS = 10
+# The run config's ``configurable`` key carrying the thread's pinned message ids (read at run start).
+PINNED_IDS_CONFIG_KEY = "pinned_message_ids"
 SUMMARY_CALLS_KEY = "_summary_calls"  # the spend guard's ledger: [{at, input_tokens}] of the last hour
 
 __all__ = [
     "MAX_SUMMARY_EVENTS",
+    "PINNED_IDS_CONFIG_KEY",
     "SESSION_ID_KEY",
     "SUMMARY_CALLS_KEY",
     "SUMMARY_EVENTS_KEY",

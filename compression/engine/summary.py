@@ -176,7 +176,7 @@ def summary_update(
     """The state update that makes ``outcome`` the model-visible history (undo history kept bounded),
     with the summary calls entered in the spend guard's ledger."""
     ledger = state.get(SUMMARY_CALLS_KEY)
-    for tokens in outcome.calls or (0,):
+    for tokens in outcome.calls:
         ledger = record_call(ledger, now=now, input_tokens=tokens)
     return {
         SUMMARY_EVENT_KEY: outcome.event,
@@ -189,4 +189,20 @@ def summary_update(
                 {**(outcome.usage or {}), "calls": len(outcome.calls) or 1},
             )
         },
+    }
+
+
+def drop_update(
+    state: Mapping[str, Any],
+    *,
+    event: SummarizationEvent,
+    session_id: str,
+    previous: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The state update of a drop (the spend guard held a summary back and the view did not fit):
+    like a summary's, with no summary call to count."""
+    return {
+        SUMMARY_EVENT_KEY: event,
+        SESSION_ID_KEY: session_id,
+        SUMMARY_EVENTS_KEY: push_summary_event(state.get(SUMMARY_EVENTS_KEY), previous),  # type: ignore[arg-type]
     }

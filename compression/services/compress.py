@@ -54,7 +54,7 @@ from compression.services.records import (
 from conversations import events
 from conversations.errors import ThreadBusy, ThreadNotFound
 from conversations.models import Conversation
-from conversations.selectors import thread_busy_flags
+from conversations.selectors import pinned_message_ids, thread_busy_flags
 from conversations.services.pressure import (
     conversation_pressure_update,
     thread_compressing_clear,
@@ -265,6 +265,7 @@ def _run_forced(
         profile=profile_for_model(agent.resolved_model_name),
         now=datetime.now(UTC),
         calibration=calibration,
+        pinned_ids=pinned_message_ids(conversation=conversation),
     )
     try:
         # Looked up on the module at call time, so a test's stand-in model is the one used.

@@ -10,9 +10,9 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
-from compression.engine.forced import ManualCompression
+from compression.engine.forced import REASON_SPEND_GUARD, ManualCompression
 from compression.errors import IdempotencyConflict
-from compression.models import CompressionRecord
+from compression.models import CompressionRecord, no_loss_report
 from conversations.models import AgentRun, Conversation
 
 
@@ -59,6 +59,8 @@ def record_complete(*, record: CompressionRecord, manual: ManualCompression, sta
     record.file_path = manual.file_path or ""
     record.saved_files = list(manual.saved_files)
     record.summary_usage = manual.summary_usage or {}
+    record.loss_report = manual.loss_report or no_loss_report()
+    record.spend_guard = manual.spend_guard or {}
     record.result = manual.body()
     record.started_at = started_at
     record.save()
@@ -128,6 +130,9 @@ def compression_record_from_event(*, run: AgentRun, event: Mapping[str, Any]) ->
         saved_files=list(event.get("saved_files") or []),
         summary_usage=dict(usage) if isinstance(usage, Mapping) else {},
         error=str(event.get("error") or ""),
+        loss_report=dict(loss) if isinstance(loss := event.get("loss_report"), Mapping) else no_loss_report(),
+        spend_guard=dict(guard) if isinstance(guard := event.get("spend_guard"), Mapping) else {},
+        reason=REASON_SPEND_GUARD if event.get("spend_guard") else "",
         result=dict(event),
     )
 

@@ -12,11 +12,11 @@ from langgraph.types import Command
 
 from agent_platform.runtime.graph import build_agent_graph, thread_config
 from agent_platform.runtime.state_repository import AgentStateRepository
-from compression.engine.state import TOKEN_USAGE_KEY, merge_token_usage
+from compression.engine.state import PINNED_IDS_CONFIG_KEY, TOKEN_USAGE_KEY, merge_token_usage
 from compression.engine.tokens import profile_for_model, with_estimate
 from conversations import events
 from conversations.models import AgentRun, Conversation, Message
-from conversations.selectors import run_next_queued
+from conversations.selectors import pinned_message_ids, run_next_queued
 from conversations.services.attachments import message_model_content
 from conversations.services.leases import run_is_orphaned, run_lease, run_reclaim, worker_name
 from conversations.services.pressure import conversation_pressure_update
@@ -160,7 +160,11 @@ class _RunRelay:
 
     def execute(self) -> None:
         graph = build_agent_graph(agent=self.conversation.agent, conversation=self.conversation)
-        config = thread_config(self.conversation)
+        # Pins are read once per run: a pin or unpin during a run applies from the next one.
+        config = thread_config(
+            self.conversation,
+            **{PINNED_IDS_CONFIG_KEY: pinned_message_ids(conversation=self.conversation)},
+        )
         repository = self.repository = AgentStateRepository(graph, self.thread_id)
         snapshot = repository.snapshot()
         if not snapshot.interrupts and self.answer_dangling_tool_calls(reason=EARLIER_ATTEMPT_STOPPED):
