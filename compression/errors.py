@@ -40,3 +40,13 @@ class NothingToUndo(Conflict):
 
     def __init__(self, message: str = "There is no compression to undo on this thread.") -> None:
         super().__init__(message)
+
+
+class StalePreview(Conflict):
+    code = "stale_preview"
+
+    def __init__(
+        self,
+        message: str = "The thread changed since this preview; nothing was compressed. Preview it again.",
+    ) -> None:
+        super().__init__(message)

@@ -8,6 +8,7 @@ from compression.services.compress import (
     require_idle,
     thread_compress,
 )
+from compression.services.preview import thread_compress_preview
 from compression.services.records import compression_record_from_event
 from compression.services.undo import thread_compress_undo
 
@@ -17,5 +18,6 @@ __all__ = [
     "conversation_compress",
     "require_idle",
     "thread_compress",
+    "thread_compress_preview",
     "thread_compress_undo",
 ]

@@ -45,6 +45,7 @@ from compression.engine.tokens import profile_for_model
 from compression.errors import CapabilityMissing, SummaryFailed
 from compression.models import CompressionRecord
 from compression.selectors import calibration_for
+from compression.services.preview import preview_check
 from compression.services.records import (
     record_complete,
     record_replay,
@@ -70,15 +71,21 @@ class CompressionOutcome:
 
 
 def thread_compress(
-    *, thread_id: uuid.UUID | str, user: AbstractBaseUser, idempotency_key: str | None = None
+    *,
+    thread_id: uuid.UUID | str,
+    user: AbstractBaseUser,
+    idempotency_key: str | None = None,
+    preview_id: str | None = None,
 ) -> CompressionOutcome:
-    """Compress the caller's idle thread now (the API and the page's button)."""
+    """Compress the caller's idle thread now (the API and the page's button). With ``preview_id``,
+    only if the thread is still as that preview showed it (else ``StalePreview``, nothing folded)."""
     return _compress(
         lock=partial(thread_lock, thread_id=thread_id, user=user),
         trigger=CompressionRecord.Trigger.MANUAL,
         requested_by=user,
         # A client's keys are its own: another user reusing the same key is a different request.
         idempotency_key=f"user:{user.pk}:{idempotency_key}" if idempotency_key else None,
+        preview_id=preview_id,
     )
 
 
@@ -159,6 +166,7 @@ def _compress(
     trigger: str,
     requested_by: AbstractBaseUser | None,
     idempotency_key: str | None,
+    preview_id: str | None = None,
 ) -> CompressionOutcome:
     started_at = timezone.now()
     notice = _Notice(trigger)
@@ -172,6 +180,7 @@ def _compress(
                 idempotency_key=idempotency_key,
                 started_at=started_at,
                 notice=notice,
+                preview_id=preview_id,
             )
     except SummaryFailed as exc:
         # The locked transaction rolled back (state untouched); the failure is still audited.
@@ -216,6 +225,7 @@ def _compress_locked(
     idempotency_key: str | None,
     started_at: datetime,
     notice: _Notice,
+    preview_id: str | None = None,
 ) -> CompressionOutcome:
     if conversation.status != Conversation.Status.ACTIVE:
         raise ThreadNotFound()
@@ -224,14 +234,16 @@ def _compress_locked(
     agent = conversation.agent
     if not agent.has_capability(COMPRESSION_CAPABILITY):
         raise CapabilityMissing()
+    repository = state_repository_for(conversation)
+    values = repository.get_values()
+    if preview_id is not None:
+        preview_check(conversation, values, preview_id=preview_id)  # before the busy rule: it says more
     require_idle(conversation)
     record = record_reserve(
         conversation=conversation, trigger=trigger, requested_by=requested_by, key=idempotency_key
     )
     notice.start(conversation)
 
-    repository = state_repository_for(conversation)
-    values = repository.get_values()
     calibration = calibration_for(model_name=agent.resolved_model_name)
     manual = _run_forced(conversation, values, calibration)
     record_complete(record=record, manual=manual, started_at=started_at)

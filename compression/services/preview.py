@@ -1,0 +1,104 @@
+"""The preview of a manual compression (issue 14 item 2): what applying it would fold and keep, the
+size after and the identifiers at risk. No model call, nothing written, no lock: it only reads. Its
+name is a fingerprint of the thread as it is now; applying a preview whose name no longer matches
+answers 409 ``stale_preview``."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Max
+
+from agent_platform.runtime.graph import state_repository_for
+from agent_platform.workdir import workdir_for
+from compression.engine.config import COMPRESSION_CAPABILITY
+from compression.engine.folding import plan_fold
+from compression.engine.preview import FoldPreview, fold_preview, preview_fingerprint
+from compression.engine.store import StagedStore
+from compression.engine.summary import tail_cap
+from compression.engine.tokens import profile_for_model
+from compression.errors import CapabilityMissing, StalePreview
+from conversations.models import Conversation
+from conversations.selectors import pinned_message_ids, thread_busy_flags, thread_get
+
+
+def thread_compress_preview(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> dict[str, Any]:
+    """The caller's thread: what a manual compression would do now (the page shows it first)."""
+    conversation = thread_get(thread_id=thread_id, user=user)
+    agent = conversation.agent
+    if not agent.has_capability(COMPRESSION_CAPABILITY):
+        raise CapabilityMissing()
+    values = state_repository_for(conversation).get_values()
+    pinned = pinned_message_ids(conversation=conversation)
+    config = agent.compression_config()
+    plan = plan_fold(
+        values,
+        config=config,
+        store=StagedStore(workdir_for(conversation)),  # compaction is staged and never flushed
+        profile=profile_for_model(agent.model_name),
+        pinned_ids=pinned,
+        max_tail_tokens=tail_cap(config),
+    )
+    preview = fold_preview(plan, preview_id=preview_name(conversation, values, pinned=pinned))
+    flags = thread_busy_flags(conversation=conversation)
+    return _body(conversation, preview, busy=bool(flags["busy"] or flags["interrupted"]))
+
+
+def preview_name(conversation: Conversation, values: Mapping[str, Any], *, pinned: list[str]) -> str:
+    """The fingerprint a preview is named by: state, pins, settings and the transcript's last message."""
+    last_seq = conversation.messages.aggregate(last=Max("seq"))["last"]
+    return preview_fingerprint(
+        values, config=conversation.agent.compression_config(), pinned_ids=pinned, transcript_marker=last_seq
+    )
+
+
+def preview_check(conversation: Conversation, values: Mapping[str, Any], *, preview_id: str) -> None:
+    """``StalePreview`` unless the thread is still as it was when ``preview_id`` was shown. The caller
+    holds the thread's row lock, so nothing can change between this check and the compression."""
+    pinned = pinned_message_ids(conversation=conversation)
+    if preview_name(conversation, values, pinned=pinned) != preview_id:
+        raise StalePreview()
+
+
+def _body(conversation: Conversation, preview: FoldPreview, *, busy: bool) -> dict[str, Any]:
+    ids = [*preview.folded_ids, *preview.tail_ids, *preview.pinned_ids]
+    seqs = dict(conversation.messages.filter(lc_message_id__in=ids).values_list("lc_message_id", "seq"))
+
+    def seq_list(message_ids: tuple[str, ...]) -> list[int]:
+        return sorted(seqs[i] for i in message_ids if i in seqs)
+
+    folded, tail = seq_list(preview.folded_ids), seq_list(preview.tail_ids)
+    return {
+        "preview_id": preview.preview_id,
+        "status": "ready" if preview.foldable else "no_op",
+        "reason": None if preview.foldable else "insufficient_history",
+        "busy": busy,
+        "before_tokens": preview.before_tokens,
+        "estimated_after_tokens": preview.estimated_after_tokens,
+        "summary_estimate_tokens": preview.summary_estimate_tokens,
+        "folded": {
+            "count": len(preview.folded_ids),
+            "tokens": preview.folded_tokens,
+            "first_seq": folded[0] if folded else None,
+            "last_seq": folded[-1] if folded else None,
+        },
+        "kept_tail": {
+            "count": len(preview.tail_ids),
+            "tokens": preview.tail_tokens,
+            "first_seq": tail[0] if tail else None,
+        },
+        "pinned": {
+            "count": len(preview.pinned_ids),
+            "tokens": preview.pinned_tokens,
+            "seqs": seq_list(preview.pinned_ids),
+        },
+        "identifiers": {
+            "total": preview.identifiers_total,
+            "at_risk": preview.identifiers_at_risk,
+            "in_saved_files": preview.identifiers_in_saved_files,
+            "at_risk_list": list(preview.at_risk),
+        },
+    }
