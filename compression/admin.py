@@ -24,9 +24,11 @@ class CompressionRecordAdmin(AuditAdmin):
         "status",
         "before_tokens",
         "after_tokens",
+        "identifiers",
+        "reason",
         "file_path",
     )
-    list_filter = ("trigger", "level", "status", "conversation__agent")
+    list_filter = ("trigger", "level", "status", "reason", "conversation__agent")
     search_fields = (
         "conversation__thread_id",
         "conversation__title",
@@ -35,6 +37,23 @@ class CompressionRecordAdmin(AuditAdmin):
         "error",
     )
     date_hierarchy = "created_at"
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        return [*super().get_readonly_fields(request, obj), "lost_identifiers"]
+
+    @admin.display(description=_("Identifiers (summary / saved file / lost)"))
+    def identifiers(self, record: CompressionRecord) -> str:
+        """The loss report's counts: of the identifiers in what was folded, where each one ended up."""
+        report = record.loss_report or {}
+        if not report.get("total"):
+            return "–"
+        kept = int(report.get("in_summary") or 0) + int(report.get("in_view") or 0)
+        text = f"{kept} / {report.get('in_saved_file', 0)} / {report.get('lost', 0)} of {report['total']}"
+        return text + (" (repaired)" if report.get("repaired") else "")
+
+    @admin.display(description=_("Lost identifiers"))
+    def lost_identifiers(self, record: CompressionRecord) -> str:
+        return ", ".join((record.loss_report or {}).get("lost_identifiers") or []) or "–"
 
 
 class CompressingConversationAdmin(ConversationAdmin):

@@ -47,3 +47,23 @@ def test_records_cannot_be_added_changed_or_deleted(client, admin_user, record):
         == 403
     )
     assert CompressionRecord.objects.filter(pk=record.pk).exists()
+
+
+def test_the_list_and_the_record_show_the_loss_report(client, admin_user, record):
+    record.loss_report = {
+        "total": 12,
+        "in_summary": 7,
+        "in_view": 1,
+        "in_saved_file": 2,
+        "lost": 2,
+        "lost_identifiers": ["ABC-1234", "https://example.com/spec"],
+        "lost_kinds": {"ticket": 1, "url": 1},
+        "repair_calls": 1,
+        "repaired": True,
+    }
+    record.save()
+    client.force_login(admin_user)
+    listing = client.get(reverse("admin:compression_compressionrecord_changelist")).content.decode()
+    assert "8 / 2 / 2 of 12 (repaired)" in listing
+    detail = client.get(reverse("admin:compression_compressionrecord_change", args=[record.pk])).content.decode()
+    assert "ABC-1234, https://example.com/spec" in detail
