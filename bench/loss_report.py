@@ -29,7 +29,7 @@ from bench.common import markdown_table
 from compression.engine.config import CompressionConfig
 from compression.engine.folding import message_text, plan_fold
 from compression.engine.forced import force_summarize
-from compression.engine.formats import REPAIR_IDENTIFIER_LINE
+from compression.engine.formats import LARGE_TOOL_RESULTS_DIR, REPAIR_IDENTIFIER_LINE
 from compression.engine.identifiers import identifiers_of
 from compression.engine.preview import fold_preview
 from compression.engine.steps import run_sync
@@ -71,6 +71,7 @@ class Survival:
     summary_calls: int = 0
     folded_ids: int = 0
     visible_ids: int = 0
+    recoverable_ids: int = 0  # visible, or in a saved tool-result file (whole-history files not counted)
     errors: int = 0
     by_kind: dict[str, list[int]] = field(default_factory=dict)  # kind -> [folded, visible]
 
@@ -112,6 +113,9 @@ def survive(traj: trajectories.Trajectory, variant: str, setup: peers.Setup = SE
             seen |= new_ids
             ids = identifiers_of(originals[i] for i in sorted(folded) if i in originals)
             after = "\n".join(message_text(m) for m in request)
+            saved = "\n".join(
+                text for path, text in h.files().items() if path.startswith(LARGE_TOOL_RESULTS_DIR)
+            )
             for value, kind in ids.items():
                 hit = value in after
                 counts = out.by_kind.setdefault(kind, [0, 0])
@@ -119,6 +123,7 @@ def survive(traj: trajectories.Trajectory, variant: str, setup: peers.Setup = SE
                 counts[1] += hit
                 out.folded_ids += 1
                 out.visible_ids += hit
+                out.recoverable_ids += hit or value in saved
         out.summary_calls = h.summarizer.calls
         out.errors = len(h.errors)
     finally:
@@ -148,6 +153,7 @@ def survival_rows(results: list[Survival]) -> list[dict]:
             "summary_calls": sum(r.summary_calls for r in rs),
             "folded_ids": folded,
             "survived": sum(r.visible_ids for r in rs) / folded if folded else None,
+            "recoverable": sum(r.recoverable_ids for r in rs) / folded if folded else None,
             "errors": sum(r.errors for r in rs),
         }
         for kind in ("url", "path", "record_id", "hash", "quantity"):
@@ -163,6 +169,7 @@ SURVIVAL_COLUMNS = [
     "summary_calls",
     "folded_ids",
     "survived",
+    "recoverable",
     "url",
     "path",
     "record_id",
@@ -178,20 +185,32 @@ def _pct(v) -> str:
 
 def render_survival(results: list[Survival]) -> str:
     rows = survival_rows(results)
-    fmt = {c: _pct for c in ("survived", "url", "path", "record_id", "hash", "quantity")}
+    fmt = {c: _pct for c in ("survived", "recoverable", "url", "path", "record_id", "hash", "quantity")}
     return (
         f"Budget for all: trigger {SETUP.trigger_tokens:,} tokens, keep {SETUP.keep_messages} messages, window "
         f"{SETUP.context_window:,}; {len({r.trajectory for r in results})} trajectories. `survived` = share of the "
         "identifiers of the messages each summary folded that the model still sees in its next request "
-        "(in the summary or kept verbatim); per kind on the right. `summary_calls` counts repair calls too.\n\n"
-        + markdown_table(rows, SURVIVAL_COLUMNS, fmt)
+        "(in the summary or kept verbatim); per kind on the right. `recoverable` adds those in a saved "
+        "tool-result file the request names (only ours saves tool results; whole-history files, which hold "
+        "every folded message for ours and deepagents, are not counted). `summary_calls` counts repair calls "
+        "too.\n\n" + markdown_table(rows, SURVIVAL_COLUMNS, fmt)
     )
 
 
 # --- preview accuracy -----------------------------------------------------------------------------
 
 
+def _half(messages: tuple[BaseMessage, ...]) -> list[BaseMessage]:
+    """The history up to the AI message nearest its middle (a state the agent could have been in)."""
+    middle = len(messages) // 2
+    cut = next((i for i in range(middle, len(messages)) if isinstance(messages[i], AIMessage)), len(messages))
+    return list(messages[:cut])
+
+
 def preview_accuracy(trajs: tuple[trajectories.Trajectory, ...] | None = None) -> list[dict]:
+    """Per trajectory: preview then apply at mid-history (a first summary), then again on the full
+    history on top of it (a second summary). A first summary's size is estimated from this agent's
+    earlier summaries (the running mean of those applied so far, as the service does from its records)."""
     trajs = trajs or trajectories.trajectories()
     config = CompressionConfig(
         trigger_tokens=SETUP.trigger_tokens,
@@ -200,11 +219,14 @@ def preview_accuracy(trajs: tuple[trajectories.Trajectory, ...] | None = None) -
         model_name=peers.MODEL_NAME,
     )
     profile = profile_for_model(peers.MODEL_NAME)
-    rows = []
+    rows: list[dict] = []
+    sizes: list[int] = []
     for traj in trajs:
         store = MemoryStore()
-        values: dict = {"messages": list(traj.messages)}
+        values: dict = {"messages": _half(traj.messages)}
         for round_ in (1, 2):
+            if round_ == 2:
+                values = {**values, "messages": list(traj.messages)}
             plan = plan_fold(
                 values,
                 config=config,
@@ -212,15 +234,16 @@ def preview_accuracy(trajs: tuple[trajectories.Trajectory, ...] | None = None) -
                 profile=profile,
                 max_tail_tokens=tail_cap(config),
             )
-            preview = fold_preview(plan, preview_id="bench")
+            hint = round(statistics.fmean(sizes[-20:])) if sizes else None
+            preview = fold_preview(plan, preview_id="bench", summary_hint=hint)
             if not preview.foldable:
-                break
-            summarizer = peers.FakeSummarizer(profile={"max_input_tokens": SETUP.context_window})
+                continue
             applied = run_sync(
                 force_summarize(values, config=config, store=store, profile=profile, now=datetime.now(UTC)),
                 handler=lambda request: None,
-                summary_model=summarizer,
+                summary_model=peers.FakeSummarizer(profile={"max_input_tokens": SETUP.context_window}),
             )
+            sizes.append(applied.summary_tokens or 0)
             error = (preview.estimated_after_tokens - applied.after_tokens) / applied.after_tokens
             rows.append(
                 {
@@ -232,8 +255,6 @@ def preview_accuracy(trajs: tuple[trajectories.Trajectory, ...] | None = None) -
                 }
             )
             values = {**values, **applied.update}
-            # The next round folds what a later conversation adds on top of the summary.
-            values["messages"] = [*values["messages"]]
     return rows
 
 
@@ -270,3 +291,32 @@ if __name__ == "__main__":
     results = run_survival()
     print(render_survival(results))
     print(render_preview(preview_accuracy()))
+
+
+def headline_rows(results: list[Survival], previews: list[dict]) -> list[dict]:
+    """Rows for the README's headline table."""
+    by = {row["middleware"]: row for row in survival_rows(results)}
+
+    def pct(v) -> str:
+        return "n/a" if v is None else f"{v:.0%}"
+
+    errors = [abs(r["error"]) for r in previews]
+    within = sum(1 for e in errors if e <= PREVIEW_TARGET) / len(errors) if errors else None
+    return [
+        {
+            "measure": "Identifiers of folded messages still visible after a summary, without / with the repair pass",
+            "ours": f"{pct(by['ours']['survived'])} / {pct(by['ours+repair']['survived'])} "
+            f"({by['ours']['summary_calls']} / {by['ours+repair']['summary_calls']} summary calls)",
+            "peers": f"LangChain {pct(by['langchain']['survived'])}, deepagents {pct(by['deepagents']['survived'])} "
+            "(same summarizer)",
+            "target": "reported",
+        },
+        {
+            "measure": "Preview estimate of the size after a manual compression, within 5% of the applied result",
+            "ours": f"{pct(within)} of {len(errors)} previews (median error {statistics.median(errors):.1%})"
+            if errors
+            else "n/a",
+            "peers": "(no peer previews a compression)",
+            "target": "within 5%",
+        },
+    ]

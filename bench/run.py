@@ -20,6 +20,7 @@ from bench import (
     effectiveness,
     estimator_accuracy,
     fresh_worker,
+    loss_report,
     manual_latency,
     overhead,
     peers,
@@ -173,6 +174,7 @@ def headline(
     fresh: list[dict] | None = None,
     speed: list[dict] | None = None,
     calib: dict[str, list[dict]] | None = None,
+    extra: list[dict] | None = None,
 ) -> str:
     def err(corpus: str, tok: str) -> dict:
         return next(r for r in acc if r["corpus"] == corpus and r["tokenizer"] == tok)
@@ -300,6 +302,7 @@ def headline(
                 "target": "indexed, no checkpoint reads",
             }
         )
+    rows.extend(extra or ())
     return markdown_table(rows, ["measure", "ours", "peers", "target"])
 
 
@@ -398,7 +401,24 @@ def main() -> None:
     bulk_rows = bulk.run()
     section("5. Bulk compaction", bulk.render(bulk_rows))
 
-    head = headline(acc, summary, over, latency, bulk_rows, fresh, vs_tiktoken, calib)
+    survival = loss_report.run_survival()
+    previews = loss_report.preview_accuracy()
+    section(
+        "6. Loss report, repair pass and preview",
+        loss_report.render_survival(survival) + "\n" + loss_report.render_preview(previews),
+    )
+
+    head = headline(
+        acc,
+        summary,
+        over,
+        latency,
+        bulk_rows,
+        fresh,
+        vs_tiktoken,
+        calib,
+        extra=loss_report.headline_rows(survival, previews),
+    )
     elapsed = time.perf_counter() - started
     doc = (
         "# Benchmarks\n\n"

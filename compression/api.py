@@ -25,6 +25,7 @@ class CompressOut(Schema):
     file_path: str | None = None
     reason: str | None = None
     pinned_messages: int = 0
+    summary_tokens: int | None = None
     loss_report: dict[str, Any] | None = None
     spend_guard: dict[str, Any] | None = None
 

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from compression.engine.calibration import NEUTRAL, Calibration
 from compression.engine.tokens import model_key, profile_for_model
-from compression.models import TokenCalibration
+from compression.models import CompressionRecord, TokenCalibration
 from conversations.models import AgentRun, Conversation
 
 
@@ -69,3 +69,22 @@ def calibration_for(*, model_name: str | None) -> Calibration:
         .first()
     )
     return Calibration(*row) if row else NEUTRAL
+
+
+SUMMARY_HINT_RECORDS = 20
+
+
+def summary_tokens_hint(*, agent_id: int) -> int | None:
+    """The mean size of this agent's recent summary messages (what a first-summary preview goes by)."""
+    sizes = [
+        size
+        for size in CompressionRecord.objects.filter(
+            conversation__agent_id=agent_id,
+            level=CompressionRecord.Level.SUMMARY,
+            result__summary_tokens__gt=0,
+        )
+        .order_by("-created_at", "-id")
+        .values_list("result__summary_tokens", flat=True)[:SUMMARY_HINT_RECORDS]
+        if isinstance(size, int)
+    ]
+    return round(sum(sizes) / len(sizes)) if sizes else None

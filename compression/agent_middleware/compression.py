@@ -295,6 +295,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             pinned_messages=len(split.kept_pinned),
             file_path=outcome.file_path,
             summary_usage=outcome.usage,
+            summary_tokens=outcome.summary_tokens,
             loss_report=outcome.loss_report(),
         )
         return _with_update(response, summary_update(state, outcome, previous, now=now), replacements)

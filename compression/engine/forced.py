@@ -52,12 +52,13 @@ class ManualCompression:
     summary_usage: dict[str, Any] | None = None
     saved_files: tuple[str, ...] = ()
     pinned_messages: int = 0  # pinned messages kept verbatim after the summary
+    summary_tokens: int | None = None  # the new summary message's estimate
     loss_report: dict[str, Any] = field(default_factory=dict)
     spend_guard: dict[str, Any] = field(default_factory=dict)  # the guard's decision when it held back
 
     def body(self) -> dict[str, Any]:
         """The API response: ``{status, before_tokens, after_tokens, compressed_messages, file_path, reason,
-        pinned_messages, loss_report, spend_guard}`` (``file_path`` is null for a ``no_op``, ``reason`` null
+        pinned_messages, summary_tokens, loss_report, spend_guard}`` (``file_path`` is null for a ``no_op``, ``reason`` null
         unless it is one; ``loss_report`` and ``spend_guard`` null when they do not apply)."""
         body: dict[str, Any] = {
             "status": self.status,
@@ -67,6 +68,7 @@ class ManualCompression:
             "file_path": self.file_path,
             "reason": self.reason,
             "pinned_messages": self.pinned_messages,
+            "summary_tokens": self.summary_tokens,
             "loss_report": self.loss_report or None,
             "spend_guard": self.spend_guard or None,
         }
@@ -159,6 +161,7 @@ def force_summarize(
         summary_usage=outcome.usage,
         saved_files=saved,
         pinned_messages=len(split.kept_pinned),
+        summary_tokens=outcome.summary_tokens,
         loss_report=outcome.loss_report(),
     )
 

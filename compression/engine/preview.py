@@ -55,11 +55,14 @@ class FoldPreview:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def summary_estimate(plan: FoldPlan, *, folded_tokens: int) -> int:
-    """Tokens the new summary message will take: the current summary's size when there is one (a
-    thread's summaries keep a steady size), else a bounded share of what is folded."""
+def summary_estimate(plan: FoldPlan, *, folded_tokens: int, hint: int | None = None) -> int:
+    """Tokens the new summary message will take: the thread's current summary's size when there is one
+    (a thread's summaries keep a steady size), else ``hint`` (the size of this agent's recent
+    summaries), else a bounded share of what is folded."""
     if plan.previous is not None:
         return messages_tokens([plan.previous["summary_message"]], plan.profile)
+    if hint:
+        return hint
     share = int(folded_tokens * FIRST_SUMMARY_SHARE)
     body = min(max(share, FIRST_SUMMARY_MIN_TOKENS), FIRST_SUMMARY_MAX_TOKENS)
     frame = estimate_text(
@@ -69,7 +72,8 @@ def summary_estimate(plan: FoldPlan, *, folded_tokens: int) -> int:
     return body + frame
 
 
-def fold_preview(plan: FoldPlan, *, preview_id: str) -> FoldPreview:
+def fold_preview(plan: FoldPlan, *, preview_id: str, summary_hint: int | None = None) -> FoldPreview:
+    """The preview of ``plan``; ``summary_hint``: see ``summary_estimate``."""
     before = plan.before_tokens
     split = plan.split
     if not plan.foldable:
@@ -80,7 +84,7 @@ def fold_preview(plan: FoldPlan, *, preview_id: str) -> FoldPreview:
     folded_tokens = messages_tokens(split.folded, plan.profile)
     tail_tokens = messages_tokens(raw_tail, plan.profile)
     pinned_tokens = messages_tokens(raw_pinned, plan.profile)
-    estimate = summary_estimate(plan, folded_tokens=folded_tokens)
+    estimate = summary_estimate(plan, folded_tokens=folded_tokens, hint=summary_hint)
     identifiers = fold_identifiers(split.folded)
     report = loss_report(
         identifiers,

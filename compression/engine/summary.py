@@ -39,7 +39,7 @@ from compression.engine.state import (
 )
 from compression.engine.steps import Blocking, Steps, Summarize
 from compression.engine.store import ResultStore, StoreError
-from compression.engine.tokens import TokenProfile, estimate_text, with_estimate
+from compression.engine.tokens import TokenProfile, estimate_message, estimate_text, with_estimate
 from compression.engine.usage import add_usage
 
 SUMMARY_INPUT_SHARE = 0.75  # of the context window, for the summary call's input
@@ -54,6 +54,7 @@ class SummaryOutcome:
     loss: LossReport = field(default_factory=LossReport)
     calls: tuple[int, ...] = ()  # input tokens (estimated) of each summary call made: 1, or 2 with a repair
     repaired: bool = False  # the repair pass's summary was kept
+    summary_tokens: int = 0  # the summary message's estimate (what a preview goes by next time)
 
     def loss_report(self) -> dict[str, Any]:
         """The loss report as the event and the audit record carry it."""
@@ -162,6 +163,7 @@ def summarize_span(
         loss=loss,
         calls=tuple(calls),
         repaired=repaired,
+        summary_tokens=estimate_message(event["summary_message"], profile),
     )
 
 

@@ -21,6 +21,7 @@ from compression.engine.store import StagedStore
 from compression.engine.summary import tail_cap
 from compression.engine.tokens import profile_for_model
 from compression.errors import CapabilityMissing, StalePreview
+from compression.selectors import summary_tokens_hint
 from conversations.models import Conversation
 from conversations.selectors import pinned_message_ids, thread_busy_flags, thread_get
 
@@ -42,7 +43,11 @@ def thread_compress_preview(*, thread_id: uuid.UUID | str, user: AbstractBaseUse
         pinned_ids=pinned,
         max_tail_tokens=tail_cap(config),
     )
-    preview = fold_preview(plan, preview_id=preview_name(conversation, values, pinned=pinned))
+    preview = fold_preview(
+        plan,
+        preview_id=preview_name(conversation, values, pinned=pinned),
+        summary_hint=summary_tokens_hint(agent_id=agent.pk),
+    )
     flags = thread_busy_flags(conversation=conversation)
     return _body(conversation, preview, busy=bool(flags["busy"] or flags["interrupted"]))
 

@@ -65,5 +65,7 @@ def test_the_list_and_the_record_show_the_loss_report(client, admin_user, record
     client.force_login(admin_user)
     listing = client.get(reverse("admin:compression_compressionrecord_changelist")).content.decode()
     assert "8 / 2 / 2 of 12 (repaired)" in listing
-    detail = client.get(reverse("admin:compression_compressionrecord_change", args=[record.pk])).content.decode()
+    detail = client.get(
+        reverse("admin:compression_compressionrecord_change", args=[record.pk])
+    ).content.decode()
     assert "ABC-1234, https://example.com/spec" in detail

@@ -332,6 +332,7 @@ def test_response_always_carries_file_path_and_reason(client, user, thread, summ
         "file_path": None,
         "reason": "insufficient_history",
         "pinned_messages": 0,
+        "summary_tokens": None,
         "loss_report": None,
         "spend_guard": None,
     }
