@@ -136,3 +136,20 @@ def test_preview_is_owner_only_and_needs_the_capability(client, user, other_user
     thread.agent.capabilities = []
     thread.agent.save()
     assert _preview(client, thread).json()["code"] == "capability_missing"
+
+
+def test_the_page_fragment_shows_the_preview_in_the_users_language(
+    client, user, other_user, seeded, summarizer
+):
+    thread, _rows = seeded
+    client.force_login(user)
+    url = f"/threads/{thread.thread_id}/fragments/compress-preview"
+    page = client.get(url)
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "Folds 16 messages" in html and "pinned message word for word" in html
+    assert 'data-preview-id="' in html and 'id="compress-apply"' in html
+    zh = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
+    assert "压缩" in zh
+    client.force_login(other_user)
+    assert client.get(url).status_code == 404

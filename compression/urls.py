@@ -1,0 +1,13 @@
+from django.urls import path
+
+from compression import views
+
+app_name = "compression"
+
+urlpatterns = [
+    path(
+        "threads/<uuid:thread_id>/fragments/compress-preview",
+        views.fragment_compress_preview,
+        name="fragment-compress-preview",
+    ),
+]
