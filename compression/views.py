@@ -22,7 +22,7 @@ def fragment_compress_preview(request: HttpRequest, thread_id: uuid.UUID) -> Htt
     except NotFound as exc:
         raise Http404(exc.message) from exc
     except ApplicationError as exc:  # e.g. the agent lacks the capability: shown in the panel
-        return render(request, "compression/_compress_preview.html", {"error": exc.message}, status=exc.status)
-    return render(
-        request, "compression/_compress_preview.html", {"preview": preview, "thread_id": thread_id}
-    )
+        return render(
+            request, "compression/_compress_preview.html", {"error": exc.message}, status=exc.status
+        )
+    return render(request, "compression/_compress_preview.html", {"preview": preview, "thread_id": thread_id})

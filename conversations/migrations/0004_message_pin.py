@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0002_run_recovery_fields'),
+        ('conversations', '0003_attachments'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
