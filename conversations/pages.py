@@ -5,6 +5,7 @@ Pure functions (no ORM, no request): the UI only projects the token-usage figure
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -223,6 +224,45 @@ class CompressionStatus:
     error: str = ""
     reason: str = ""
     file_path: str = ""
+    loss: LossLine | None = None
+
+
+@dataclass(frozen=True)
+class LossLine:
+    """The loss report as the compression card shows it."""
+
+    total: int
+    kept: int  # in the summary or still verbatim in view
+    in_saved_file: int
+    lost: int
+    lost_identifiers: tuple[str, ...]
+    repaired: bool
+
+
+LOSS_LIST_SHOWN = 10
+
+
+def loss_line_from(value: Any) -> LossLine | None:
+    """A loss report (a dict, or its JSON from a query string) reduced to the card's line; ``None``
+    when nothing was folded."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if not isinstance(value, Mapping) or not _int(value.get("total")):
+        return None
+    lost = value.get("lost_identifiers")
+    return LossLine(
+        total=_int(value.get("total")) or 0,
+        kept=(_int(value.get("in_summary")) or 0) + (_int(value.get("in_view")) or 0),
+        in_saved_file=_int(value.get("in_saved_file")) or 0,
+        lost=_int(value.get("lost")) or 0,
+        lost_identifiers=tuple(str(i)[:200] for i in lost[:LOSS_LIST_SHOWN])
+        if isinstance(lost, list)
+        else (),
+        repaired=value.get("repaired") is True or value.get("repaired") == "true",
+    )
 
 
 def compression_status_from(data: Mapping[str, Any] | None) -> CompressionStatus | None:
@@ -242,6 +282,7 @@ def compression_status_from(data: Mapping[str, Any] | None) -> CompressionStatus
         error=str(data.get("error") or data.get("message") or "")[:500],
         reason=str(data.get("reason") or "")[:200],
         file_path=_workdir_path(data.get("file_path")),
+        loss=loss_line_from(data.get("loss_report")),
     )
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.core.validators import slug_re
-from django.db.models import Count, F, FloatField, Func, QuerySet, Value
+from django.db.models import Count, Exists, F, FloatField, Func, OuterRef, QuerySet, Value
 from django.db.models.functions import Floor, Greatest, Least
 
 from agent_platform.models import Agent
@@ -49,12 +49,17 @@ def thread_agent_id(*, thread_id: uuid.UUID | str) -> int | None:
     return Conversation.objects.filter(thread_id=thread_id).values_list("agent_id", flat=True).first()
 
 
+def _with_pins(messages: QuerySet[Message]) -> QuerySet[Message]:
+    """Each message annotated with ``is_pinned`` (the page's pin control)."""
+    return messages.annotate(is_pinned=Exists(MessagePin.objects.filter(message=OuterRef("pk"))))
+
+
 def message_list(
     *, conversation: Conversation, after_seq: int = 0, limit: int = MESSAGE_PAGE_MAX
 ) -> QuerySet[Message]:
     limit = max(1, min(limit, MESSAGE_PAGE_MAX))
     return (
-        conversation.messages.filter(seq__gt=after_seq)
+        _with_pins(conversation.messages.filter(seq__gt=after_seq))
         .prefetch_related("attachments__conversation")
         .order_by("seq")[:limit]
     )
@@ -62,7 +67,9 @@ def message_list(
 
 def message_list_latest(*, conversation: Conversation, limit: int = MESSAGE_PAGE_MAX) -> list[Message]:
     """The newest ``limit`` messages, oldest first: a long thread's page opens at its end."""
-    newest = conversation.messages.prefetch_related("attachments__conversation").order_by("-seq")
+    newest = (
+        _with_pins(conversation.messages.all()).prefetch_related("attachments__conversation").order_by("-seq")
+    )
     latest = list(newest[: max(1, min(limit, MESSAGE_PAGE_MAX))])
     latest.reverse()
     return latest
@@ -174,6 +181,7 @@ def compression_latest(*, conversation: Conversation) -> dict[str, object] | Non
         "file_path": record.file_path,
         "error": record.error,
         "reason": record.reason,
+        "loss_report": record.loss_report,
     }
 
 

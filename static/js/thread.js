@@ -110,6 +110,10 @@
     for (const key of ["status", "outcome", "level", "before_tokens", "after_tokens", "error", "reason", "file_path"]) {
       if (fields[key] !== undefined && fields[key] !== null) params.set(key, fields[key]);
     }
+    if (fields.loss_report && typeof fields.loss_report === "object") {
+      const loss = { ...fields.loss_report, lost_identifiers: (fields.loss_report.lost_identifiers || []).slice(0, 10) };
+      params.set("loss_report", JSON.stringify(loss));
+    }
     const html = await getHtml(`${root.dataset.compressionUrl}?${params}`);
     const fresh = fragments(html).find((el) => el.id === "compression-status");
     const current = $("compression-status");
@@ -123,14 +127,40 @@
     notice.hidden = !text;
   }
 
-  // --- the compress button: one request, then reload the state ---------------------------------
-  async function compress(button) {
+  // --- the compress button: a preview first, then one request naming it, then reload the state ------
+  const previewSlot = () => $("compress-preview-slot");
+
+  function closePreview() {
+    const slot = previewSlot();
+    if (slot) slot.replaceChildren();
+  }
+
+  async function showPreview() {
+    const slot = previewSlot();
+    if (!slot) return;
+    try {
+      const response = await fetch(root.dataset.previewUrl, {
+        headers: { "X-Requested-With": "fetch" },
+        credentials: "same-origin",
+      });
+      slot.replaceChildren(...fragments(await response.text()));
+      const apply = $("compress-apply");
+      if (apply) apply.focus();
+    } catch (_err) {
+      showNotice(root.dataset.msgOffline);
+    }
+  }
+
+  async function compress(button, previewId) {
     if (compressPending || button.disabled) return;
     compressPending = true;
+    button.disabled = true;
     showNotice("");
     applyButtonState();
+    let stale = false;
     try {
-      const response = await fetch(root.dataset.compressApiUrl, {
+      const url = `${root.dataset.compressApiUrl}?preview_id=${encodeURIComponent(previewId)}`;
+      const response = await fetch(url, {
         method: "POST",
         credentials: "same-origin",
         headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
@@ -143,10 +173,16 @@
         body = {};
       }
       if (response.ok) {
+        closePreview();
         await showCompression({ level: "summary", ...body, status: body.status || "completed" });
+      } else if (response.status === 409 && body.code === "stale_preview") {
+        stale = true;
+        showNotice(root.dataset.msgStale);
       } else if (response.status === 409) {
+        closePreview();
         showNotice(root.dataset.msgBusy);
       } else {
+        closePreview();
         await showCompression({ status: "failed", error: body.message || `HTTP ${response.status}` });
       }
     } catch (_err) {
@@ -155,12 +191,65 @@
       compressPending = false;
       compressing = false;
       await refreshState();
+      if (stale) await showPreview(); // the thread changed: show what applying would do now
     }
   }
 
   document.addEventListener("click", (event) => {
-    const button = event.target.closest("#compress-button");
-    if (button) compress(button);
+    if (event.target.closest("#compress-button")) {
+      const button = $("compress-button");
+      if (button && !button.disabled && !compressPending) showPreview();
+      return;
+    }
+    const apply = event.target.closest("#compress-apply");
+    if (apply) {
+      const panel = $("compress-preview");
+      if (panel && panel.dataset.previewId) compress(apply, panel.dataset.previewId);
+      return;
+    }
+    if (event.target.closest("#compress-cancel")) closePreview();
+  });
+
+  // --- pins: a pinned message is never summarized -----------------------------------------------
+  function showPin(button, pinned) {
+    button.setAttribute("aria-pressed", pinned ? "true" : "false");
+    button.classList.toggle("pinned", pinned);
+    button.textContent = pinned ? button.dataset.labelPinned : button.dataset.labelPin;
+  }
+
+  document.addEventListener("click", async (event) => {
+    const button = event.target.closest(".pin-toggle");
+    if (!button || button.disabled) return;
+    const pinned = button.getAttribute("aria-pressed") === "true";
+    const error = button.nextElementSibling;
+    button.disabled = true;
+    if (error) error.hidden = true;
+    try {
+      const response = await fetch(button.dataset.pinUrl, {
+        method: pinned ? "DELETE" : "POST",
+        credentials: "same-origin",
+        headers: { "X-CSRFToken": csrfToken() },
+      });
+      let body = {};
+      try {
+        body = await response.json();
+      } catch (_err) {
+        body = {};
+      }
+      if (response.ok) {
+        showPin(button, body.pinned);
+      } else if (error) {
+        error.textContent = body.message || `HTTP ${response.status}`;
+        error.hidden = false;
+      }
+    } catch (_err) {
+      if (error) {
+        error.textContent = root.dataset.msgOffline;
+        error.hidden = false;
+      }
+    } finally {
+      button.disabled = false;
+    }
   });
 
   // --- forms: composer and inline answers -------------------------------------------------------
@@ -234,6 +323,11 @@
     },
     state() {
       refreshState();
+    },
+    "message.pin"(event) {
+      const item = document.getElementById(`message-${event.seq}`);
+      const button = item && item.querySelector(".pin-toggle");
+      if (button) showPin(button, Boolean(event.pinned));
     },
   };
 
