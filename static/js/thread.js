@@ -144,8 +144,10 @@
         credentials: "same-origin",
       });
       slot.replaceChildren(...fragments(await response.text()));
+      const panel = $("compress-preview");
+      if (panel && panel.dataset.busy === "true") showNotice(root.dataset.msgBusy);
       const apply = $("compress-apply");
-      if (apply) apply.focus();
+      if (apply && !apply.disabled) apply.focus();
     } catch (_err) {
       showNotice(root.dataset.msgOffline);
     }

@@ -106,8 +106,10 @@ def test_compress_button_completes_and_the_meter_falls(page, e2e_server, screens
     screenshot(page, "thread-hint")
 
     requests = []
-    page.on("request", lambda r: requests.append(r) if r.url.endswith("/compress") else None)
+    page.on("request", lambda r: requests.append(r) if "/compress?preview_id=" in r.url else None)
     page.click("#compress-button")
+    expect(page.locator("#compress-preview")).to_be_visible()  # what it would fold, before it does
+    page.click("#compress-apply")
 
     expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed")
     expect(page.locator("#compression-status")).to_contain_text("Compression completed")
@@ -150,6 +152,7 @@ def test_a_409_shows_a_friendly_message(page, e2e_server):
     )
     e2e_server.seed("run", thread_id=thread_id, status="queued")
     page.click("#compress-button")
+    expect(page.locator("#compress-preview")).to_be_visible()  # the preview knows the thread is busy
     expect(page.locator("#compress-notice")).to_be_visible()
     expect(page.locator("#compress-notice")).to_contain_text("busy")
     e2e_server.seed("finish_runs", thread_id=thread_id)
@@ -186,3 +189,32 @@ def test_the_page_renders_in_simplified_chinese(page, e2e_server, screenshot):
     # and back, so later tests in this browser see English
     page.click("button[name=language][value=en]")
     expect(page.locator("html")).to_have_attribute("lang", "en")
+
+
+def test_pin_a_message_then_preview_and_compress_keeps_it(page, e2e_server):
+    thread_id = _open_thread(page, e2e_server, "Pinned rule")
+    for text in (
+        "Rule: always quote ticket TRIP-2024 and https://example.com/lisbon/plan.",
+        "I prefer trains to planes.",
+        "Budget is 900 euros.",
+        "Hotels near Alfama please.",
+        "Two nights only.",
+        "Vegetarian food.",
+    ):
+        _exchange(page, text)
+    first = page.locator("#transcript .message.role-user").first
+    first.locator(".pin-toggle").click()
+    expect(first.locator(".pin-toggle")).to_have_attribute("aria-pressed", "true")
+    page.reload()
+    expect(page.locator("#transcript .message.role-user").first.locator(".pin-toggle")).to_have_attribute(
+        "aria-pressed", "true"
+    )
+
+    e2e_server.seed("usage", thread_id=thread_id, usage=usage_at(0.93))
+    page.reload()
+    page.click("#compress-button")
+    preview = page.locator("#compress-preview")
+    expect(preview).to_contain_text("pinned message word for word")
+    page.click("#compress-apply")
+    expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed")
+    expect(page.locator("#compress-preview")).to_have_count(0)
