@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('agent_platform', '0002_knowledge'),
+        ('agent_platform', '0003_model_endpoints'),
     ]
 
     operations = [
