@@ -44,6 +44,15 @@ def thread_get(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> Convers
         raise ThreadNotFound() from exc
 
 
+def thread_get_owned(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> Conversation:
+    """The caller's own active thread, else ``ThreadNotFound``: for reads that belong to a write (the
+    preview of a compression), which stays the owner's alone."""
+    try:
+        return thread_list(user=user).get(thread_id=thread_id)
+    except (Conversation.DoesNotExist, ValueError) as exc:
+        raise ThreadNotFound() from exc
+
+
 def thread_agent_id(*, thread_id: uuid.UUID | str) -> int | None:
     """The agent of a thread (call after ``conversations.access.thread_visible``: it does not check access)."""
     return Conversation.objects.filter(thread_id=thread_id).values_list("agent_id", flat=True).first()

@@ -23,12 +23,13 @@ from compression.engine.tokens import profile_for_model
 from compression.errors import CapabilityMissing, StalePreview
 from compression.selectors import summary_tokens_hint
 from conversations.models import Conversation
-from conversations.selectors import pinned_message_ids, thread_busy_flags, thread_get
+from conversations.selectors import pinned_message_ids, thread_busy_flags, thread_get_owned
 
 
 def thread_compress_preview(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> dict[str, Any]:
-    """The caller's thread: what a manual compression would do now (the page shows it first)."""
-    conversation = thread_get(thread_id=thread_id, user=user)
+    """The caller's own thread (compressing is the owner's alone): what a manual compression would do
+    now (the page shows it first)."""
+    conversation = thread_get_owned(thread_id=thread_id, user=user)
     agent = conversation.agent
     if not agent.has_capability(COMPRESSION_CAPABILITY):
         raise CapabilityMissing()

@@ -94,6 +94,10 @@ MATRIX: dict[str, Route] = {
     "api:thread_state": Route("GET", f"{API_THREAD}/state", API_READ),
     "api:thread_compress": Route("POST", f"{API_THREAD}/compress", _api_write(200)),
     "api:thread_compress_undo": Route("POST", f"{API_THREAD}/compress/undo", _api_write(409)),
+    # The preview writes nothing but belongs to compressing, which is the owner's alone.
+    "api:thread_compress_preview": Route("POST", f"{API_THREAD}/compress/preview", _api_write(200)),
+    "api:message_pin": Route("POST", f"{API_THREAD}/messages/{{message}}/pin", _api_write(200)),
+    "api:message_unpin": Route("DELETE", f"{API_THREAD}/messages/{{message}}/pin", _api_write(200)),
     "api/<path:rest>": Route("GET", "/api/no-such-thing", _roles(404, 404, 404)),
     # --- accounts and language ---
     "login": Route("GET", "/accounts/login/", EVERYONE),
@@ -114,6 +118,9 @@ MATRIX: dict[str, Route] = {
         "GET", f"{THREAD}/fragments/compression?status=completed", PAGE_READ
     ),
     "conversations:workdir-file": Route("GET", f"{THREAD}/files/notes/mark.md", PAGE_READ, SEEING),
+    "compression:fragment-compress-preview": Route(
+        "GET", f"{THREAD}/fragments/compress-preview", _roles(LOGIN, 200, 404)
+    ),
     # --- the admin page the platform adds ---
     "admin-pressure": Route(
         "GET",
@@ -175,7 +182,9 @@ def people(django_user_model, user, other_user):
 @pytest.fixture
 def marked_thread(user, agent):
     thread = thread_create(user=user, agent_slug=agent.slug, title=f"Plan {MARK}")
-    Message.objects.create(conversation=thread, seq=1, role="user", content=f"secret {MARK}")
+    Message.objects.create(
+        conversation=thread, seq=1, role="user", content=f"secret {MARK}", lc_message_id="mark-1"
+    )
     workdir_for(thread).write_text("notes/mark.md", f"file {MARK}")
     thread.pressure_ratio, thread.context_tokens, thread.trigger_tokens = 0.5, 500, 1000
     thread.save()
@@ -183,7 +192,9 @@ def marked_thread(user, agent):
 
 
 def _request(client, route: Route, thread):
-    path = route.path.format(thread=thread.thread_id)
+    path = route.path.format(
+        thread=thread.thread_id, message=thread.messages.values_list("pk", flat=True).first()
+    )
     if route.json:
         return client.generic(
             route.method, path, data=json.dumps(route.data), content_type="application/json"
