@@ -111,7 +111,7 @@ def test_compress_button_completes_and_the_meter_falls(page, e2e_server, screens
     expect(page.locator("#compress-preview")).to_be_visible()  # what it would fold, before it does
     page.click("#compress-apply")
 
-    expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed")
+    expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed", timeout=20_000)
     expect(page.locator("#compression-status")).to_contain_text("Compression completed")
     expect(page.locator("#compression-hint")).to_have_count(0)
     assert _meter_width(page) < before
@@ -216,5 +216,5 @@ def test_pin_a_message_then_preview_and_compress_keeps_it(page, e2e_server):
     preview = page.locator("#compress-preview")
     expect(preview).to_contain_text("pinned message word for word")
     page.click("#compress-apply")
-    expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed")
+    expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed", timeout=20_000)
     expect(page.locator("#compress-preview")).to_have_count(0)
