@@ -20,49 +20,36 @@ from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse, 
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langgraph.config import get_config
-from langgraph.types import Command
 
 from compression.agent_middleware.events import Emitter, stream_writer
 from compression.agent_middleware.measure import request_overhead
 from compression.agent_middleware.memo import CompactionMemo, MessageTotals
+from compression.agent_middleware.responses import CompressionError, with_update
+from compression.agent_middleware.spend_guard import held_back
 from compression.agent_middleware.state import CompressionState
 from compression.engine.calibration import Calibration, CalibrationMemory, CalibrationSource
 from compression.engine.clipping import clip_overflow_tail
 from compression.engine.config import CompressionConfig
-from compression.engine.cutoff import is_summary_message
-from compression.engine.dropping import build_drop_message, drop_cutoff
 from compression.engine.events import LEVEL_COMPACTION, LEVEL_SUMMARY
-from compression.engine.folding import fold_split, messages_tokens, receipt_paths, view_lead
-from compression.engine.guard import GuardDecision, guard_check
+from compression.engine.folding import fold_split, messages_tokens, view_lead
+from compression.engine.guard import guard_check
 from compression.engine.history import (
     SUMMARY_EVENT_KEY,
-    build_summarization_event,
     effective_messages,
-    history_path,
-    render_history_section,
     valid_event,
 )
-from compression.engine.identifiers import LossReport
-from compression.engine.loss import fold_loss_report, read_saved_texts
 from compression.engine.overflow import is_context_overflow
 from compression.engine.pins import pinned_closure, restore_pinned
-from compression.engine.state import PINNED_IDS_CONFIG_KEY, SESSION_ID_KEY, SUMMARY_CALLS_KEY
+from compression.engine.state import PINNED_IDS_CONFIG_KEY, SUMMARY_CALLS_KEY
 from compression.engine.steps import Blocking, CallModel, Steps, run_async, run_sync
 from compression.engine.store import ResultStore
 from compression.engine.summary import (
-    drop_update,
-    session_id_from,
     summarize_span,
     summary_budget,
     summary_update,
     tail_cap,
 )
 from compression.engine.tokens import TokenProfile, estimate_message, profile_for_model
-
-
-class CompressionError(RuntimeError):
-    """Compression failed and the conversation does not fit the model's context window."""
-
 
 TRIED_COMPACTION = "saving large tool results to files"
 
@@ -238,8 +225,8 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                 overhead,
                 tried=f"{TRIED_COMPACTION}; there was no older history to summarize",
             )
-            emitter.complete(level=LEVEL_COMPACTION, after_tokens=self._estimate(overhead, preserved))
-            return _with_update(response, {}, replacements)
+            emitter.complete(level=LEVEL_COMPACTION, after_tokens=self.estimate(overhead, preserved))
+            return with_update(response, {}, replacements)
 
         state = request.state or {}
         now = self.now()
@@ -253,8 +240,17 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         if not decision.allowed:
             held = [*view[:cutoff], *preserved]
             return (
-                yield from self._held_back(
-                    request, held, compacted, previous, overhead, emitter, decision, replacements
+                yield from held_back(
+                    self,
+                    request,
+                    held,
+                    pinned=compacted.pinned,
+                    overflowed_at=overflowed_at,
+                    previous=previous,
+                    overhead=overhead,
+                    emitter=emitter,
+                    decision=decision,
+                    replacements=replacements,
                 )
             )
 
@@ -289,7 +285,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         response = yield from self._send_compressed(request, final, overhead, tried=tried)
         emitter.complete(
             level=LEVEL_SUMMARY,
-            after_tokens=self._estimate(overhead, final),
+            after_tokens=self.estimate(overhead, final),
             cutoff_index=event["cutoff_index"],
             compressed_messages=len(split.folded),
             pinned_messages=len(split.kept_pinned),
@@ -298,77 +294,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             summary_tokens=outcome.summary_tokens,
             loss_report=outcome.loss_report(),
         )
-        return _with_update(response, summary_update(state, outcome, previous, now=now), replacements)
-
-    def _held_back(
-        self,
-        request: ModelRequest,
-        view: list[BaseMessage],
-        compacted: _Compacted,
-        previous: Mapping[str, Any] | None,
-        overhead: int,
-        emitter: Emitter,
-        decision: GuardDecision,
-        replacements: Sequence[BaseMessage],
-    ) -> Steps[ModelResponse | ExtendedModelResponse]:
-        """The spend guard held the summary back: send the compacted view; only if it would overflow
-        the window, first drop the oldest unpinned messages from view (saved to the history file
-        first, a fixed note in their place: no model call)."""
-        tokens = self._estimate(overhead, view)
-        limit = self._window_limit(compacted.overflowed_at)
-        guard = decision.as_dict()
-        if limit is None or tokens < limit:
-            response = yield CallModel(request.override(messages=view))
-            emitter.complete(level=LEVEL_COMPACTION, after_tokens=tokens, spend_guard=guard)
-            return _with_update(response, {}, replacements)
-
-        pinned = compacted.pinned
-        cutoff = drop_cutoff(view, pinned_ids=pinned, max_tokens=limit - overhead, profile=self.profile)
-        if cutoff <= 0:
-            raise CompressionError(
-                f"The spend guard held a summary back ({decision.reason}) and the conversation "
-                f"(about {tokens} tokens) does not fit the model's context window."
-            )
-        head = view[:cutoff]
-        dropped = [m for m in head if m.id not in pinned or is_summary_message(m)]
-        kept_pinned = [m for m in head if m.id in pinned and not is_summary_message(m)]
-        state = request.state or {}
-        session_id = session_id_from(state.get(SESSION_ID_KEY))
-        file_path = history_path(session_id)
-        section = render_history_section(dropped, now=self.now())
-        yield Blocking(partial(self.store.append_text, file_path, section))
-        lead_summary = view[0] if is_summary_message(view[0]) else None
-        note = build_drop_message(
-            dropped=sum(1 for m in dropped if not is_summary_message(m)),
-            file_path=file_path,
-            previous_summary=lead_summary,
-        )
-        event = build_summarization_event(
-            previous=previous,
-            local_cutoff=cutoff,
-            summary_message=note,
-            file_path=file_path,
-            lead=view_lead(request.messages, view, previous["cutoff_index"] if previous else None),
-            pinned_ids=[m.id for m in kept_pinned if m.id],
-        )
-        final = [note, *kept_pinned, *view[cutoff:]]
-        saved = yield Blocking(partial(read_saved_texts, self.store, receipt_paths(dropped)))
-        loss: LossReport = fold_loss_report(
-            dropped, summary=str(note.content), kept=final[1:], saved_texts=saved
-        )
-        response = yield CallModel(request.override(messages=final))
-        emitter.complete(
-            level=LEVEL_COMPACTION,
-            after_tokens=self._estimate(overhead, final),
-            cutoff_index=event["cutoff_index"],
-            dropped_messages=len(dropped),
-            file_path=file_path,
-            spend_guard=guard,
-            loss_report={**loss.as_dict(), "repair_calls": 0, "repaired": False},
-        )
-        return _with_update(
-            response, drop_update(state, event=event, session_id=session_id, previous=previous), replacements
-        )
+        return with_update(response, summary_update(state, outcome, previous, now=now), replacements)
 
     def _pinned_ids(self) -> Collection[str]:
         if self.pins is not None:
@@ -380,7 +306,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         pinned = configurable.get(PINNED_IDS_CONFIG_KEY)
         return pinned if isinstance(pinned, list | tuple | set | frozenset) else ()
 
-    def _window_limit(self, overflowed_at: int | None) -> int | None:
+    def window_limit(self, overflowed_at: int | None) -> int | None:
         """Tokens a request may take before the provider would reject it (with room for the reply)."""
         window = self.config.context_window
         limits = [int(window * HELD_BACK_WINDOW_SHARE)] if window else []
@@ -398,7 +324,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         except Exception as exc:
             if not is_context_overflow(exc):
                 raise
-            tokens = self._estimate(overhead, messages)
+            tokens = self.estimate(overhead, messages)
             raise CompressionError(still_too_long(tokens, self.config.context_window, tried=tried)) from exc
 
     def _fallback(
@@ -410,7 +336,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         cause: Exception,
     ) -> Steps[ModelResponse]:
         """After a failed summary: go on with the compacted view if it can fit, else a clear error."""
-        tokens = self._estimate(overhead, view)
+        tokens = self.estimate(overhead, view)
         window = self.config.context_window
         fits = (window is None or tokens < window) and (overflowed_at is None or tokens < overflowed_at)
         if not fits:
@@ -422,7 +348,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                 raise CompressionError(_too_large(cause, tokens, window)) from exc
             raise
 
-    def _estimate(self, overhead: int, messages: Sequence[BaseMessage]) -> int:
+    def estimate(self, overhead: int, messages: Sequence[BaseMessage]) -> int:
         raw = overhead + sum(estimate_message(m, self.profile) for m in messages)
         return self._calibration().corrected(raw)
 
@@ -432,22 +358,6 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
     def _raw(self, tokens: int) -> int:
         """A budget in the model's tokens, in our uncorrected estimate's units."""
         return int(tokens / self._calibration().factor)
-
-
-def _persisted(replacements: Sequence[BaseMessage]) -> list[BaseMessage]:
-    """Overflow-clip replacements that can replace their originals in state (they need an id)."""
-    return [m for m in replacements if m.id]
-
-
-def _with_update(
-    response: ModelResponse, update: dict[str, Any], replacements: Sequence[BaseMessage]
-) -> ModelResponse | ExtendedModelResponse:
-    """``response``, with ``update`` (and the overflow-clip replacements) written to state if any."""
-    if persisted := _persisted(replacements):
-        update = {**update, "messages": persisted}
-    if not update:
-        return response
-    return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
 
 def _too_large(cause: Exception, tokens: int, window: int | None) -> str:
