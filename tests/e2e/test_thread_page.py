@@ -131,6 +131,8 @@ def test_button_is_disabled_while_a_run_is_active_and_after_a_reload(page, e2e_s
     # Busy state comes from the server: a reload (or a second tab) sees it too.
     page.reload()
     expect(page.locator("#compress-button")).to_be_disabled()
+    # The reloaded page only hears of the finish once its socket is open (a fresh page does no catch-up).
+    expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
 
     e2e_server.seed("finish_runs", thread_id=thread_id)
     expect(page.locator("#compress-button")).to_be_enabled()
