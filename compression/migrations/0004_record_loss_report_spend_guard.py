@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('compression', '0002_idempotency_key_per_user'),
+        ('compression', '0003_token_calibration'),
     ]
 
     operations = [
