@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 
 from django.http import HttpRequest
+from django.utils.translation import gettext as _
 from ninja import Header, Router, Schema
 
 from agent_platform.api_errors import error_responses
@@ -45,7 +46,8 @@ def thread_compress(
     # Printable only: a NUL byte, for one, cannot be stored in PostgreSQL (it would be a 500).
     if key is not None and not (0 < len(key) <= MAX_IDEMPOTENCY_KEY and key.isprintable()):
         raise Unprocessable(
-            f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} printable characters.", code="invalid_input"
+            _("Idempotency-Key must be 1 to %(max)d printable characters.") % {"max": MAX_IDEMPOTENCY_KEY},
+            code="invalid_input",
         )
     outcome = services.thread_compress(thread_id=thread_id, user=request.user, idempotency_key=key)
     return outcome.result
