@@ -125,9 +125,12 @@
     });
   });
 
+  // A run cancelled before it started was never sent ("cancelled"); one stopped midway was ("stopped").
   function markRun(runId, status) {
     for (const item of transcript.querySelectorAll(`.message.role-user[data-run="${runId}"]`)) {
-      if (item.dataset.runStatus) item.dataset.runStatus = status;
+      if (!item.dataset.runStatus) continue;
+      const started = item.dataset.runStatus !== "queued";
+      item.dataset.runStatus = status === "cancelled" && started ? "stopped" : status;
     }
   }
 

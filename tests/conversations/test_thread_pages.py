@@ -147,3 +147,18 @@ def test_admin_columns_and_model_names_are_translated(client, django_user_model,
         assert word in body
     for english in (">agent runs<", ">status<", ">started at<"):
         assert english not in body.lower()
+
+
+def test_a_message_whose_run_was_stopped_midway_is_not_marked_not_sent(owner_client, thread):
+    from django.utils import timezone
+
+    from conversations.services.threads import conversation_lock, message_append
+
+    stopped = AgentRun.objects.create(conversation=thread, status="cancelled", started_at=timezone.now())
+    dropped = AgentRun.objects.create(conversation=thread, status="cancelled")
+    with conversation_lock(conversation_id=thread.pk):
+        message_append(conversation=thread, role="user", content="was answered in part", run=stopped)
+        message_append(conversation=thread, role="user", content="never sent", run=dropped)
+    body = owner_client.get(_url("thread-detail", thread)).content.decode()
+    assert body.count('data-run-status="stopped"') == 1
+    assert body.count('data-run-status="cancelled"') == 1

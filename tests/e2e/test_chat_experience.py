@@ -77,12 +77,14 @@ def _in_viewport(page, selector: str) -> bool:
 def test_stop_ends_the_run_and_keeps_what_was_streamed_marked_as_stopped(page, e2e_server, slow_model):
     _open(page, _thread(e2e_server, "Stop me"))
     _send(page, LONG_REPLY)
-    expect(page.locator("#stream-body")).to_contain_text("Offline model")
+    expect(page.locator("#stream-body")).to_contain_text("Offline model", timeout=20000)
     page.click("#stop-button")
 
     stopped = page.locator("#transcript .message.role-assistant.interrupted")
     expect(stopped).to_have_count(1)
     expect(stopped.locator(".badge-interrupted")).to_be_visible()
+    # The question was sent (the reply began): it is not marked "not sent".
+    expect(page.locator("#transcript .message.role-user .badge-cancelled")).to_be_hidden()
     expect(page.locator("#run-status")).to_have_attribute("data-status", "cancelled")
     expect(page.locator("#stream")).to_be_hidden()
     kept = stopped.locator(".message-body").inner_text()
@@ -98,7 +100,7 @@ def test_stop_ends_the_run_and_keeps_what_was_streamed_marked_as_stopped(page, e
 def test_a_message_sent_during_a_run_shows_queued_after_that_runs_reply(page, e2e_server, slow_model):
     _open(page, _thread(e2e_server, "Queue"))
     _send(page, "first question")
-    expect(page.locator("#stream-body")).to_contain_text("Offline")
+    expect(page.locator("#stream-body")).to_contain_text("Offline", timeout=20000)
     _send(page, "second question")
     queued = page.locator("#transcript .message.role-user", has_text="second question")
     expect(queued.locator(".badge-queued")).to_be_visible()
@@ -121,7 +123,7 @@ def test_a_message_sent_during_a_run_shows_queued_after_that_runs_reply(page, e2
 def test_removing_a_queued_message_from_the_queue(page, e2e_server, slow_model):
     _open(page, _thread(e2e_server, "Dequeue"))
     _send(page, "keep this one")
-    expect(page.locator("#stream-body")).to_contain_text("Offline")
+    expect(page.locator("#stream-body")).to_contain_text("Offline", timeout=20000)
     _send(page, "drop this one")
     dropped = page.locator("#transcript .message.role-user", has_text="drop this one")
     dropped.get_by_role("button", name="Remove from queue").click()
@@ -176,7 +178,7 @@ def test_markdown_renders_code_is_highlighted_and_hostile_markup_stays_inert(pag
 def test_a_streamed_reply_is_plain_text_then_replaced_by_the_rendered_message(page, e2e_server, slow_model):
     _open(page, _thread(e2e_server, "Stream then render"))
     _send(page, "**bold** please")
-    expect(page.locator("#stream-body")).to_contain_text("**bold**")  # plain while streaming
+    expect(page.locator("#stream-body")).to_contain_text("**bold**", timeout=30000)  # plain while streaming
     reply = page.locator("#transcript .message.role-assistant").last
     expect(reply.locator(".message-body strong")).to_have_text("bold", timeout=30000)
     expect(page.locator("#stream")).to_be_hidden()
@@ -224,7 +226,7 @@ def test_a_reload_during_a_reply_shows_the_text_streamed_so_far_and_continues(pa
     thread_id = _thread(e2e_server, "Reload")
     _open(page, thread_id)
     _send(page, LONG_REPLY)
-    expect(page.locator("#stream-body")).to_contain_text("You said")
+    expect(page.locator("#stream-body")).to_contain_text("You said", timeout=20000)
     page.reload()
     # Rendered by the server: there before any new token arrives.
     assert "Offline model" in page.locator("#stream-body").inner_text()
@@ -337,7 +339,7 @@ def _overflow(page) -> int:
     return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
 
 
-def test_nothing_overflows_horizontally_at_390_px(open_page, e2e_server, screenshot):
+def test_nothing_overflows_horizontally_at_390_px(open_page, e2e_server):
     page = open_page(width=390, height=844)
     _thread(e2e_server, "A thread with quite a long title to see how it wraps on a phone")
     page.goto("/")
@@ -347,7 +349,6 @@ def test_nothing_overflows_horizontally_at_390_px(open_page, e2e_server, screens
     _open(page, thread_id)
     assert _overflow(page) == 0
     assert _in_viewport(page, "#composer")
-    screenshot(page, "mobile")
     page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
     expect(page.locator("#state-panel")).to_be_visible()
     assert _overflow(page) == 0
@@ -376,7 +377,7 @@ CONTRAST = """(selector) => {
 }"""
 
 
-def test_dark_mode_has_readable_contrast_on_the_chat_and_the_admin_chart(open_page, e2e_server, screenshot):
+def test_dark_mode_has_readable_contrast_on_the_chat_and_the_admin_chart(open_page, e2e_server):
     page = open_page(dark=True)
     thread_id = _thread(e2e_server, "Dark", [("user", "Hello"), ("assistant", "Some `code` and **bold**.")])
     e2e_server.seed("usage", thread_id=thread_id, usage=_usage(0.9))
@@ -395,7 +396,6 @@ def test_dark_mode_has_readable_contrast_on_the_chat_and_the_admin_chart(open_pa
     ):
         ratio = page.evaluate(CONTRAST, selector)["ratio"]
         assert ratio >= 4.5, f"{selector}: contrast {ratio:.2f}"
-    screenshot(page, "dark")
 
     staff = open_page(dark=True, staff=True)
     staff.goto("/admin/pressure/")
@@ -460,3 +460,56 @@ def test_admin_lists_fit_a_1366_px_screen(open_page, e2e_server):
         if _overflow(page) > 0 or cut > 0:
             wide[url] = (_overflow(page), cut)
     assert wide == {}
+
+
+DEMO_REPLY = """Here is a plan for **three days in Lisbon** by train:
+
+1. Day one: Alfama and the castle, then *fado* in the evening.
+2. Day two: the train to **Sintra** (40 minutes from Rossio).
+3. Day three: Belém, the tower and the pastries.
+
+To check the trains from the command line:
+
+```python
+import datetime
+
+def next_trains(station: str, after: datetime.time) -> list[str]:
+    \"\"\"Departures from ``station`` after ``after``.\"\"\"
+    return [t for t in TIMETABLE[station] if t > after]
+```
+
+Budget so far: `642 €` of `900 €`."""
+
+
+def test_readme_screenshots_desktop_mobile_dark_and_chinese(open_page, e2e_server, screenshot):
+    thread_id = _thread(
+        e2e_server,
+        "Weekend in Lisbon",
+        [
+            ("user", "We are planning a trip to Lisbon. I prefer trains to planes; budget is 900 euros."),
+            ("assistant", DEMO_REPLY),
+            ("user", "Add a day trip to Cascais and keep it under budget."),
+            (
+                "assistant",
+                "Cascais is 40 minutes from Cais do Sodré: `2.30 €` each way. New total: **646.60 €**.",
+            ),
+        ],
+    )
+    e2e_server.seed("usage", thread_id=thread_id, usage=_usage(0.87))
+    for name, options in (
+        ("desktop", {}),
+        ("mobile", {"width": 390, "height": 844}),
+        ("dark", {"dark": True}),
+    ):
+        page = open_page(**options)
+        _open(page, thread_id)
+        assert _overflow(page) == 0
+        screenshot(page, name)
+    page = open_page()
+    _open(page, thread_id)
+    page.click("button[name=language][value=zh-hans]")
+    expect(page.locator("#composer button[type=submit]")).to_have_text("发送")
+    expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+    screenshot(page, "zh-hans")
+    page.click("button[name=language][value=en]")
+    expect(page.locator("html")).to_have_attribute("lang", "en")
