@@ -128,8 +128,9 @@
   // A run cancelled before it started was never sent ("cancelled"); one stopped midway was ("stopped").
   function markRun(runId, status) {
     for (const item of transcript.querySelectorAll(`.message.role-user[data-run="${runId}"]`)) {
-      if (!item.dataset.runStatus) continue;
-      const started = item.dataset.runStatus !== "queued";
+      const current = item.dataset.runStatus;
+      if (!current) continue;
+      const started = current === "running" || current === "stopped";
       item.dataset.runStatus = status === "cancelled" && started ? "stopped" : status;
     }
   }
