@@ -56,6 +56,7 @@ def test_stop_reaches_a_run_on_a_celery_worker_and_the_queue_goes_on(
     _wait_until(
         lambda: AgentRun.objects.get(pk=first.run.pk).status == "running", celery_worker, "the run to start"
     )
+    _wait_until(lambda: bool(openai_stub.requests), celery_worker, "the model call")
     time.sleep(1.5)  # some words streamed
     second = message_intake(thread_id=thread.thread_id, user=user, content="and then this")
     run_cancel(thread_id=thread.thread_id, user=user)

@@ -27,9 +27,14 @@ def test_a_banner_says_when_live_updates_drop_and_when_they_return(page, e2e_ser
     banner = page.locator("#connection-banner")
     expect(banner).to_be_hidden()
     shown = page.evaluate(
-        """() => { window.__sockets.at(-1).close();
-             return new Promise((resolve) => setTimeout(() => resolve(
-               document.getElementById('connection-banner').textContent), 50)); }"""
+        """() => new Promise((resolve) => {
+             const banner = document.getElementById('connection-banner');
+             const seen = [];
+             new MutationObserver(() => seen.push(banner.textContent)).observe(
+               banner, {childList: true, characterData: true, subtree: true});
+             window.__sockets.at(-1).close();
+             setTimeout(() => resolve(seen.join(' | ')), 1500);
+           })"""
     )
     assert "disconnected" in shown
     expect(page.locator("#socket-status")).to_contain_text(re.compile("Offline|Connecting|Live"))
