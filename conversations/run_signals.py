@@ -8,7 +8,10 @@ see it on every streamed chunk without a query per token.
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.cache import cache
+from langchain_core.callbacks import BaseCallbackHandler
 
 # A reply streams for minutes at most; an abandoned key must not outlive a crashed worker for long.
 TTL_SECONDS = 60 * 60
@@ -42,3 +45,21 @@ def cancel_flag_is_set(*, run_id: int) -> bool:
 
 def run_signals_clear(*, run_id: int) -> None:
     cache.delete_many([_stream_key(run_id), _cancel_key(run_id)])
+
+
+class RunCancelled(Exception):
+    """The user stopped the run: raised inside the model call so the model stops streaming at once."""
+
+
+class StopOnCancel(BaseCallbackHandler):
+    """Ends a streaming model call on its next token once Stop was requested (the cache flag only:
+    this runs in LangGraph's worker threads, which must not open database connections)."""
+
+    raise_error = True
+
+    def __init__(self, run_id: int) -> None:
+        self.run_id = run_id
+
+    def on_llm_new_token(self, token: str, **kwargs: Any) -> None:
+        if cancel_flag_is_set(run_id=self.run_id):
+            raise RunCancelled()

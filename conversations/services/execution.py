@@ -9,7 +9,6 @@ from typing import Any
 
 from django.db.models import F
 from django.utils import timezone
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
@@ -37,24 +36,6 @@ USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
 CANCEL_DB_CHECK_SECONDS = 1.0
 # What the model reads next time in place of a tool result that Stop cut off.
 CANCELLED_TOOL_RESULT = "The user stopped the run before this tool call returned; it has no result."
-
-
-class RunCancelled(Exception):
-    """The user stopped the run: raised inside the model call so the model stops streaming at once."""
-
-
-class _StopOnCancel(BaseCallbackHandler):
-    """Ends a streaming model call on its next token once Stop was requested (the cache flag only:
-    this runs in LangGraph's worker threads, which must not open database connections)."""
-
-    raise_error = True
-
-    def __init__(self, run_id: int) -> None:
-        self.run_id = run_id
-
-    def on_llm_new_token(self, token: str, **kwargs: Any) -> None:
-        if run_signals.cancel_flag_is_set(run_id=self.run_id):
-            raise RunCancelled()
 
 
 def run_claim(*, run_id: int) -> bool:
@@ -199,7 +180,7 @@ class _RunRelay:
         payload = self._input(pending_interrupt=bool(snapshot.interrupts))
         interrupted: Any = None
         cancelled = self._cancel_requested(force=True)
-        config = {**config, "callbacks": [_StopOnCancel(self.run.pk)]}
+        config = {**config, "callbacks": [run_signals.StopOnCancel(self.run.pk)]}
         stream = graph.stream(payload, config, stream_mode=["messages", "custom", "updates"])
         try:
             for mode, chunk in () if cancelled else stream:
@@ -212,7 +193,7 @@ class _RunRelay:
                 if self._cancel_requested():  # between steps (a long tool), or a lost cache flag
                     cancelled = True
                     break
-        except RunCancelled:
+        except run_signals.RunCancelled:
             cancelled = True
         finally:
             stream.close()

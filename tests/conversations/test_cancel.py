@@ -16,7 +16,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from conversations import run_signals
 from conversations.models import AgentRun, Message
 from conversations.services import message_intake, run_cancel, run_execute
-from conversations.services.execution import CANCELLED_TOOL_RESULT
+from conversations.services.execution import EARLIER_ATTEMPT_STOPPED, NOT_EXECUTED
 from tests.conversations.conftest import ScriptedChatModel
 
 
@@ -134,10 +134,13 @@ def test_a_tool_call_left_open_by_stop_gets_a_result_in_checkpoint_and_transcrip
     assert result.run.status == "cancelled"
     messages = _checkpoint_messages(thread)
     closing = [m for m in messages if isinstance(m, ToolMessage)]
-    assert [(m.tool_call_id, m.content) for m in closing] == [("call-1", CANCELLED_TOOL_RESULT)]
+    # The call was left open before this run started, so the run's start answers it (an earlier
+    # attempt stopped); Stop then finds nothing open. Exactly one result, never a dangling call.
+    answered = NOT_EXECUTED.format(reason=EARLIER_ATTEMPT_STOPPED)
+    assert [(m.tool_call_id, m.content) for m in closing] == [("call-1", answered)]
     assert messages.index(closing[0]) == 2  # right after the call it answers
-    tool_rows = Message.objects.filter(conversation=thread, role="tool")
-    assert [(m.tool_call_id, m.content) for m in tool_rows] == [("call-1", CANCELLED_TOOL_RESULT)]
+    # The call was seeded into the checkpoint only, so the transcript has no row to answer.
+    assert not Message.objects.filter(conversation=thread, role="tool").exists()
 
 
 @pytest.mark.django_db

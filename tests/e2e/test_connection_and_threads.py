@@ -101,6 +101,9 @@ def test_keyboard_only_send_with_a_visible_focus(page, e2e_server):
     page.keyboard.type("Sent with the keyboard")
     page.keyboard.press("Enter")
     expect(page.locator("#transcript .message.role-user")).to_contain_text("Sent with the keyboard")
+    page.keyboard.press("Tab")  # "Attach files" comes first, with a visible focus of its own
+    assert page.evaluate("document.activeElement.id") == "composer-files"
+    assert page.evaluate("getComputedStyle(document.activeElement.closest('label')).outlineStyle") != "none"
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.textContent.trim()") == "Send"
     outline = page.evaluate("getComputedStyle(document.activeElement).outlineStyle")
