@@ -1,4 +1,5 @@
-# The two commands: `make run` (embedded defaults) and `make test`.
+# The two commands: `make run` (embedded defaults; it ends by printing the chat and admin addresses)
+# and `make test`.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -19,7 +20,7 @@ install: $(STAMP)
 run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_demo
-	$(BIN)/python manage.py runserver 127.0.0.1:8000
+	$(BIN)/python manage.py serve 127.0.0.1:8000
 
 # pytest exits 5 when it collected nothing: that is a failure here, never a silent pass.
 test: install lint

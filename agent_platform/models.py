@@ -93,11 +93,14 @@ class ModelEndpoint(models.Model):
     variable, and only holders of ``manage_model_endpoints`` create or change endpoints.
     """
 
-    name = models.CharField(max_length=100, unique=True)
+    name = models.CharField(verbose_name=_("name"), max_length=100, unique=True)
     base_url = models.URLField(
-        max_length=500, help_text=_("OpenAI-compatible base URL, e.g. https://api.openai.com/v1.")
+        verbose_name=_("base URL"),
+        max_length=500,
+        help_text=_("OpenAI-compatible base URL, e.g. https://api.openai.com/v1."),
     )
     api_key_env = models.CharField(
+        verbose_name=_("API key variable"),
         max_length=100,
         blank=True,
         help_text=_(
@@ -106,20 +109,28 @@ class ModelEndpoint(models.Model):
         ),
     )
     default_model = models.CharField(
-        max_length=200, blank=True, help_text=_("Model used by agents that name none.")
+        verbose_name=_("default model"),
+        max_length=200,
+        blank=True,
+        help_text=_("Model used by agents that name none."),
     )
     context_window = models.PositiveIntegerField(
+        verbose_name=_("context window"),
         null=True,
         blank=True,
         help_text=_("Max input tokens of the default model, when the known-models table lacks it."),
     )
     supports_vision = models.BooleanField(
-        default=False, help_text=_("The endpoint's models accept image inputs.")
+        verbose_name=_("supports vision"),
+        default=False,
+        help_text=_("The endpoint's models accept image inputs."),
     )
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("model endpoint")
+        verbose_name_plural = _("model endpoints")
         ordering = ["name"]
         # Only "view" by default: adding, changing and deleting all need the one dedicated permission.
         default_permissions = ("view",)
@@ -141,16 +152,19 @@ class ModelEndpoint(models.Model):
 
 
 class Agent(models.Model):
-    name = models.CharField(max_length=100)
-    slug = models.SlugField(unique=True)
-    description = models.TextField(blank=True)
+    name = models.CharField(verbose_name=_("name"), max_length=100)
+    slug = models.SlugField(verbose_name=_("slug"), unique=True)
+    description = models.TextField(verbose_name=_("description"), blank=True)
     system_prompt = models.TextField(
-        blank=True, default="You are a helpful assistant. Use tools when they help."
+        verbose_name=_("system prompt"),
+        blank=True,
+        default="You are a helpful assistant. Use tools when they help.",
     )
-    is_enabled = models.BooleanField(default=True)
+    is_enabled = models.BooleanField(verbose_name=_("is enabled"), default=True)
 
     endpoint = models.ForeignKey(
         ModelEndpoint,
+        verbose_name=_("endpoint"),
         null=True,
         blank=True,
         on_delete=models.PROTECT,
@@ -158,37 +172,43 @@ class Agent(models.Model):
         help_text=_("The model server. Empty: the built-in offline model (no network)."),
     )
     model_name = models.CharField(
+        verbose_name=_("model name"),
         max_length=200,
         blank=True,
         default=OFFLINE_MODEL_NAME,
         help_text=_("Empty: the endpoint's default model."),
     )
-    temperature = models.FloatField(default=0.2)
+    temperature = models.FloatField(verbose_name=_("temperature"), default=0.2)
     context_window = models.PositiveIntegerField(
+        verbose_name=_("context window"),
         null=True,
         blank=True,
         help_text=_("Max input tokens of the model. Leave empty to use the known-models table."),
     )
-    tools = models.JSONField(default=_default_tools, blank=True)
-    capabilities = models.JSONField(default=_default_capabilities, blank=True)
+    tools = models.JSONField(verbose_name=_("tools"), default=_default_tools, blank=True)
+    capabilities = models.JSONField(verbose_name=_("capabilities"), default=_default_capabilities, blank=True)
 
     summary_threshold = models.PositiveIntegerField(
+        verbose_name=_("summary threshold"),
         default=DEFAULT_THRESHOLD_K,
         help_text=_(
-            "The one context-pressure budget, in K tokens (×1024). Capped at 90% of the context window."
+            "The one context-pressure budget, in K tokens (×1024). At most 0.9 × the context window."
         ),
     )
     summary_keep_messages = models.PositiveIntegerField(
+        verbose_name=_("summary keep messages"),
         default=DEFAULT_KEEP_MESSAGES,
         help_text=_(
             "Recent messages kept verbatim after a summary (a tool call is never split from its results)."
         ),
     )
     summary_prompt = models.TextField(
+        verbose_name=_("summary prompt"),
         default=DEFAULT_SUMMARY_PROMPT,
         help_text=_("Prompt for summaries. Must contain {messages}; other braces must be doubled."),
     )
     summary_tool_result_token_limit = models.PositiveIntegerField(
+        verbose_name=_("summary tool result token limit"),
         default=DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
         help_text=_(
             "A tool result above this many estimated tokens is saved to a file and previewed in this many "
@@ -221,10 +241,12 @@ class Agent(models.Model):
         help_text=_("Spend guard: at most this many summary input tokens per thread per hour (0: no limit)."),
     )
 
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("agent")
+        verbose_name_plural = _("agents")
         ordering = ["name"]
         permissions = [("tune_compression", "Can tune context compression settings")]
 
@@ -339,15 +361,21 @@ class ApiToken(models.Model):
 
     PREFIX = "ap_"
 
-    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
-    name = models.CharField(max_length=100, blank=True)
-    key_hash = models.CharField(max_length=64, unique=True, editable=False)
-    key_prefix = models.CharField(max_length=12, editable=False)
-    created_at = models.DateTimeField(auto_now_add=True)
-    last_used_at = models.DateTimeField(null=True, blank=True, editable=False)
-    revoked_at = models.DateTimeField(null=True, blank=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(verbose_name=_("name"), max_length=100, blank=True)
+    key_hash = models.CharField(verbose_name=_("key hash"), max_length=64, unique=True, editable=False)
+    key_prefix = models.CharField(verbose_name=_("key prefix"), max_length=12, editable=False)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    last_used_at = models.DateTimeField(verbose_name=_("last used at"), null=True, blank=True, editable=False)
+    revoked_at = models.DateTimeField(verbose_name=_("revoked at"), null=True, blank=True)
 
     objects = ApiTokenQuerySet.as_manager()
+
+    class Meta:
+        verbose_name = _("API token")
+        verbose_name_plural = _("API tokens")
 
     def __str__(self) -> str:
         return f"{self.key_prefix}… ({self.user})"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.http import HttpRequest
 from django.utils.translation import gettext_lazy as _
+from django.utils.translation import ngettext
 
 from agent_platform.admin_base import AuditAdmin
 from compression.bulk import bulk_compress_selected
@@ -67,7 +68,7 @@ class CompressingConversationAdmin(ConversationAdmin):
         report, by_label = bulk_compress_selected(
             conversation_ids=ids, requested_by=request.user, trigger=CompressionRecord.Trigger.MANUAL
         )
-        self.message_user(request, report.summary_line(), messages.SUCCESS)
+        self.message_user(request, _report_message(report), messages.SUCCESS)
         names = {c.pk: str(c) for c in queryset}
         for label, level in (("skipped_busy", messages.WARNING), ("failed", messages.ERROR)):
             if by_label.get(label):
@@ -79,7 +80,37 @@ class CompressingConversationAdmin(ConversationAdmin):
     def bulk_compress(self, request: HttpRequest, queryset) -> None:
         ids = list(queryset.values_list("pk", flat=True))
         started = bulk_compress_start(conversation_ids=ids, requested_by=request.user)
-        self.message_user(request, started.summary_line())
+        if started.report is not None:
+            self.message_user(request, _report_message(started.report))
+            return
+        self.message_user(
+            request,
+            ngettext(
+                "Queued %(count)d thread for compaction (batch %(batch)s).",
+                "Queued %(count)d threads for compaction (batch %(batch)s).",
+                started.queued,
+            )
+            % {"count": started.queued, "batch": started.batch},
+        )
+
+
+def _report_message(report) -> str:
+    """A bulk report in the admin's language (the command prints its own English summary line)."""
+    figures = report.as_dict()
+    line = _(
+        "Compressed %(compressed)d, no-op %(no_op)d, skipped busy %(skipped_busy)d, "
+        "skipped (no capability) %(skipped_capability)d, failed %(failed)d; %(tokens_saved)s tokens saved; "
+        "%(summary_calls)d summary call(s), %(summary_tokens)s summary tokens."
+    ) % {
+        **figures,
+        "tokens_saved": f"{figures['tokens_saved']:,}",
+        "summary_tokens": f"{figures['summary_tokens']:,}",
+    }
+    if report.interrupted:
+        line += " " + _("Interrupted: stopped between threads, %(count)d not started.") % {
+            "count": report.not_started
+        }
+    return line
 
 
 admin.site.unregister(Conversation)

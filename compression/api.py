@@ -6,6 +6,7 @@ import uuid
 from typing import Any
 
 from django.http import HttpRequest
+from django.utils.translation import gettext as _
 from ninja import Header, Query, Router, Schema
 
 from agent_platform.api_errors import error_responses
@@ -94,7 +95,8 @@ def thread_compress(
     # Printable only: a NUL byte, for one, cannot be stored in PostgreSQL (it would be a 500).
     if key is not None and not (0 < len(key) <= MAX_IDEMPOTENCY_KEY and key.isprintable()):
         raise Unprocessable(
-            f"Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY} printable characters.", code="invalid_input"
+            _("Idempotency-Key must be 1 to %(max)d printable characters.") % {"max": MAX_IDEMPOTENCY_KEY},
+            code="invalid_input",
         )
     outcome = services.thread_compress(
         thread_id=thread_id,

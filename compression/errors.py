@@ -3,6 +3,7 @@ the model errors a bulk task retries."""
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
 from openai import APIConnectionError, APITimeoutError, InternalServerError, RateLimitError
 
 from agent_platform.errors import ApplicationError, Conflict, Unprocessable
@@ -18,9 +19,7 @@ TRANSIENT_MODEL_ERRORS: tuple[type[BaseException], ...] = (
 
 class CapabilityMissing(Unprocessable):
     code = "capability_missing"
-
-    def __init__(self, message: str = "This thread's agent does not support context compression.") -> None:
-        super().__init__(message)
+    default_message = _("This thread's agent does not support context compression.")
 
 
 class SummaryFailed(ApplicationError):
@@ -30,23 +29,14 @@ class SummaryFailed(ApplicationError):
 
 class IdempotencyConflict(Conflict):
     code = "idempotency_conflict"
-
-    def __init__(self, message: str = "This Idempotency-Key was already used on another thread.") -> None:
-        super().__init__(message)
+    default_message = _("This Idempotency-Key was already used on another thread.")
 
 
 class NothingToUndo(Conflict):
     code = "nothing_to_undo"
-
-    def __init__(self, message: str = "There is no compression to undo on this thread.") -> None:
-        super().__init__(message)
+    default_message = _("There is no compression to undo on this thread.")
 
 
 class StalePreview(Conflict):
     code = "stale_preview"
-
-    def __init__(
-        self,
-        message: str = "The thread changed since this preview; nothing was compressed. Preview it again.",
-    ) -> None:
-        super().__init__(message)
+    default_message = _("The thread changed since this preview; nothing was compressed. Preview it again.")

@@ -32,38 +32,63 @@ class CompressionRecord(models.Model):
         FAILED = "failed", _("Failed")
 
     conversation = models.ForeignKey(
-        "conversations.Conversation", on_delete=models.CASCADE, related_name="compression_records"
+        "conversations.Conversation",
+        verbose_name=_("conversation"),
+        on_delete=models.CASCADE,
+        related_name="compression_records",
     )
     run = models.ForeignKey(
-        "conversations.AgentRun", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        "conversations.AgentRun",
+        verbose_name=_("run"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
     requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("requested by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
     )
-    trigger = models.CharField(max_length=10, choices=Trigger.choices, db_index=True)
-    level = models.CharField(max_length=12, choices=Level.choices, default=Level.NONE)
-    status = models.CharField(max_length=12, choices=Status.choices, db_index=True)
-    reason = models.CharField(max_length=100, blank=True)
-    before_tokens = models.PositiveIntegerField(null=True, blank=True)
-    after_tokens = models.PositiveIntegerField(null=True, blank=True)
-    cutoff_index = models.PositiveIntegerField(null=True, blank=True)
-    compressed_messages = models.PositiveIntegerField(null=True, blank=True)
-    file_path = models.CharField(max_length=500, blank=True)
-    saved_files = models.JSONField(default=list, blank=True)
-    summary_usage = models.JSONField(default=dict, blank=True)
-    error = models.TextField(blank=True)
+    trigger = models.CharField(
+        verbose_name=_("trigger"), max_length=10, choices=Trigger.choices, db_index=True
+    )
+    level = models.CharField(
+        verbose_name=_("level"), max_length=12, choices=Level.choices, default=Level.NONE
+    )
+    status = models.CharField(verbose_name=_("status"), max_length=12, choices=Status.choices, db_index=True)
+    reason = models.CharField(verbose_name=_("reason"), max_length=100, blank=True)
+    before_tokens = models.PositiveIntegerField(verbose_name=_("before tokens"), null=True, blank=True)
+    after_tokens = models.PositiveIntegerField(verbose_name=_("after tokens"), null=True, blank=True)
+    cutoff_index = models.PositiveIntegerField(verbose_name=_("cutoff index"), null=True, blank=True)
+    compressed_messages = models.PositiveIntegerField(
+        verbose_name=_("compressed messages"), null=True, blank=True
+    )
+    file_path = models.CharField(verbose_name=_("file path"), max_length=500, blank=True)
+    saved_files = models.JSONField(verbose_name=_("saved files"), default=list, blank=True)
+    summary_usage = models.JSONField(verbose_name=_("summary usage"), default=dict, blank=True)
+    error = models.TextField(verbose_name=_("error"), blank=True)
     # Where the identifiers of the folded messages went (compression.engine.identifiers.LossReport).
     # Records that folded nothing carry the empty report (nothing lost).
-    loss_report = models.JSONField(default=no_loss_report, blank=True)
+    loss_report = models.JSONField(verbose_name=_("loss report"), default=no_loss_report, blank=True)
     # The spend guard's decision when it held a summary back (compression.engine.guard.GuardDecision).
-    spend_guard = models.JSONField(default=dict, blank=True)
+    spend_guard = models.JSONField(verbose_name=_("spend guard"), default=dict, blank=True)
     # NULL (not "") so uniqueness binds only requests that carried an Idempotency-Key.
-    idempotency_key = models.CharField(max_length=300, null=True, blank=True, unique=True)  # noqa: DJ001
-    result = models.JSONField(default=dict, blank=True)  # the response body, replayed on an idempotent retry
-    started_at = models.DateTimeField(null=True, blank=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    idempotency_key = models.CharField(
+        verbose_name=_("idempotency key"), max_length=300, null=True, blank=True, unique=True
+    )  # noqa: DJ001
+    result = models.JSONField(
+        verbose_name=_("result"), default=dict, blank=True
+    )  # the response body, replayed on an idempotent retry
+    started_at = models.DateTimeField(verbose_name=_("started at"), null=True, blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True, db_index=True)
 
     class Meta:
+        verbose_name = _("compression record")
+        verbose_name_plural = _("compression records")
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["conversation", "-created_at"])]
 

@@ -15,9 +15,11 @@ from conversations.schemas import (
     MessageOut,
     PinOut,
     ResumeIn,
+    RunOut,
     StateOut,
     ThreadCreateIn,
     ThreadOut,
+    ThreadUpdateIn,
 )
 from conversations.services.attachments import upload_read
 
@@ -44,6 +46,11 @@ def thread_list(request: HttpRequest):
 @router.get("/{thread_id}", response={200: ThreadOut, **error_responses(404)})
 def thread_get(request: HttpRequest, thread_id: uuid.UUID):
     return selectors.thread_get(thread_id=thread_id, user=request.user)
+
+
+@router.patch("/{thread_id}", response={200: ThreadOut, **error_responses(404, 409, 422)})
+def thread_update(request: HttpRequest, thread_id: uuid.UUID, payload: ThreadUpdateIn):
+    return services.thread_rename(thread_id=thread_id, user=request.user, title=payload.title)
 
 
 @router.delete("/{thread_id}", response={204: None, **error_responses(404, 409)})
@@ -109,3 +116,15 @@ def thread_resume(request: HttpRequest, thread_id: uuid.UUID, payload: ResumeIn)
 def thread_state(request: HttpRequest, thread_id: uuid.UUID):
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
     return selectors.thread_state(conversation=conversation)
+
+
+@router.post("/{thread_id}/runs/current/cancel", response={202: RunOut, **error_responses(404, 409)})
+def run_cancel_current(request: HttpRequest, thread_id: uuid.UUID):
+    """Stop the running run: it ends ``cancelled`` after its next streamed chunk, keeping what it wrote."""
+    return Status(202, services.run_cancel(thread_id=thread_id, user=request.user))
+
+
+@router.post("/{thread_id}/runs/{run_id}/cancel", response={202: RunOut, **error_responses(404, 409)})
+def run_cancel(request: HttpRequest, thread_id: uuid.UUID, run_id: int):
+    """Stop a running run, or remove a queued one from the queue."""
+    return Status(202, services.run_cancel(thread_id=thread_id, user=request.user, run_id=run_id))

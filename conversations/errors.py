@@ -2,46 +2,48 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
+
 from agent_platform.errors import Conflict, NotFound, Unprocessable
 
 
 class ThreadNotFound(NotFound):
     code = "thread_not_found"
-
-    def __init__(self, message: str = "No such thread.", **extra: object) -> None:
-        super().__init__(message, **extra)
+    default_message = _("No such thread.")
 
 
 class AgentNotFound(NotFound):
     code = "agent_not_found"
-
-    def __init__(self, message: str = "No such agent, or it is disabled.", **extra: object) -> None:
-        super().__init__(message, **extra)
+    default_message = _("No such agent, or it is disabled.")
 
 
 class ThreadBusy(Conflict):
     code = "thread_busy"
-
-    def __init__(self, message: str = "The thread is busy; try again shortly.", **extra: object) -> None:
-        super().__init__(message, **extra)
+    default_message = _("The thread is busy; try again shortly.")
 
 
 class NotInterrupted(Conflict):
     code = "not_interrupted"
-
-    def __init__(self, message: str = "The thread is not waiting for an answer.", **extra: object) -> None:
-        super().__init__(message, **extra)
+    default_message = _("The thread is not waiting for an answer.")
 
 
 class EmptyMessage(Unprocessable):
     code = "empty_message"
-
-    def __init__(self, message: str = "The message is empty.", **extra: object) -> None:
-        super().__init__(message, **extra)
+    default_message = _("The message is empty.")
 
 
 class InvalidInput(Unprocessable):
     code = "invalid_input"
+
+
+class RunNotFound(NotFound):
+    code = "run_not_found"
+    default_message = _("No such run in this thread.")
+
+
+class RunNotActive(Conflict):
+    code = "run_not_active"
+    default_message = _("Nothing to stop: no run is queued or running.")
 
 
 class MessageNotFound(NotFound):

@@ -14,25 +14,39 @@ class Conversation(models.Model):
         ACTIVE = "active", _("Active")
         DELETED = "deleted", _("Deleted")
 
-    thread_id = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    thread_id = models.UUIDField(verbose_name=_("thread ID"), default=uuid.uuid4, unique=True, editable=False)
     owner = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="conversations"
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("owner"),
+        on_delete=models.CASCADE,
+        related_name="conversations",
     )
-    agent = models.ForeignKey("agent_platform.Agent", on_delete=models.PROTECT, related_name="conversations")
-    title = models.CharField(max_length=200, blank=True)
-    status = models.CharField(max_length=10, choices=Status.choices, default=Status.ACTIVE, db_index=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-    last_activity_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    agent = models.ForeignKey(
+        "agent_platform.Agent",
+        verbose_name=_("agent"),
+        on_delete=models.PROTECT,
+        related_name="conversations",
+    )
+    title = models.CharField(verbose_name=_("title"), max_length=200, blank=True)
+    status = models.CharField(
+        verbose_name=_("status"), max_length=10, choices=Status.choices, default=Status.ACTIVE, db_index=True
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
+    last_activity_at = models.DateTimeField(
+        verbose_name=_("last activity at"), auto_now_add=True, db_index=True
+    )
 
     # The last token_usage figures, copied here so bulk selection never opens a checkpoint.
-    context_tokens = models.PositiveIntegerField(null=True, blank=True)
-    trigger_tokens = models.PositiveIntegerField(null=True, blank=True)
-    pressure_ratio = models.FloatField(null=True, blank=True, db_index=True)
-    summary_active = models.BooleanField(default=False)
-    usage_updated_at = models.DateTimeField(null=True, blank=True)
+    context_tokens = models.PositiveIntegerField(verbose_name=_("context tokens"), null=True, blank=True)
+    trigger_tokens = models.PositiveIntegerField(verbose_name=_("trigger tokens"), null=True, blank=True)
+    pressure_ratio = models.FloatField(verbose_name=_("pressure ratio"), null=True, blank=True, db_index=True)
+    summary_active = models.BooleanField(verbose_name=_("summary active"), default=False)
+    usage_updated_at = models.DateTimeField(verbose_name=_("usage updated at"), null=True, blank=True)
 
     class Meta:
+        verbose_name = _("conversation")
+        verbose_name_plural = _("conversations")
         ordering = ["-last_activity_at"]
         indexes = [models.Index(fields=["owner", "status", "-last_activity_at"])]
 
@@ -55,27 +69,44 @@ class AgentRun(models.Model):
 
     ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="runs")
-    kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.CHAT)
-    status = models.CharField(max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True)
-    input_message = models.ForeignKey(
-        "conversations.Message", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    conversation = models.ForeignKey(
+        Conversation, verbose_name=_("conversation"), on_delete=models.CASCADE, related_name="runs"
     )
-    resume_value = models.JSONField(null=True, blank=True)
+    kind = models.CharField(verbose_name=_("kind"), max_length=10, choices=Kind.choices, default=Kind.CHAT)
+    status = models.CharField(
+        verbose_name=_("status"), max_length=12, choices=Status.choices, default=Status.QUEUED, db_index=True
+    )
+    input_message = models.ForeignKey(
+        "conversations.Message",
+        verbose_name=_("input message"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    resume_value = models.JSONField(verbose_name=_("resume value"), null=True, blank=True)
     # NULL, not "", so the per-thread uniqueness only binds runs that carry a client request id.
-    request_id = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001
-    error = models.TextField(blank=True)
-    events = models.JSONField(default=list, blank=True)  # compression events seen during the run
-    usage = models.JSONField(default=dict, blank=True)  # provider-reported usage for this run
+    request_id = models.CharField(verbose_name=_("request ID"), max_length=100, null=True, blank=True)  # noqa: DJ001
+    error = models.TextField(verbose_name=_("error"), blank=True)
+    events = models.JSONField(
+        verbose_name=_("events"), default=list, blank=True
+    )  # compression events seen during the run
+    usage = models.JSONField(
+        verbose_name=_("usage"), default=dict, blank=True
+    )  # provider-reported usage for this run
     # Crash recovery: who claimed the run, when it last showed progress, and how often it was claimed.
-    worker = models.CharField(max_length=200, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(verbose_name=_("worker"), max_length=200, blank=True)
+    heartbeat_at = models.DateTimeField(verbose_name=_("heartbeat at"), null=True, blank=True)
+    attempts = models.PositiveSmallIntegerField(verbose_name=_("attempts"), default=0)
+    # Stop: set by the user, read by the executor between streamed chunks (cooperative cancellation).
+    cancel_requested_at = models.DateTimeField(verbose_name=_("cancel requested at"), null=True, blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    started_at = models.DateTimeField(verbose_name=_("started at"), null=True, blank=True)
+    finished_at = models.DateTimeField(verbose_name=_("finished at"), null=True, blank=True)
 
     class Meta:
+        verbose_name = _("agent run")
+        verbose_name_plural = _("agent runs")
         ordering = ["created_at", "id"]
         constraints = [
             models.UniqueConstraint(
@@ -99,20 +130,31 @@ class Message(models.Model):
         TOOL = "tool", _("Tool")
         SYSTEM = "system", _("System")
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="messages")
-    seq = models.PositiveIntegerField()
-    role = models.CharField(max_length=10, choices=Role.choices)
-    content = models.TextField(blank=True)
-    tool_calls = models.JSONField(default=list, blank=True)
-    tool_call_id = models.CharField(max_length=200, blank=True)
-    tool_name = models.CharField(max_length=200, blank=True)
-    lc_message_id = models.CharField(max_length=200, blank=True)
-    run = models.ForeignKey(
-        AgentRun, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages"
+    conversation = models.ForeignKey(
+        Conversation, verbose_name=_("conversation"), on_delete=models.CASCADE, related_name="messages"
     )
-    created_at = models.DateTimeField(auto_now_add=True)
+    seq = models.PositiveIntegerField(verbose_name=_("seq"))
+    role = models.CharField(verbose_name=_("role"), max_length=10, choices=Role.choices)
+    content = models.TextField(verbose_name=_("content"), blank=True)
+    tool_calls = models.JSONField(verbose_name=_("tool calls"), default=list, blank=True)
+    tool_call_id = models.CharField(verbose_name=_("tool call ID"), max_length=200, blank=True)
+    tool_name = models.CharField(verbose_name=_("tool name"), max_length=200, blank=True)
+    lc_message_id = models.CharField(verbose_name=_("LangChain message id"), max_length=200, blank=True)
+    run = models.ForeignKey(
+        AgentRun,
+        verbose_name=_("run"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="messages",
+    )
+    # A reply cut short by Stop: the text streamed until then, kept as it was.
+    interrupted = models.BooleanField(verbose_name=_("interrupted"), default=False)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("message")
+        verbose_name_plural = _("messages")
         ordering = ["conversation", "seq"]
         constraints = [models.UniqueConstraint(fields=["conversation", "seq"], name="unique_message_seq")]
 
@@ -133,15 +175,19 @@ class Attachment(models.Model):
         PDF = "pdf", _("PDF")
         IMAGE = "image", _("Image")
 
-    conversation = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="attachments")
-    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="attachments")
+    conversation = models.ForeignKey(
+        Conversation, verbose_name=_("conversation"), on_delete=models.CASCADE, related_name="attachments"
+    )
+    message = models.ForeignKey(
+        Message, verbose_name=_("message"), on_delete=models.CASCADE, related_name="attachments"
+    )
     name = models.CharField(_("name"), max_length=255)  # as the user named it, for display only
     path = models.CharField(_("path"), max_length=400)  # virtual workdir path: uploads/<sha256[:12]>-<name>
     mime_type = models.CharField(_("type"), max_length=100)
     kind = models.CharField(_("kind"), max_length=10, choices=Kind.choices)
     size = models.PositiveBigIntegerField(_("size"))
     sha256 = models.CharField(_("SHA-256"), max_length=64)
-    created_at = models.DateTimeField(auto_now_add=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
 
     class Meta:
         ordering = ["message_id", "id"]

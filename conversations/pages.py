@@ -6,7 +6,7 @@ Pure functions (no ORM, no request): the UI only projects the token-usage figure
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,9 @@ DANGER_RATIO = 0.9
 # Tool results and arguments longer than this are collapsed behind <details>.
 COLLAPSE_CHARS = 600
 COLLAPSE_LINES = 10
+# A user's own message is read more often than a tool's output: it collapses only when really long.
+LONG_MESSAGE_CHARS = 3000
+LONG_MESSAGE_LINES = 40
 COMPRESSION_STATUSES = ("started", "completed", "failed", "no_op")
 
 
@@ -208,6 +211,27 @@ def is_long(text: Any) -> bool:
     if not isinstance(text, str):
         return False
     return len(text) > COLLAPSE_CHARS or text.count("\n") >= COLLAPSE_LINES
+
+
+def is_long_message(text: Any) -> bool:
+    if not isinstance(text, str):
+        return False
+    return len(text) > LONG_MESSAGE_CHARS or text.count("\n") >= LONG_MESSAGE_LINES
+
+
+def transcript_order(messages: Sequence[Any]) -> list[Any]:
+    """Messages (``.seq``, ``.run_id``) in reading order: run by run, each run's messages by ``seq``.
+
+    A message sent during a run has a lower ``seq`` than that run's later replies; grouped by run
+    (runs start one at a time, oldest first) it comes after that run's reply, as it was answered. A
+    message without a run stays with the run before it.
+    """
+    keyed = []
+    run_id = 0
+    for message in sorted(messages, key=lambda m: m.seq):
+        run_id = message.run_id or run_id
+        keyed.append(((run_id, message.seq), message))
+    return [message for _key, message in sorted(keyed, key=lambda item: item[0])]
 
 
 def first_line(text: Any, limit: int = 120) -> str:

@@ -18,6 +18,10 @@ class ThreadCreateIn(Schema):
     title: str = Field("", max_length=TITLE_MAX_CHARS)
 
 
+class ThreadUpdateIn(Schema):
+    title: str = Field(..., max_length=TITLE_MAX_CHARS)
+
+
 class ThreadOut(Schema):
     thread_id: uuid.UUID
     title: str
@@ -63,6 +67,7 @@ class MessageOut(Schema):
     tool_call_id: str
     tool_name: str
     run_id: int | None
+    interrupted: bool
     created_at: datetime
     attachments: list[AttachmentOut] = []
 
@@ -77,6 +82,7 @@ class RunOut(Schema):
     status: str
     error: str
     usage: dict[str, Any]
+    cancel_requested_at: datetime | None
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None

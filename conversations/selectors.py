@@ -30,9 +30,14 @@ PRESSURE_BIN_WIDTH = 0.1
 PRESSURE_BIN_COUNT = 11  # [0, 0.1) … [0.9, 1.0), then everything at or above the trigger
 
 
-def thread_list(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
-    """The caller's own active threads (a viewer's list is theirs too; others' are reached by id)."""
-    return Conversation.objects.filter(owner=user, status=Conversation.Status.ACTIVE).select_related("agent")
+def thread_list(*, user: AbstractBaseUser, search: str = "") -> QuerySet[Conversation]:
+    """The caller's own active threads (a viewer's list is theirs too; others' are reached by id), newest
+    activity first; ``search`` keeps titles containing it."""
+    threads = Conversation.objects.filter(owner=user, status=Conversation.Status.ACTIVE).select_related(
+        "agent"
+    )
+    search = search.strip()
+    return threads.filter(title__icontains=search) if search else threads
 
 
 def thread_get(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> Conversation:
@@ -69,6 +74,7 @@ def message_list(
     limit = max(1, min(limit, MESSAGE_PAGE_MAX))
     return (
         _with_pins(conversation.messages.filter(seq__gt=after_seq))
+        .select_related("run")
         .prefetch_related("attachments__conversation")
         .order_by("seq")[:limit]
     )
@@ -77,7 +83,10 @@ def message_list(
 def message_list_latest(*, conversation: Conversation, limit: int = MESSAGE_PAGE_MAX) -> list[Message]:
     """The newest ``limit`` messages, oldest first: a long thread's page opens at its end."""
     newest = (
-        _with_pins(conversation.messages.all()).prefetch_related("attachments__conversation").order_by("-seq")
+        _with_pins(conversation.messages.all())
+        .select_related("run")
+        .prefetch_related("attachments__conversation")
+        .order_by("-seq")
     )
     latest = list(newest[: max(1, min(limit, MESSAGE_PAGE_MAX))])
     latest.reverse()
@@ -86,6 +95,10 @@ def message_list_latest(*, conversation: Conversation, limit: int = MESSAGE_PAGE
 
 def run_latest(*, conversation: Conversation) -> AgentRun | None:
     return conversation.runs.order_by("-created_at", "-id").first()
+
+
+def run_running(*, conversation: Conversation) -> AgentRun | None:
+    return conversation.runs.filter(status=AgentRun.Status.RUNNING).first()
 
 
 def run_next_queued(*, conversation_id: int) -> AgentRun | None:

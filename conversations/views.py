@@ -15,18 +15,18 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse, StreamingHttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.template.loader import render_to_string
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agent_platform.errors import ApplicationError, NotFound
 from agent_platform.selectors import agent_list_enabled
 from agent_platform.workdir import workdir_for
 from compression.engine.store import StoreError
-from conversations import pages, selectors, services
+from conversations import pages, run_signals, selectors, services
 from conversations.attachments import served_type
 from conversations.models import Conversation
 from conversations.services.attachments import upload_read
@@ -81,7 +81,9 @@ def _state_context(conversation: Conversation) -> dict[str, Any]:
     token_usage = state.get("token_usage") or {}
     latest_run = state.get("latest_run")
     busy = bool(state["running"] or state["queued"] or state["interrupted"] or state["compressing"])
+    running_run = selectors.run_running(conversation=conversation) if state["running"] else None
     return {
+        "running_run": running_run,
         "conversation": conversation,
         "state": state,
         "token_usage": token_usage,
@@ -100,10 +102,15 @@ def _state_context(conversation: Conversation) -> dict[str, Any]:
 @login_required
 @require_GET
 def thread_list(request: HttpRequest) -> HttpResponse:
+    search = request.GET.get("q", "")[:200]
     return render(
         request,
         "conversations/thread_list.html",
-        {"conversations": selectors.thread_list(user=request.user), "agents": agent_list_enabled()},
+        {
+            "conversations": selectors.thread_list(user=request.user, search=search),
+            "agents": agent_list_enabled(),
+            "search": search.strip(),
+        },
     )
 
 
@@ -123,12 +130,39 @@ def thread_new(request: HttpRequest) -> HttpResponse:
 
 
 @login_required
-@require_POST
+@require_http_methods(["GET", "POST"])
 @_not_found_as_404
 def thread_delete(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    """GET asks for confirmation; POST deletes (hides) the thread."""
+    if request.method == "GET":
+        conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+        return render(request, "conversations/thread_delete.html", {"conversation": conversation})
     services.thread_soft_delete(thread_id=thread_id, user=request.user)
     messages.success(request, _("Thread deleted."))
     return redirect("conversations:thread-list")
+
+
+@login_required
+@require_POST
+@_not_found_as_404
+def thread_rename(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    return _command(
+        request,
+        thread_id,
+        lambda: services.thread_rename(
+            thread_id=thread_id, user=request.user, title=request.POST.get("title", "")
+        ),
+    )
+
+
+@login_required
+@require_POST
+@_not_found_as_404
+def run_cancel(request: HttpRequest, thread_id: uuid.UUID, run_id: int | None = None) -> HttpResponse:
+    """Stop (the running run, or ``run_id``) or remove a queued message from the queue."""
+    return _command(
+        request, thread_id, lambda: services.run_cancel(thread_id=thread_id, user=request.user, run_id=run_id)
+    )
 
 
 @login_required
@@ -138,10 +172,13 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
     context = _state_context(conversation)
     messages_list = selectors.message_list_latest(conversation=conversation)
-    context["messages_list"] = messages_list
+    context["messages_list"] = pages.transcript_order(messages_list)
     context["saved_paths"] = selectors.thread_saved_results(conversation=conversation)
     # seq counts from 1 without gaps, so the first shown message says how many are older.
     context["earlier_count"] = messages_list[0].seq - 1 if messages_list else 0
+    running_run = context["running_run"]
+    # A reload or a second tab during a reply shows what was streamed so far, then goes on from there.
+    context["streamed_text"] = run_signals.stream_text(run_id=running_run.pk) if running_run else ""
     return render(request, "conversations/thread_detail.html", context)
 
 
@@ -207,6 +244,17 @@ def fragment_messages(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespons
             "saved_paths": selectors.thread_saved_results(conversation=conversation),
         },
     )
+
+
+@login_required
+@require_GET
+@_not_found_as_404
+def fragment_stream(request: HttpRequest, thread_id: uuid.UUID) -> JsonResponse:
+    """The reply being streamed: ``{"run_id", "text"}`` (the page catches up after a gap)."""
+    conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    run = selectors.run_running(conversation=conversation)
+    text = run_signals.stream_text(run_id=run.pk) if run else ""
+    return JsonResponse({"run_id": run.pk if run else None, "text": text})
 
 
 @login_required

@@ -29,12 +29,14 @@ def validate_utf8_text(file) -> None:
 
 
 class KnowledgeBase(models.Model):
-    name = models.CharField(max_length=200)
-    slug = models.SlugField(unique=True)
-    description = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
+    name = models.CharField(verbose_name=_("name"), max_length=200)
+    slug = models.SlugField(verbose_name=_("slug"), unique=True)
+    description = models.TextField(verbose_name=_("description"), blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
 
     class Meta:
+        verbose_name = _("knowledge base")
+        verbose_name_plural = _("knowledge bases")
         ordering = ["name"]
 
     def __str__(self) -> str:
@@ -42,23 +44,31 @@ class KnowledgeBase(models.Model):
 
 
 class Document(models.Model):
-    kb = models.ForeignKey(KnowledgeBase, on_delete=models.CASCADE, related_name="documents")
-    title = models.CharField(max_length=300)
+    kb = models.ForeignKey(
+        KnowledgeBase, verbose_name=_("knowledge base"), on_delete=models.CASCADE, related_name="documents"
+    )
+    title = models.CharField(verbose_name=_("title"), max_length=300)
     source = models.CharField(
-        max_length=500, blank=True, help_text=_("Where the text comes from (a URL or a citation).")
+        verbose_name=_("source"),
+        max_length=500,
+        blank=True,
+        help_text=_("Where the text comes from (a URL or a citation)."),
     )
     file = models.FileField(
+        verbose_name=_("file"),
         upload_to="knowledge/%Y/%m/",
         blank=True,
         validators=[FileExtensionValidator(DOCUMENT_EXTENSIONS), validate_utf8_text],
         help_text=_("A .txt or .md file in UTF-8. Uploading replaces the text below."),
     )
-    filename = models.CharField(max_length=255, blank=True, editable=False)
-    text = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
+    filename = models.CharField(verbose_name=_("filename"), max_length=255, blank=True, editable=False)
+    text = models.TextField(verbose_name=_("text"), blank=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
     class Meta:
+        verbose_name = _("document")
+        verbose_name_plural = _("documents")
         ordering = ["kb", "title"]
 
     def __str__(self) -> str:
@@ -70,13 +80,19 @@ class Document(models.Model):
 
 
 class Chunk(models.Model):
-    document = models.ForeignKey(Document, on_delete=models.CASCADE, related_name="chunks")
-    kb = models.ForeignKey(KnowledgeBase, on_delete=models.CASCADE, related_name="chunks")
-    index = models.PositiveIntegerField()
-    content = models.TextField()
-    metadata = models.JSONField(default=dict, blank=True)
+    document = models.ForeignKey(
+        Document, verbose_name=_("document"), on_delete=models.CASCADE, related_name="chunks"
+    )
+    kb = models.ForeignKey(
+        KnowledgeBase, verbose_name=_("knowledge base"), on_delete=models.CASCADE, related_name="chunks"
+    )
+    index = models.PositiveIntegerField(verbose_name=_("index"))
+    content = models.TextField(verbose_name=_("content"))
+    metadata = models.JSONField(verbose_name=_("metadata"), default=dict, blank=True)
 
     class Meta:
+        verbose_name = _("chunk")
+        verbose_name_plural = _("chunks")
         ordering = ["document_id", "index"]
         constraints = [models.UniqueConstraint(fields=["document", "index"], name="unique_chunk_index")]
 

@@ -1,5 +1,6 @@
 """Use cases of threads and runs (writes). Reads are in ``conversations.selectors``."""
 
+from conversations.services.cancel import run_cancel
 from conversations.services.dispatch import run_dispatch_next, run_execute, run_start
 from conversations.services.execution import run_claim
 from conversations.services.intake import IntakeResult, message_intake, run_resume
@@ -9,6 +10,7 @@ from conversations.services.threads import (
     message_append,
     thread_create,
     thread_lock,
+    thread_rename,
     thread_soft_delete,
 )
 
@@ -20,6 +22,7 @@ __all__ = [
     "message_intake",
     "message_pin",
     "message_unpin",
+    "run_cancel",
     "run_claim",
     "run_dispatch_next",
     "run_execute",
@@ -28,5 +31,6 @@ __all__ = [
     "runs_recover",
     "thread_create",
     "thread_lock",
+    "thread_rename",
     "thread_soft_delete",
 ]

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import time
+import uuid
 from typing import Any
 
 from django.db.models import F
@@ -14,7 +16,7 @@ from agent_platform.runtime.graph import build_agent_graph, thread_config
 from agent_platform.runtime.state_repository import AgentStateRepository
 from compression.engine.state import PINNED_IDS_CONFIG_KEY, TOKEN_USAGE_KEY, merge_token_usage
 from compression.engine.tokens import profile_for_model, with_estimate
-from conversations import events
+from conversations import events, run_signals
 from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import pinned_message_ids, run_next_queued
 from conversations.services.attachments import message_model_content
@@ -30,6 +32,10 @@ ERROR_MAX_CHARS = 2000
 NOT_EXECUTED = "[Not executed: {reason}]"
 EARLIER_ATTEMPT_STOPPED = "an earlier attempt of this turn stopped before the tool ran"
 USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
+# The cache flag is read on every chunk; the database (the source of truth) at most this often.
+CANCEL_DB_CHECK_SECONDS = 1.0
+# What the model reads next time in place of a tool result that Stop cut off.
+CANCELLED_TOOL_RESULT = "The user stopped the run before this tool call returned; it has no result."
 
 
 def run_claim(*, run_id: int) -> bool:
@@ -84,6 +90,8 @@ def run_perform(*, run_id: int) -> int | None:
                 error = _error_text(exc)
                 relay.answer_dangling_tool_calls(reason=f"the turn failed ({error})")
                 _finish(run, AgentRun.Status.FAILED, error=error)
+            finally:
+                run_signals.run_signals_clear(run_id=run_id)
     return found.conversation_id
 
 
@@ -157,6 +165,8 @@ class _RunRelay:
         self.seen: set[str] = set()
         self.token_usage: dict[str, Any] | None = None
         self.repository: Any = None
+        self.partial = ""  # the reply streamed so far by the current model call
+        self.cancel_checked_at = 0.0
 
     def execute(self) -> None:
         graph = build_agent_graph(agent=self.conversation.agent, conversation=self.conversation)
@@ -173,13 +183,29 @@ class _RunRelay:
         self.token_usage = snapshot.values.get(TOKEN_USAGE_KEY)
         payload = self._input(pending_interrupt=bool(snapshot.interrupts))
         interrupted: Any = None
-        for mode, chunk in graph.stream(payload, config, stream_mode=["messages", "custom", "updates"]):
-            if mode == "messages":
-                self._on_token(*chunk)
-            elif mode == "custom":
-                self._on_custom(chunk)
-            elif mode == "updates":
-                interrupted = self._on_updates(chunk) or interrupted
+        cancelled = self._cancel_requested(force=True)
+        config = {**config, "callbacks": [run_signals.StopOnCancel(self.run.pk)]}
+        stream = graph.stream(payload, config, stream_mode=["messages", "custom", "updates"])
+        try:
+            for mode, chunk in () if cancelled else stream:
+                if mode == "messages":
+                    self._on_token(*chunk)
+                elif mode == "custom":
+                    self._on_custom(chunk)
+                elif mode == "updates":
+                    interrupted = self._on_updates(chunk) or interrupted
+                if self._cancel_requested():  # between steps (a long tool), or a lost cache flag
+                    cancelled = True
+                    break
+        except run_signals.RunCancelled:
+            cancelled = True
+        finally:
+            stream.close()
+        if cancelled:
+            self._close_cancelled(repository)
+            self._record_pressure()
+            _finish(self.run, AgentRun.Status.CANCELLED)
+            return
         if interrupted is None:
             interrupted = repository.snapshot().interrupts or None
         self._record_pressure()
@@ -221,6 +247,55 @@ class _RunRelay:
         profile = profile_for_model(self.run.conversation.agent.resolved_model_name)
         return {"messages": [with_estimate(HumanMessage(content=content, id=message.lc_message_id), profile)]}
 
+    def _cancel_requested(self, *, force: bool = False) -> bool:
+        if run_signals.cancel_flag_is_set(run_id=self.run.pk):
+            return True
+        now = time.monotonic()
+        if not force and now - self.cancel_checked_at < CANCEL_DB_CHECK_SECONDS:
+            return False
+        self.cancel_checked_at = now
+        if not AgentRun.objects.filter(pk=self.run.pk, cancel_requested_at__isnull=False).exists():
+            return False
+        # The flag was lost or lives in another process's cache: set it where this model call sees it.
+        run_signals.cancel_flag_set(run_id=self.run.pk)
+        return True
+
+    def _close_cancelled(self, repository: Any) -> None:
+        """Leave transcript and checkpoint consistent after Stop.
+
+        Messages the graph committed but the stream had not yet delivered are recorded; every tool
+        call without a result gets one saying the user stopped it (the model never sees a dangling
+        call); the partial reply is kept in both, the transcript row marked ``interrupted``.
+        """
+        messages = repository.get_values().get("messages", [])
+        # A step that finished while the stream was being closed may be only a pending write of the
+        # checkpoint: written again (same ids, so nothing doubles) it is what the model sees next time.
+        finished = [m for m in messages if isinstance(m, (AIMessage, ToolMessage)) and m.id not in self.seen]
+        for message in finished:
+            self._on_message(message)
+        answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+        closing: list[BaseMessage] = [
+            ToolMessage(
+                content=CANCELLED_TOOL_RESULT,
+                tool_call_id=call["id"],
+                name=call["name"],
+                id=f"cancelled-{call['id']}",
+                status="error",
+            )
+            for message in messages
+            if isinstance(message, AIMessage)
+            for call in message.tool_calls
+            if call.get("id") and call["id"] not in answered
+        ]
+        partial = self.partial
+        if partial:
+            closing.append(AIMessage(content=partial, id=f"interrupted-{uuid.uuid4()}"))
+        if not finished and not closing:
+            return
+        repository.update({"messages": [*finished, *closing]})
+        for message in closing:
+            self._on_message(message, interrupted=message.id.startswith("interrupted-"))
+
     def _on_token(self, message: Any, metadata: dict[str, Any]) -> None:
         # Only the agent's own model node: tool output and sub-agents' models are not the reply.
         if not isinstance(message, AIMessageChunk) or metadata.get("langgraph_node") != "model":
@@ -229,7 +304,12 @@ class _RunRelay:
             return
         text = _text(message)
         if text:
-            events.broadcast(self.thread_id, events.RUN_TOKEN, run_id=self.run.pk, text=text)
+            offset = len(self.partial)
+            self.partial += text
+            # Buffered before it is sent: a page that loads now shows it, and one that saw the event
+            # can tell by the offset whether it missed a piece.
+            run_signals.stream_set(run_id=self.run.pk, text=self.partial)
+            events.broadcast(self.thread_id, events.RUN_TOKEN, run_id=self.run.pk, text=text, offset=offset)
 
     def _on_custom(self, chunk: Any) -> None:
         if not isinstance(chunk, dict) or chunk.get("type") != events.COMPRESSION:
@@ -266,11 +346,14 @@ class _RunRelay:
         if isinstance(estimated, int) and isinstance(reported, int) and reported > 0:
             run_usage_reported.send(sender=AgentRun, run=self.run, estimated=estimated, reported=reported)
 
-    def _on_message(self, message: Any) -> None:
+    def _on_message(self, message: Any, *, interrupted: bool = False) -> None:
         if not isinstance(message, (AIMessage, ToolMessage)) or not message.id or message.id in self.seen:
             return  # same id again: a compaction replaced a message in place, not a new one
         self.seen.add(message.id)
         if isinstance(message, AIMessage):
+            if not interrupted:  # this model call's reply is complete: the next one streams afresh
+                self.partial = ""
+                run_signals.stream_set(run_id=self.run.pk, text="")
             self._add_usage(message)
             fields = {
                 "role": Message.Role.ASSISTANT,
@@ -291,6 +374,7 @@ class _RunRelay:
                 content=_text(message),
                 run=self.run,
                 lc_message_id=message.id,
+                interrupted=interrupted,
                 **fields,
             )
 

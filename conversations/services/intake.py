@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from conversations import events
 from conversations.errors import EmptyMessage, NotInterrupted
@@ -16,7 +17,7 @@ from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import run_latest
 from conversations.services.attachments import CheckedUpload, Upload, attachments_check, attachments_save
 from conversations.services.dispatch import run_dispatch_next
-from conversations.services.threads import message_append, text_checked, thread_lock
+from conversations.services.threads import message_append, text_checked, thread_lock, title_from_message
 
 MESSAGE_MAX_CHARS = 100_000
 REQUEST_ID_MAX_CHARS = 100  # AgentRun.request_id
@@ -51,7 +52,10 @@ def _enqueue(
     attachments_save(conversation=conversation, message=message, checked=attachments)
     run.input_message = message
     run.save(update_fields=["input_message"])
-    Conversation.objects.filter(pk=conversation.pk).update(last_activity_at=timezone.now())
+    changes: dict[str, object] = {"last_activity_at": timezone.now()}
+    if not conversation.title:  # an untitled thread is named after its first message
+        changes["title"] = conversation.title = title_from_message(content)
+    Conversation.objects.filter(pk=conversation.pk).update(**changes)
     events.broadcast(conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
     conversation_id = conversation.pk
     transaction.on_commit(lambda: run_dispatch_next(conversation_id=conversation_id))
@@ -98,7 +102,7 @@ def run_resume(*, thread_id: uuid.UUID | str, user: AbstractBaseUser, answer: st
     """Answer the thread's pending ``ask_user`` question: only when its latest run is ``interrupted``."""
     answer = (answer or "").strip()
     if not answer:
-        raise EmptyMessage("The answer is empty.")
+        raise EmptyMessage(_("The answer is empty."))
     text_checked(answer, field="answer", max_length=MESSAGE_MAX_CHARS)
     with thread_lock(thread_id=thread_id, user=user) as conversation:
         latest = run_latest(conversation=conversation)

@@ -96,13 +96,21 @@ def run_is_orphaned(run: AgentRun, *, now: datetime | None = None) -> bool:
 
 
 def run_reclaim(*, run: AgentRun) -> str | None:
-    """Take a lost run back from its worker: re-queued (``"queued"``) if it was claimed once,
-    failed (``"failed"``) after that. ``None`` when the run was no longer ``running`` as read."""
+    """Take a lost run back from its worker: ``"cancelled"`` if its user had stopped it (never started
+    again), else re-queued (``"queued"``) if it was claimed once, failed (``"failed"``) after that.
+    ``None`` when the run was no longer ``running`` as read."""
     with transaction.atomic():
         # Compare-and-swap on the holder and its last renewal: a lease renewed meanwhile is kept.
         held = AgentRun.objects.filter(
             pk=run.pk, status=AgentRun.Status.RUNNING, worker=run.worker, heartbeat_at=run.heartbeat_at
         )
+        if run.cancel_requested_at is not None:
+            if not held.update(status=AgentRun.Status.CANCELLED, finished_at=timezone.now()):
+                return None
+            events.broadcast(
+                run.conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=AgentRun.Status.CANCELLED
+            )
+            return AgentRun.Status.CANCELLED
         if run.attempts >= MAX_ATTEMPTS:
             if not held.update(status=AgentRun.Status.FAILED, error=ORPHAN_ERROR, finished_at=timezone.now()):
                 return None

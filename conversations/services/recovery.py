@@ -31,12 +31,14 @@ class RecoveryReport:
     requeued: list[int] = field(default_factory=list)
     failed: list[int] = field(default_factory=list)
     dispatched: list[int] = field(default_factory=list)
+    cancelled: list[int] = field(default_factory=list)  # stopped by their user before the worker died
 
     def summary(self) -> str:
-        return (
+        summary = (
             f"{len(self.requeued)} run(s) re-queued, {len(self.failed)} failed, "
             f"{len(self.dispatched)} queued run(s) started"
         )
+        return f"{summary}, {len(self.cancelled)} cancelled" if self.cancelled else summary
 
 
 def runs_recover(*, queued_before: datetime | None = None, dispatch: bool = True) -> RecoveryReport:
@@ -54,7 +56,10 @@ def runs_recover(*, queued_before: datetime | None = None, dispatch: bool = True
         outcome = run_reclaim(run=run)
         if outcome is None:
             continue
-        (report.failed if outcome == AgentRun.Status.FAILED else report.requeued).append(run.pk)
+        {
+            AgentRun.Status.FAILED: report.failed,
+            AgentRun.Status.CANCELLED: report.cancelled,
+        }.get(outcome, report.requeued).append(run.pk)
         conversations.add(run.conversation_id)
     waiting = AgentRun.objects.filter(status=AgentRun.Status.QUEUED, created_at__lt=queued_before)
     conversations.update(waiting.values_list("conversation_id", flat=True).distinct())

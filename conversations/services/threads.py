@@ -12,6 +12,8 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import OperationalError, connection, transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from agent_platform.models import Agent
 from conversations import events
@@ -21,6 +23,14 @@ from conversations.models import AgentRun, Conversation, Message
 FAILURE_NOTICE = "This turn failed: {error}"
 LOCK_NOT_AVAILABLE = "55P03"  # PostgreSQL: lock_timeout expired, or NOWAIT found the row locked
 TITLE_MAX_CHARS = 200  # Conversation.title
+# The words for the checked fields in error messages (the messages are shown on pages as they are).
+FIELD_LABELS = {
+    "message": gettext_lazy("message"),
+    "answer": gettext_lazy("answer"),
+    "title": gettext_lazy("title"),
+    "request_id": gettext_lazy("request ID"),
+}
+AUTO_TITLE_CHARS = 60  # a title made from the first message: its first line, clipped
 
 
 def text_checked(value: str, *, field: str, max_length: int) -> str:
@@ -29,10 +39,14 @@ def text_checked(value: str, *, field: str, max_length: int) -> str:
     Checked here, not only in the API schemas, so pages and API agree; PostgreSQL cannot store NUL
     and rejects over-long varchars, which would otherwise surface as a 500.
     """
+    label = FIELD_LABELS.get(field, field)
     if "\x00" in value:
-        raise InvalidInput(f"The {field} contains a NUL character.")
+        raise InvalidInput(_("The %(field)s contains a NUL character.") % {"field": label})
     if len(value) > max_length:
-        raise InvalidInput(f"The {field} is longer than {max_length} characters.")
+        raise InvalidInput(
+            _("The %(field)s is longer than %(max_length)d characters.")
+            % {"field": label, "max_length": max_length}
+        )
     return value
 
 
@@ -42,6 +56,22 @@ def thread_create(*, user: AbstractBaseUser, agent_slug: str, title: str = "") -
     if agent is None:
         raise AgentNotFound()
     return Conversation.objects.create(owner=user, agent=agent, title=title)
+
+
+def title_from_message(content: str) -> str:
+    """A thread title from its first message: the first non-blank line, spaces collapsed, clipped."""
+    line = next((line for line in content.splitlines() if line.strip()), "")
+    line = " ".join(line.split())
+    return line if len(line) <= AUTO_TITLE_CHARS else line[: AUTO_TITLE_CHARS - 1].rstrip() + "…"
+
+
+def thread_rename(*, thread_id: uuid.UUID | str, user: AbstractBaseUser, title: str) -> Conversation:
+    """Set the thread's title; an empty one lets the first message name it again."""
+    title = text_checked(title.strip(), field="title", max_length=TITLE_MAX_CHARS)
+    with thread_lock(thread_id=thread_id, user=user) as conversation:
+        conversation.title = title
+        conversation.save(update_fields=["title", "updated_at"])
+        return conversation
 
 
 def _is_postgres() -> bool:
@@ -122,6 +152,7 @@ def message_payload(message: Message) -> dict[str, object]:
         "tool_call_id": message.tool_call_id,
         "tool_name": message.tool_name,
         "run_id": message.run_id,
+        "interrupted": message.interrupted,
         "created_at": message.created_at.isoformat(),
     }
 
@@ -136,6 +167,7 @@ def message_append(
     tool_call_id: str = "",
     tool_name: str = "",
     lc_message_id: str = "",
+    interrupted: bool = False,
 ) -> Message:
     """Append the next message of the transcript. The caller holds the thread's row lock.
 
@@ -153,6 +185,7 @@ def message_append(
         tool_call_id=_storable(tool_call_id or ""),
         tool_name=_storable(tool_name or ""),
         lc_message_id=lc_message_id or "",
+        interrupted=interrupted,
     )
     events.broadcast(conversation.thread_id, events.MESSAGE_CREATED, message=message_payload(message))
     return message
@@ -170,12 +203,18 @@ def _storable(value: Any) -> Any:
 
 
 def thread_soft_delete(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> None:
-    """Hide the thread from its owner and cancel its queued runs; the transcript is kept."""
+    """Hide the thread from its owner, cancel its queued runs and stop its running one; the transcript
+    is kept."""
     with thread_lock(thread_id=thread_id, user=user) as conversation:
         conversation.status = Conversation.Status.DELETED
         conversation.save(update_fields=["status", "updated_at"])
+        now = timezone.now()
         conversation.runs.filter(status=AgentRun.Status.QUEUED).update(
-            status=AgentRun.Status.CANCELLED, finished_at=timezone.now()
+            status=AgentRun.Status.CANCELLED, finished_at=now
+        )
+        # A running run is stopped as Stop does it; its executor sees the request in the database.
+        conversation.runs.filter(status=AgentRun.Status.RUNNING, cancel_requested_at__isnull=True).update(
+            cancel_requested_at=now
         )
 
 

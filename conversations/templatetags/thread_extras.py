@@ -1,4 +1,4 @@
-"""Template filters of the chat pages: token counts, receipts, collapsing, tool-call arguments."""
+"""Template filters of the chat pages: token counts, receipts, collapsing, Markdown, tool-call arguments."""
 
 from __future__ import annotations
 
@@ -6,10 +6,12 @@ import json
 from typing import Any
 
 from django import template
+from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
 from compression.engine.media import media_of
 from conversations import pages
+from conversations.markdown import markdown_to_html
 
 register = template.Library()
 
@@ -45,6 +47,17 @@ def saved_media(message: Any, saved_paths: Any) -> list:
 @register.filter
 def is_long(text: Any) -> bool:
     return pages.is_long(text)
+
+
+@register.filter
+def is_long_message(text: Any) -> bool:
+    return pages.is_long_message(text)
+
+
+@register.filter
+def markdown(text: Any) -> SafeString:
+    """Markdown rendered to HTML that the sanitizer let through (safe by construction)."""
+    return mark_safe(markdown_to_html(text if isinstance(text, str) else ""))  # noqa: S308
 
 
 @register.filter

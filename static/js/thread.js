@@ -1,6 +1,7 @@
 // The thread page: commands over HTTP, events over the thread's WebSocket.
 // Every event makes the page fetch the server-rendered fragment it affects, so what a reload shows and
-// what a push shows come from the same templates. Only streamed tokens are written here directly.
+// what a push shows come from the same templates. Only streamed tokens are written here directly: as
+// plain text, replaced by the rendered message when it is complete.
 (function () {
   "use strict";
 
@@ -12,8 +13,13 @@
   const stream = $("stream");
   const streamBody = $("stream-body");
   const socketStatus = $("socket-status");
+  const banner = $("connection-banner");
+  const jumpButton = $("jump-latest");
+  const composerError = $("composer-error");
   let compressing = false; // a compression is running (socket said "started")
   let compressPending = false; // our own compress request is in flight
+  // Length of the streamed text in code points, as the server counts offsets.
+  let streamLength = Array.from(streamBody.textContent).length;
 
   function csrfToken() {
     const input = document.querySelector("input[name=csrfmiddlewaretoken]");
@@ -48,32 +54,182 @@
     };
   }
 
-  async function getHtml(url) {
+  async function getResponse(url) {
     const response = await fetch(url, { headers: { "X-Requested-With": "fetch" }, credentials: "same-origin" });
     if (!response.ok) throw new Error(String(response.status));
-    return response.text();
+    return response;
   }
 
-  // --- transcript -------------------------------------------------------------------------------
-  function lastSeq() {
-    const items = transcript.querySelectorAll("[data-seq]");
-    return items.length ? Number(items[items.length - 1].dataset.seq) : 0;
+  async function getHtml(url) {
+    return (await getResponse(url)).text();
+  }
+
+  // --- scrolling: follow new content only when the reader is at the bottom ------------------------
+  function atBottom() {
+    return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 80;
+  }
+
+  function scrollToLatest() {
+    window.scrollTo(0, document.documentElement.scrollHeight);
+    jumpButton.hidden = true;
+  }
+
+  // Wrap a change of the transcript: keep following if the reader was at the bottom, else offer a jump.
+  function following(change) {
+    const wasAtBottom = atBottom();
+    change();
+    if (wasAtBottom) scrollToLatest();
+    else jumpButton.hidden = false;
+  }
+
+  jumpButton.addEventListener("click", scrollToLatest);
+  window.addEventListener("scroll", () => {
+    if (!jumpButton.hidden && atBottom()) jumpButton.hidden = true;
+  }, { passive: true });
+
+  // --- transcript: reading order is run by run, then seq ---------------------------------------
+  function orderKey(element) {
+    if (element === stream) return [Number(stream.dataset.run) || 0, Infinity];
+    return [Number(element.dataset.run) || 0, Number(element.dataset.seq) || 0];
+  }
+
+  function before(a, b) {
+    return a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+  }
+
+  function insertOrdered(item) {
+    const key = orderKey(item);
+    const next = Array.from(transcript.children).find((child) => {
+      if (child === stream && stream.hidden) return false;
+      return before(key, orderKey(child));
+    });
+    transcript.insertBefore(item, next || null);
+  }
+
+  function maxSeq() {
+    let max = 0;
+    for (const item of transcript.querySelectorAll("[data-seq]")) max = Math.max(max, Number(item.dataset.seq));
+    return max;
   }
 
   const syncMessages = serialized(async function () {
-    const nearBottom = window.innerHeight + window.scrollY >= document.body.scrollHeight - 120;
-    const html = await getHtml(`${root.dataset.messagesUrl}?after=${lastSeq()}`);
-    for (const item of fragments(html)) {
-      if (!item.id || document.getElementById(item.id)) continue;
-      transcript.appendChild(item);
-    }
-    $("transcript-empty").hidden = transcript.children.length > 0;
-    if (nearBottom) window.scrollTo(0, document.body.scrollHeight);
+    const html = await getHtml(`${root.dataset.messagesUrl}?after=${maxSeq()}`);
+    const items = fragments(html).filter((item) => item.id && !document.getElementById(item.id));
+    if (!items.length) return;
+    following(() => {
+      for (const item of items) {
+        insertOrdered(item);
+        decorate(item);
+      }
+      $("transcript-empty").hidden = true;
+    });
   });
+
+  // A run cancelled before it started was never sent ("cancelled"); one stopped midway was ("stopped").
+  function markRun(runId, status) {
+    for (const item of transcript.querySelectorAll(`.message.role-user[data-run="${runId}"]`)) {
+      const current = item.dataset.runStatus;
+      if (!current) continue;
+      const started = current === "running" || current === "stopped";
+      item.dataset.runStatus = status === "cancelled" && started ? "stopped" : status;
+    }
+  }
+
+  // --- the streamed reply ----------------------------------------------------------------------
+  function placeStream(runId) {
+    stream.dataset.run = String(runId);
+    stream.hidden = false;
+    stream.setAttribute("aria-busy", "true");
+    transcript.removeChild(stream);
+    insertOrdered(stream);
+  }
+
+  // Whether a run's event concerns the reply on screen (events without a run id concern any).
+  function streamOf(runId) {
+    return !runId || String(runId) === stream.dataset.run;
+  }
 
   function clearStream() {
     streamBody.textContent = "";
+    streamLength = 0;
     stream.hidden = true;
+    stream.removeAttribute("aria-busy");
+  }
+
+  function appendStream(text) {
+    streamBody.textContent += text;
+    streamLength += Array.from(text).length;
+  }
+
+  // The server buffers what it streamed; after a gap (missed events) the page takes it from there.
+  const catchUpStream = serialized(async function () {
+    const data = await (await getResponse(root.dataset.streamUrl)).json();
+    if (!data.run_id || !data.text) return;
+    following(() => {
+      if (stream.dataset.run !== String(data.run_id) || stream.hidden) placeStream(data.run_id);
+      streamBody.textContent = data.text;
+      streamLength = Array.from(data.text).length;
+    });
+  });
+
+  function onToken(event) {
+    const runId = String(event.run_id);
+    following(() => {
+      if (stream.hidden || stream.dataset.run !== runId) {
+        clearStream();
+        placeStream(runId);
+      }
+      const offset = typeof event.offset === "number" ? event.offset : streamLength;
+      if (offset === streamLength) appendStream(event.text);
+      else if (offset < streamLength) appendStream(Array.from(event.text).slice(streamLength - offset).join(""));
+      else catchUpStream(); // some pieces never arrived
+    });
+  }
+
+  // --- copy buttons -----------------------------------------------------------------------------
+  function decorate(scope) {
+    for (const pre of scope.querySelectorAll(".message-body pre")) {
+      if (pre.querySelector(".copy-code")) continue;
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "copy-code";
+      button.textContent = root.dataset.msgCopyCode;
+      pre.appendChild(button);
+    }
+  }
+
+  async function copyText(text) {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return;
+    }
+    const area = document.createElement("textarea");
+    area.value = text;
+    area.setAttribute("readonly", "");
+    area.style.position = "fixed";
+    area.style.opacity = "0";
+    document.body.appendChild(area);
+    area.select();
+    document.execCommand("copy");
+    area.remove();
+  }
+
+  async function copyFrom(button, text) {
+    const label = button.innerHTML;
+    try {
+      await copyText(text);
+      button.textContent = root.dataset.msgCopied;
+    } catch (_err) {
+      return;
+    }
+    window.setTimeout(() => {
+      button.innerHTML = label;
+    }, 1500);
+  }
+
+  function codeText(pre) {
+    const code = pre.querySelector("code");
+    return (code || pre).textContent;
   }
 
   // --- state panel and run status -------------------------------------------------------------
@@ -97,7 +253,8 @@
       const notice = current.querySelector("#compress-notice");
       current.replaceWith(fresh);
       const freshNotice = fresh.querySelector("#compress-notice");
-      if (notice && freshNotice && !notice.hidden) {
+      // A busy notice is stale once the thread is idle again.
+      if (notice && freshNotice && !notice.hidden && fresh.dataset.busy === "true") {
         freshNotice.textContent = notice.textContent;
         freshNotice.hidden = false;
       }
@@ -209,7 +366,20 @@
       if (panel && panel.dataset.previewId) compress(apply, panel.dataset.previewId);
       return;
     }
-    if (event.target.closest("#compress-cancel")) closePreview();
+    if (event.target.closest("#compress-cancel")) {
+      closePreview();
+      return;
+    }
+    const codeButton = event.target.closest(".copy-code");
+    if (codeButton) {
+      copyFrom(codeButton, codeText(codeButton.closest("pre")));
+      return;
+    }
+    const messageButton = event.target.closest(".copy-message");
+    if (messageButton) {
+      const body = messageButton.closest(".message").querySelector(".message-body");
+      if (body) copyFrom(messageButton, body.innerText);
+    }
   });
 
   // --- pins: a pinned message is never summarized -----------------------------------------------
@@ -254,8 +424,10 @@
     }
   });
 
-  // --- forms: composer and inline answers -------------------------------------------------------
-  async function postForm(form, errorEl) {
+  // --- forms: composer, answers, Stop, removing a queued message --------------------------------
+  let notSent = false; // the composer shows a "not sent" error caused by the connection
+
+  async function postForm(form, errorEl, { reset = true } = {}) {
     const button = form.querySelector("button[type=submit]");
     if (button) button.disabled = true;
     if (errorEl) errorEl.textContent = "";
@@ -270,10 +442,14 @@
         if (errorEl) errorEl.textContent = await response.text();
         return false;
       }
-      form.reset();
+      if (reset) form.reset();
       return true;
     } catch (_err) {
-      if (errorEl) errorEl.textContent = root.dataset.msgOffline;
+      // The request never reached the server: the message was not sent, and the draft stays.
+      if (errorEl) {
+        errorEl.textContent = root.dataset.msgNotSent;
+        notSent = errorEl === composerError;
+      }
       return false;
     } finally {
       if (button) button.disabled = false;
@@ -286,10 +462,22 @@
     const form = event.target;
     if (form.id === "composer") {
       event.preventDefault();
-      postForm(form, $("composer-error"));
+      notSent = false;
+      postForm(form, composerError).then((sent) => {
+        if (sent) scrollToLatest();
+      });
     } else if (form.id === "answer-form") {
       event.preventDefault();
       postForm(form, null);
+    } else if (form.id === "stop-form") {
+      event.preventDefault();
+      postForm(form, composerError, { reset: false });
+    } else if (form.classList.contains("dequeue")) {
+      event.preventDefault();
+      const item = form.closest(".message");
+      postForm(form, composerError, { reset: false }).then((done) => {
+        if (done && item) item.dataset.runStatus = "cancelled";
+      });
     }
   });
 
@@ -303,19 +491,19 @@
   // --- live events ------------------------------------------------------------------------------
   const handlers = {
     "run.token"(event) {
-      if (!event.text) return;
-      stream.hidden = false;
-      streamBody.textContent += event.text;
+      if (event.text) onToken(event);
     },
     "message.created"(event) {
-      if (event.message && event.message.role === "assistant") clearStream();
+      // The streamed reply is complete: the rendered message takes its place.
+      if (event.message && event.message.role === "assistant" && streamOf(event.message.run_id)) clearStream();
       syncMessages();
     },
     "run.status"(event) {
-      if (event.status !== "running") clearStream();
+      if (event.run_id) markRun(event.run_id, event.status);
+      if (event.status !== "running" && streamOf(event.run_id)) clearStream();
       if (event.status !== "running" && event.status !== "queued") compressing = false;
       refreshState();
-      if (event.status === "succeeded" || event.status === "failed") syncMessages();
+      if (event.status !== "running" && event.status !== "queued") syncMessages();
     },
     compression(event) {
       compressing = event.status === "started";
@@ -333,21 +521,51 @@
     },
   };
 
+  // --- the connection: a labelled status, and a banner when it drops and when it returns ------------
+  let bannerTimer = null;
+  function showBanner(kind, text) {
+    window.clearTimeout(bannerTimer);
+    banner.dataset.kind = kind;
+    banner.textContent = text;
+    banner.hidden = false;
+    if (kind === "online") {
+      bannerTimer = window.setTimeout(() => {
+        banner.hidden = true;
+      }, 4000);
+    }
+  }
+
+  function setSocketState(state) {
+    socketStatus.dataset.state = state;
+    const label = socketStatus.querySelector(".socket-label");
+    const key = `label${state.charAt(0).toUpperCase()}${state.slice(1)}`;
+    if (label && label.dataset[key]) label.textContent = label.dataset[key];
+  }
+
   let attempts = 0;
   let everOpen = false;
+  let offline = false;
   function connect() {
     const scheme = window.location.protocol === "https:" ? "wss" : "ws";
     const socket = new WebSocket(`${scheme}://${window.location.host}${root.dataset.socketPath}`);
-    socketStatus.dataset.state = "connecting";
+    if (!offline) setSocketState("connecting");
     socket.addEventListener("open", () => {
       attempts = 0;
-      socketStatus.dataset.state = "open";
-      socketStatus.title = "";
-      // Catch up on anything that happened while we were away.
+      setSocketState("open");
+      if (offline) {
+        offline = false;
+        showBanner("online", root.dataset.msgOnline);
+        if (notSent) {
+          composerError.textContent = "";
+          notSent = false;
+        }
+      }
+      // Catch up on anything that happened while we were away (or loading).
       if (everOpen) {
         syncMessages();
         refreshState();
       }
+      catchUpStream();
       everOpen = true;
     });
     socket.addEventListener("message", (message) => {
@@ -361,8 +579,11 @@
       if (handler) handler(event);
     });
     socket.addEventListener("close", (close) => {
-      socketStatus.dataset.state = "closed";
-      socketStatus.title = root.dataset.msgOffline;
+      setSocketState("closed");
+      if (!offline) {
+        offline = true;
+        showBanner("offline", root.dataset.msgOffline);
+      }
       if (close.code === 4403) return; // not allowed: retrying cannot help
       // Full-jitter backoff, capped at 15 s.
       const delay = Math.random() * Math.min(15000, 500 * 2 ** attempts);
@@ -371,6 +592,9 @@
     });
   }
 
+  decorate(transcript);
+  if (!stream.hidden) placeStream(stream.dataset.run);
   applyButtonState();
+  scrollToLatest(); // a thread opens at its latest message, the composer in view
   connect();
 })();

@@ -80,7 +80,11 @@ MATRIX: dict[str, Route] = {
         "POST", "/api/threads", _roles(401, 201, 201), data={"agent": "test-agent"}, json=True
     ),
     "api:thread_get": Route("GET", API_THREAD, API_READ, SEEING),
+    "api:thread_update": Route("PATCH", API_THREAD, _api_write(200), data={"title": "renamed"}, json=True),
     "api:thread_delete": Route("DELETE", API_THREAD, _api_write(204)),
+    # Stop: nothing runs (409 for the owner); an unknown run of the thread is 404 like a foreign one.
+    "api:run_cancel_current": Route("POST", f"{API_THREAD}/runs/current/cancel", _api_write(409)),
+    "api:run_cancel": Route("POST", f"{API_THREAD}/runs/999999/cancel", _api_write(404)),
     "api:message_list": Route("GET", f"{API_THREAD}/messages", API_READ, SEEING),
     "api:message_create": Route(
         "POST", f"{API_THREAD}/messages", _api_write(202), data={"content": "hi"}, json=True
@@ -110,10 +114,16 @@ MATRIX: dict[str, Route] = {
     ),
     "conversations:thread-detail": Route("GET", f"{THREAD}/", PAGE_READ, SEEING),
     "conversations:thread-delete": Route("POST", f"{THREAD}/delete", _page_write()),
+    "conversations:thread-rename": Route(
+        "POST", f"{THREAD}/rename", _page_write(), data={"title": "renamed"}
+    ),
+    "conversations:run-cancel-current": Route("POST", f"{THREAD}/runs/current/cancel", _page_write()),
+    "conversations:run-cancel": Route("POST", f"{THREAD}/runs/999999/cancel", _roles(LOGIN, 404, 404)),
     "conversations:message-send": Route("POST", f"{THREAD}/messages", _page_write(), data={"content": "hi"}),
     "conversations:question-answer": Route("POST", f"{THREAD}/answer", _page_write(), data={"answer": "yes"}),
     "conversations:fragment-messages": Route("GET", f"{THREAD}/fragments/messages", PAGE_READ, SEEING),
     "conversations:fragment-state": Route("GET", f"{THREAD}/fragments/state", PAGE_READ),
+    "conversations:fragment-stream": Route("GET", f"{THREAD}/fragments/stream", PAGE_READ),
     "conversations:fragment-compression": Route(
         "GET", f"{THREAD}/fragments/compression?status=completed", PAGE_READ
     ),
@@ -121,6 +131,7 @@ MATRIX: dict[str, Route] = {
     "compression:fragment-compress-preview": Route(
         "GET", f"{THREAD}/fragments/compress-preview", _roles(LOGIN, 200, 404)
     ),
+    "favicon.ico": Route("GET", "/favicon.ico", _roles(301, 301, 301)),
     # --- the admin page the platform adds ---
     "admin-pressure": Route(
         "GET",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -137,3 +138,36 @@ def screenshot():
         page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=False)
 
     return save
+
+
+@pytest.fixture
+def slow_model(e2e_server):
+    e2e_server.seed("slow_model", delay=0.15)
+    yield
+    e2e_server.seed("fast_model")
+
+
+@pytest.fixture
+def open_page(browser, e2e_server):
+    """``open_page(width=..., dark=..., staff=...)``: a logged-in page in a fresh context."""
+    contexts = []
+
+    def make(*, width: int = 1366, height: int = 900, dark: bool = False, staff: bool = False):
+        context = browser.new_context(
+            base_url=e2e_server.base_url,
+            viewport={"width": width, "height": height},
+            color_scheme="dark" if dark else "light",
+        )
+        contexts.append(context)
+        page = context.new_page()
+        page.set_default_timeout(15000)
+        page.goto("/accounts/login/")
+        page.fill("input[name=username]", "root" if staff else "alice")
+        page.fill("input[name=password]", "pw-root-123" if staff else "pw-alice-123")
+        page.click("main button[type=submit]")
+        page.wait_for_url(re.compile(r"/$"))
+        return page
+
+    yield make
+    for context in contexts:
+        context.close()

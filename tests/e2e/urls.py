@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 
 from django.contrib.auth import get_user_model
 from django.http import HttpRequest, JsonResponse
@@ -11,14 +12,31 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from agent_platform.models import Agent
+from agent_platform.runtime import models as runtime_models
+from agent_platform.runtime.offline import OfflineChatModel
 from conversations import events
-from conversations.models import AgentRun, Conversation
+from conversations.models import AgentRun, Conversation, Message
 from conversations.services import thread_create
+from conversations.services.threads import conversation_lock, message_append
 from tests.conversations.page_support import write_token_usage
 
 USERNAME = "alice"
 PASSWORD = "pw-alice-123"
+STAFF_USERNAME = "root"
+STAFF_PASSWORD = "pw-root-123"
 AGENT_SLUG = "assistant"
+REAL_CHAT_MODEL_FOR = runtime_models.chat_model_for
+
+
+class SlowOfflineModel(OfflineChatModel):
+    """The offline model, streaming one word every ``delay`` seconds (so a test can Stop or reload)."""
+
+    delay: float = 0.2
+
+    def _stream(self, *args, **kwargs):
+        for chunk in super()._stream(*args, **kwargs):
+            time.sleep(self.delay)
+            yield chunk
 
 
 @csrf_exempt
@@ -30,11 +48,20 @@ def seed(request: HttpRequest) -> JsonResponse:
         user_model = get_user_model()
         if not user_model.objects.filter(username=USERNAME).exists():
             user_model.objects.create_user(USERNAME, "alice@example.com", PASSWORD)
+        if not user_model.objects.filter(username=STAFF_USERNAME).exists():
+            user_model.objects.create_superuser(STAFF_USERNAME, "root@example.com", STAFF_PASSWORD)
         # Keep two messages after a summary, so a short thread already has history to compress.
         Agent.objects.get_or_create(
             slug=AGENT_SLUG, defaults={"name": "Assistant", "summary_keep_messages": 2}
         )
         return JsonResponse({"username": USERNAME, "password": PASSWORD, "agent": AGENT_SLUG})
+    if action == "slow_model":  # runs execute in this process: the next runs stream slowly
+        delay = float(data.get("delay", 0.2))
+        runtime_models.chat_model_for = _slow_factory(delay)
+        return JsonResponse({})
+    if action == "fast_model":
+        runtime_models.chat_model_for = REAL_CHAT_MODEL_FOR
+        return JsonResponse({})
     if action == "thread":
         user = get_user_model().objects.get(username=USERNAME)
         conversation = thread_create(user=user, agent_slug=AGENT_SLUG, title=data.get("title", ""))
@@ -53,10 +80,38 @@ def seed(request: HttpRequest) -> JsonResponse:
         )
         events.broadcast(conversation.thread_id, events.RUN_STATUS, run_id=0, status="succeeded")
         return JsonResponse({})
+    if action == "messages":  # transcript rows as a finished exchange would leave them
+        with conversation_lock(conversation_id=conversation.pk):
+            for role, content in data["messages"]:
+                run = (
+                    AgentRun.objects.create(conversation=conversation, status="succeeded")
+                    if role == "user"
+                    else None
+                )
+                message_append(
+                    conversation=conversation, role=role, content=content, run=run or _last_run(conversation)
+                )
+        return JsonResponse({"count": Message.objects.filter(conversation=conversation).count()})
     if action == "event":
         events.broadcast(conversation.thread_id, data["type"], **data.get("payload", {}))
         return JsonResponse({})
     return JsonResponse({"error": f"unknown action {action}"}, status=400)
+
+
+def _slow_factory(delay: float):
+    def chat_model_for(agent):
+        model = REAL_CHAT_MODEL_FOR(agent)
+        return (
+            SlowOfflineModel(delay=delay, profile=model.profile)
+            if isinstance(model, OfflineChatModel)
+            else model
+        )
+
+    return chat_model_for
+
+
+def _last_run(conversation: Conversation) -> AgentRun | None:
+    return conversation.runs.order_by("-id").first()
 
 
 urlpatterns = [

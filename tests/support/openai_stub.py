@@ -26,6 +26,7 @@ class ScriptedReply:
     error_status: int | None = None
     error_body: dict[str, Any] | None = None
     delay: float = 0.0  # seconds to wait before answering (a slow model; a worker killed meanwhile)
+    word_delay: float = 0.0  # seconds between streamed words (a slow model, for Stop)
 
 
 class OpenAIStub:
@@ -56,8 +57,15 @@ class OpenAIStub:
 
     # --- scripting ------------------------------------------------------------------------------
 
-    def reply(self, content: str, *, usage: dict[str, int] | None = None, delay: float = 0.0) -> OpenAIStub:
-        self.queue.append(ScriptedReply(content=content, usage=usage, delay=delay))
+    def reply(
+        self,
+        content: str,
+        *,
+        usage: dict[str, int] | None = None,
+        delay: float = 0.0,
+        word_delay: float = 0.0,
+    ) -> OpenAIStub:
+        self.queue.append(ScriptedReply(content=content, usage=usage, delay=delay, word_delay=word_delay))
         return self
 
     def tool_call(
@@ -186,6 +194,7 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             words = reply.content.split(" ") if reply.content else []
             for index, word in enumerate(words):
                 emit({"content": word + (" " if index < len(words) - 1 else "")})
+                time.sleep(reply.word_delay)
             for index, call in enumerate(_tool_calls(reply)):
                 emit({"tool_calls": [{"index": index, **call}]})
             emit({}, "tool_calls" if reply.tool_calls else "stop")
