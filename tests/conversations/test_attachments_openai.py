@@ -92,3 +92,24 @@ def test_image_and_log_compress_recoverably_with_no_base64_in_any_summary_call(
     assert _sha(workdir.read_bytes(log_attachment.path)) == _sha(log)
     history = workdir.read_text(compressed.json()["file_path"])
     assert "base64," not in history and image_path in history
+
+
+def test_a_model_without_vision_is_sent_a_note_not_the_image(
+    client, user, vision_agent, openai_stub, django_capture_on_commit_callbacks
+):
+    vision_agent.endpoint.supports_vision = False
+    vision_agent.endpoint.save()
+    image = png_bytes(32, 32)
+    thread = thread_create(user=user, agent_slug=vision_agent.slug)
+    client.force_login(user)
+    openai_stub.reply("I can only read about it.")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            f"/api/threads/{thread.thread_id}/messages/upload",
+            {"content": "What is this?", "files": [SimpleUploadedFile("chart.png", image)]},
+        )
+    assert response.status_code == 202, response.content
+    [user_message] = [m for m in openai_stub.requests[0]["messages"] if m["role"] == "user"]
+    sent = json.dumps(user_message)
+    assert "base64" not in sent and "image_url" not in sent
+    assert "chart.png" in sent and "image/png" in sent and _sha(image) in sent and "cannot see images" in sent
