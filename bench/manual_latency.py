@@ -216,8 +216,8 @@ def _patched(recorder: Recorder):
     from agent_platform.runtime.offline import OfflineChatModel
     from agent_platform.runtime.state_repository import AgentStateRepository
     from agent_platform.workdir import Workdir
+    from compression.engine import folding, summary
     from compression.engine import forced as manual
-    from compression.engine import summary
     from compression.engine.store import StagedStore
     from compression.services import compress
     from conversations.services import threads
@@ -228,7 +228,8 @@ def _patched(recorder: Recorder):
         (AgentStateRepository, "get_values", recorder.wrap("state read", AgentStateRepository.get_values)),
         (AgentStateRepository, "update", recorder.wrap("state write", AgentStateRepository.update)),
         (manual, "messages_tokens", recorder.wrap("token counts", manual.messages_tokens)),
-        (manual, "compact_messages", recorder.wrap("compaction", manual.compact_messages)),
+        # Compaction runs inside the fold plan shared by preview and apply (engine/folding.py).
+        (folding, "compact_messages", recorder.wrap("compaction", folding.compact_messages)),
         (
             StagedStore,
             "flush",
