@@ -21,7 +21,7 @@ from conversations.schemas import (
     ThreadOut,
     ThreadUpdateIn,
 )
-from conversations.services.attachments import upload_read
+from conversations.services.attachments import uploads_from
 
 router = Router(tags=["threads"])
 
@@ -82,7 +82,7 @@ def message_create_with_files(
     request_id: Form[str | None] = None,
 ):
     """A message with attached files (multipart/form-data: ``files`` repeated, ``content``, ``request_id``)."""
-    uploads = [upload_read(name=file.name or "file", file=file) for file in files]
+    uploads = uploads_from(files)
     result = services.message_intake(
         thread_id=thread_id, user=request.user, content=content, request_id=request_id, attachments=uploads
     )

@@ -64,6 +64,7 @@ class Kind:
 class Sniffed:
     mime_type: str
     kind: str
+    text: str | None = None  # the decoded text of a text file (decoded once, here)
 
 
 def sniff(data: bytes, *, name: str) -> Sniffed:
@@ -93,7 +94,7 @@ def sniff(data: bytes, *, name: str) -> Sniffed:
             % {"name": name}
         )
     suffix = PurePosixPath(name.lower()).suffix
-    return Sniffed(_TEXT_TYPES_BY_SUFFIX.get(suffix, "text/plain"), Kind.TEXT)
+    return Sniffed(_TEXT_TYPES_BY_SUFFIX.get(suffix, "text/plain"), Kind.TEXT, text)
 
 
 def decode_text(data: bytes) -> str | None:

@@ -29,7 +29,7 @@ from compression.engine.store import StoreError
 from conversations import pages, run_signals, selectors, services
 from conversations.attachments import served_type
 from conversations.models import Conversation
-from conversations.services.attachments import upload_read
+from conversations.services.attachments import uploads_from
 
 # fetch() from thread.js sends this header; plain form posts redirect instead.
 FETCH_HEADER = "x-requested-with"
@@ -194,9 +194,7 @@ def message_send(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
             user=request.user,
             content=request.POST.get("content", ""),
             request_id=request.POST.get("request_id") or None,
-            attachments=[
-                upload_read(name=file.name or "file", file=file) for file in request.FILES.getlist("files")
-            ],
+            attachments=uploads_from(request.FILES.getlist("files")),
         ),
     )
 

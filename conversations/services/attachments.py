@@ -58,6 +58,11 @@ def upload_read(*, name: str, file) -> Upload:
     return Upload(name=name, data=data)
 
 
+def uploads_from(files) -> list[Upload]:
+    r"""The uploaded files of one request (Django ``UploadedFile``\ s), each read within the size limit."""
+    return [upload_read(name=file.name or "file", file=file) for file in files]
+
+
 def _too_large(name: str) -> AttachmentTooLarge:
     return AttachmentTooLarge(
         _("%(name)s is larger than %(limit)s.")
@@ -80,11 +85,7 @@ def attachments_check(*, uploads: Sequence[Upload]) -> list[CheckedUpload]:
         if not upload.data:
             raise AttachmentRefused(_("%(name)s is empty.") % {"name": upload.name})
         sniffed = sniff(upload.data, name=upload.name)
-        text = None
-        if sniffed.kind == Kind.TEXT:
-            text = upload.data.decode("utf-8-sig")
-        elif sniffed.kind == Kind.PDF:
-            text = pdf_text(upload.data)
+        text = pdf_text(upload.data) if sniffed.kind == Kind.PDF else sniffed.text
         digest = sha256_bytes(upload.data)
         checked.append(
             CheckedUpload(

@@ -75,3 +75,27 @@ def test_a_refused_file_keeps_the_draft_and_says_why(page, e2e_server, tmp_path)
     expect(page.locator("#composer-error")).to_contain_text("cannot be attached")
     expect(page.locator("#composer-input")).to_have_value("Look at this")
     expect(page.locator("#composer-attachments .attachment-chip")).to_have_count(1)
+
+
+# Drops files on the composer as a browser does when files are dragged from the desktop.
+DROP_FILES = """
+() => {
+  const transfer = new DataTransfer();
+  transfer.items.add(new File(["a,b\\n1,2\\n"], "table.csv", {type: "text/csv"}));
+  const form = document.getElementById("composer");
+  form.dispatchEvent(new DragEvent("dragover", {dataTransfer: transfer, bubbles: true, cancelable: true}));
+  form.dispatchEvent(new DragEvent("drop", {dataTransfer: transfer, bubbles: true, cancelable: true}));
+}
+"""
+
+
+def test_files_dropped_on_the_composer_are_sent(page, e2e_server):
+    thread_id = e2e_server.seed("thread", title="Dropped")["thread_id"]
+    page.goto(f"/threads/{thread_id}/")
+    expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+    page.evaluate(DROP_FILES)
+    expect(page.locator("#composer-attachments .attachment-chip")).to_have_count(1)
+    expect(page.locator("#composer-attachments")).to_contain_text("table.csv")
+    page.click("#composer button[type=submit]")  # files alone are a message
+    sent = page.locator("#transcript .message.role-user").last
+    expect(sent.locator(".attachment")).to_contain_text("text/csv")
