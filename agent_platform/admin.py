@@ -28,6 +28,7 @@ from agent_platform.services import api_token_revoke
 from compression.engine.budget import TOKENS_PER_K
 from compression.engine.tokens import profile_for_model
 from compression.selectors import calibration_for
+from conversations.services.pressure import conversation_pressure_retune
 
 TUNE_COMPRESSION_PERMISSION = "agent_platform.tune_compression"
 MANAGE_ENDPOINTS_PERMISSION = "agent_platform.manage_model_endpoints"
@@ -102,6 +103,13 @@ class AgentAdmin(admin.ModelAdmin):
             "count": f"{calibration.observations:,}",
             "profile": profile,
         }
+
+    def save_model(self, request: HttpRequest, obj: Agent, form: forms.ModelForm, change: bool) -> None:
+        before = Agent.objects.get(pk=obj.pk).effective_trigger if change else None
+        super().save_model(request, obj, form, change)
+        if change and obj.effective_trigger != before:
+            # Every figure on every page follows the new trigger now, not at the next run.
+            conversation_pressure_retune(agent=obj)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Agent | None = None) -> tuple[str, ...]:
         readonly = ("trigger_display", "calibration_display")

@@ -13,6 +13,7 @@ from compression.models import CompressionRecord
 from compression.tasks import bulk_compress_start
 from conversations.admin import ConversationAdmin
 from conversations.models import Conversation
+from conversations.panels import reason_text
 
 
 @admin.register(CompressionRecord)
@@ -23,13 +24,15 @@ class CompressionRecordAdmin(AuditAdmin):
         "trigger",
         "level",
         "status",
+        "outcome",
+        "reason_display",
         "before_tokens",
         "after_tokens",
         "identifiers",
         "reason",
         "file_path",
     )
-    list_filter = ("trigger", "level", "status", "reason", "conversation__agent")
+    list_filter = ("outcome", "trigger", "level", "status", "reason", "conversation__agent")
     search_fields = (
         "conversation__thread_id",
         "conversation__title",
@@ -55,6 +58,11 @@ class CompressionRecordAdmin(AuditAdmin):
     @admin.display(description=_("Lost identifiers"))
     def lost_identifiers(self, record: CompressionRecord) -> str:
         return ", ".join((record.loss_report or {}).get("lost_identifiers") or []) or "–"
+
+    @admin.display(description=_("Why"))
+    def reason_display(self, obj: CompressionRecord) -> str:
+        """The same words as the thread page's card (e.g. why a request stayed above the trigger)."""
+        return reason_text(obj.reason_detail or None) if obj.outcome == obj.Outcome.BUDGET_UNREACHABLE else ""
 
 
 class CompressingConversationAdmin(ConversationAdmin):

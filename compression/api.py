@@ -29,6 +29,9 @@ class CompressOut(Schema):
     summary_tokens: int | None = None
     loss_report: dict[str, Any] | None = None
     spend_guard: dict[str, Any] | None = None
+    # compacted | summarized | no_change_needed | could_not_reach_budget, and why (code and figures).
+    outcome: str | None = None
+    reason_detail: dict[str, Any] | None = None
 
 
 class PreviewFoldedOut(Schema):

@@ -6,6 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from compression.engine import outcomes
 from compression.engine.events import LEVEL_UNDO
 from compression.engine.identifiers import NO_LOSS
 
@@ -30,6 +31,12 @@ class CompressionRecord(models.Model):
         COMPLETED = "completed", _("Completed")
         NO_OP = "no_op", _("No-op")
         FAILED = "failed", _("Failed")
+
+    class Outcome(models.TextChoices):  # compression.engine.outcomes: one vocabulary everywhere
+        COMPACTED = outcomes.COMPACTED, _("Compacted")
+        SUMMARIZED = outcomes.SUMMARIZED, _("Summarized")
+        NO_CHANGE = outcomes.NO_CHANGE, _("No change needed")
+        BUDGET_UNREACHABLE = outcomes.BUDGET_UNREACHABLE, _("Could not reach the budget")
 
     conversation = models.ForeignKey(
         "conversations.Conversation",
@@ -61,6 +68,11 @@ class CompressionRecord(models.Model):
     )
     status = models.CharField(verbose_name=_("status"), max_length=12, choices=Status.choices, db_index=True)
     reason = models.CharField(verbose_name=_("reason"), max_length=100, blank=True)
+    # How it ended (blank for failures and undos) and why, as {"code", "tokens", "trigger", "messages"}.
+    outcome = models.CharField(
+        verbose_name=_("outcome"), max_length=24, choices=Outcome.choices, blank=True, db_index=True
+    )
+    reason_detail = models.JSONField(verbose_name=_("reason detail"), default=dict, blank=True)
     before_tokens = models.PositiveIntegerField(verbose_name=_("before tokens"), null=True, blank=True)
     after_tokens = models.PositiveIntegerField(verbose_name=_("after tokens"), null=True, blank=True)
     cutoff_index = models.PositiveIntegerField(verbose_name=_("cutoff index"), null=True, blank=True)

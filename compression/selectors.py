@@ -2,15 +2,22 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import Exists, F, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from compression.engine.calibration import NEUTRAL, Calibration
+from compression.engine.pressure import pressure_now
+from compression.engine.state import TOKEN_USAGE_KEY
 from compression.engine.tokens import model_key, profile_for_model
 from compression.models import CompressionRecord, TokenCalibration
 from conversations.models import AgentRun, Conversation
+
+if TYPE_CHECKING:
+    from agent_platform.models import Agent
 
 
 def compression_candidates(
@@ -88,3 +95,16 @@ def summary_tokens_hint(*, agent_id: int) -> int | None:
         if isinstance(size, int)
     ]
     return round(sum(sizes) / len(sizes)) if sizes else None
+
+
+def meter_tokens(*, agent: Agent, values: Mapping[str, Any]) -> int | None:
+    """The next request's size as the thread page's meter shows it now (``pressure_now`` on the agent's
+    current configuration; anchored on reported usage when there is some); None before any measurement.
+    A manual compression, its preview and an undo report this as their "before", so the card, the
+    preview and the meter never disagree on it."""
+    figures = pressure_now(
+        values.get(TOKEN_USAGE_KEY),
+        trigger_tokens=agent.effective_trigger,
+        context_window=agent.resolved_context_window,
+    )
+    return figures.get("next_llm_input_tokens")

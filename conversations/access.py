@@ -35,3 +35,9 @@ def thread_visible(*, thread_id: uuid.UUID | str, user: AbstractBaseUser | Anony
     except ValueError:
         return False
     return threads_visible_to(user).filter(thread_id=thread_id).exists()
+
+
+def can_act(conversation: Conversation, user: AbstractBaseUser | AnonymousUser | None) -> bool:
+    """Whether ``user`` may write to the thread (send, answer, stop, rename, delete, pin, compress,
+    undo): its owner only. The pages show those controls to the owner alone; a viewer reads."""
+    return bool(user is not None and user.is_authenticated and conversation.owner_id == user.pk)

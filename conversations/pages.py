@@ -12,7 +12,6 @@ from typing import Any
 
 from agent_platform.workdir import WorkdirPathError, resolve
 from compression.engine.compaction import sha256_text, tool_result_path
-from compression.engine.events import OUTCOME_NO_CHANGE
 from compression.engine.formats import (
     RECEIPT_HEADER,
     RECEIPT_PATH_PREFIX,
@@ -24,6 +23,7 @@ from compression.engine.formats import (
 
 # The hint is a derived line for people only; it never triggers anything (0.849 no, 0.85 yes).
 HINT_RATIO = 0.85
+AUTO_RATIO = 1.0  # at or above the trigger the next request compresses by itself (SPEC 6: >=)
 WARNING_RATIO = 0.75
 DANGER_RATIO = 0.9
 # Tool results and arguments longer than this are collapsed behind <details>.
@@ -32,10 +32,11 @@ COLLAPSE_LINES = 10
 # A user's own message is read more often than a tool's output: it collapses only when really long.
 LONG_MESSAGE_CHARS = 3000
 LONG_MESSAGE_LINES = 40
-COMPRESSION_STATUSES = ("started", "completed", "failed", "no_op")
+# The transient states a live event's fields render; recorded outcomes come from the records.
+COMPRESSION_STATUSES = ("started", "failed")
 
 
-def _int(value: Any) -> int | None:
+def as_int(value: Any) -> int | None:
     try:
         return None if value is None or isinstance(value, bool) else int(value)
     except (TypeError, ValueError):
@@ -57,63 +58,58 @@ def _percent(part: int | None, whole: int | None) -> float:
 
 @dataclass(frozen=True)
 class Pressure:
-    """The state panel's meter: next input tokens against the trigger ``T`` and the context window."""
+    """The state panel's meter: the next request's size against the trigger ``T`` and the window, as
+    ``compression.engine.pressure`` computes it (this only adds the display: percents, tone, hint)."""
 
     measured: bool
     tokens: int | None = None
     trigger: int | None = None
     window: int | None = None
     ratio: float | None = None
+    basis: str = "estimated"  # "reported": anchored on the provider's prompt tokens of the latest call
+    reported_tokens: int | None = None
+    added_tokens: int | None = None  # estimated since the reported call
     trigger_percent: float = 0.0
     window_percent: float = 0.0
     tone: str = "ok"
-    suggest: bool = False
+    hint: str = ""  # "" | "suggest" (85–99%: compress now if you like) | "auto" (>= 100%: it will)
     summary_active: bool = False
 
+    @property
+    def suggest(self) -> bool:
+        return bool(self.hint)
 
-def pressure_from_usage(token_usage: Mapping[str, Any] | None) -> Pressure:
-    """Project ``token_usage`` (SPEC 7) for the meter; the hint is ``summary_pressure_ratio >= 0.85``."""
-    if not token_usage:
-        return Pressure(measured=False)
-    tokens = _int(token_usage.get("next_llm_input_tokens"))
+
+def pressure_view(figures: Mapping[str, Any] | None, *, summary_active: bool = False) -> Pressure:
+    """The meter for ``figures`` (``compression.engine.pressure.pressure_now``: the figures of the next
+    request on the agent's current configuration)."""
+    if not figures:
+        return Pressure(measured=False, summary_active=summary_active)
+    tokens = as_int(figures.get("next_llm_input_tokens"))
+    trigger = as_int(figures.get("summary_trigger_tokens"))
+    window = as_int(figures.get("context_window"))
+    ratio = _ratio(figures.get("summary_pressure_ratio"))
     if tokens is None:
-        tokens = _int(token_usage.get("llm_input_tokens"))
-    trigger = _int(token_usage.get("summary_trigger_tokens"))
-    window = _int(token_usage.get("context_window"))
-    ratio = _ratio(token_usage.get("summary_pressure_ratio"))
-    if ratio is None and tokens is not None and trigger:
-        ratio = round(tokens / trigger, 4)
-    if tokens is None and ratio is None:
-        return Pressure(measured=False, summary_active=bool(token_usage.get("summary_active")))
-    tone = "danger" if (ratio or 0) >= DANGER_RATIO else "warning" if (ratio or 0) >= WARNING_RATIO else "ok"
+        return Pressure(measured=False, summary_active=summary_active)
+    level = ratio or 0
+    tone = "danger" if level >= DANGER_RATIO else "warning" if level >= WARNING_RATIO else "ok"
+    hint = "auto" if level >= AUTO_RATIO else "suggest" if level >= HINT_RATIO else ""
+    reported = figures.get("pressure_basis") == "reported"
     return Pressure(
         measured=True,
         tokens=tokens,
         trigger=trigger,
         window=window,
         ratio=ratio,
+        basis="reported" if reported else "estimated",
+        reported_tokens=as_int(figures.get("reported_input_tokens")) if reported else None,
+        added_tokens=as_int(figures.get("estimated_since_tokens")) if reported else None,
         trigger_percent=_percent(tokens, trigger),
         window_percent=_percent(tokens, window),
         tone=tone,
-        suggest=ratio is not None and ratio >= HINT_RATIO,
-        summary_active=bool(token_usage.get("summary_active")),
+        hint=hint,
+        summary_active=summary_active,
     )
-
-
-def format_tokens(value: Any) -> str:
-    """``950``, ``12.3K``, ``1.05M``: 1000-based with three significant digits."""
-    number = _int(value)
-    if number is None:
-        return "–"
-    if abs(number) < 1000:
-        return str(number)
-    for divisor, suffix in ((1_000_000, "M"), (1000, "K")):
-        if abs(number) >= divisor:
-            scaled = f"{number / divisor:.3g}"
-            if "e" in scaled:  # .3g switches to exponents from 1000 upwards
-                scaled = f"{number / divisor:.0f}"
-            return f"{scaled}{suffix}"
-    return str(number)
 
 
 # The saved-file page shows at most this much text; the download has all of it.
@@ -274,14 +270,14 @@ def loss_line_from(value: Any) -> LossLine | None:
             value = json.loads(value)
         except ValueError:
             return None
-    if not isinstance(value, Mapping) or not _int(value.get("total")):
+    if not isinstance(value, Mapping) or not as_int(value.get("total")):
         return None
     lost = value.get("lost_identifiers")
     return LossLine(
-        total=_int(value.get("total")) or 0,
-        kept=(_int(value.get("in_summary")) or 0) + (_int(value.get("in_view")) or 0),
-        in_saved_file=_int(value.get("in_saved_file")) or 0,
-        lost=_int(value.get("lost")) or 0,
+        total=as_int(value.get("total")) or 0,
+        kept=(as_int(value.get("in_summary")) or 0) + (as_int(value.get("in_view")) or 0),
+        in_saved_file=as_int(value.get("in_saved_file")) or 0,
+        lost=as_int(value.get("lost")) or 0,
         lost_identifiers=tuple(str(i)[:200] for i in lost[:LOSS_LIST_SHOWN])
         if isinstance(lost, list)
         else (),
@@ -294,23 +290,21 @@ def compression_status_from(data: Mapping[str, Any] | None) -> CompressionStatus
     if not data:
         return None
     status = str(data.get("status") or "")
-    if status == "completed" and data.get("outcome") == OUTCOME_NO_CHANGE:
-        status = "no_op"  # the event of a compression that had nothing to fold
     if status not in COMPRESSION_STATUSES:
         return None
     return CompressionStatus(
         status=status,
         level=str(data.get("level") or ""),
-        before_tokens=_int(data.get("before_tokens")),
-        after_tokens=_int(data.get("after_tokens")),
+        before_tokens=as_int(data.get("before_tokens")),
+        after_tokens=as_int(data.get("after_tokens")),
         error=str(data.get("error") or data.get("message") or "")[:500],
         reason=str(data.get("reason") or "")[:200],
-        file_path=_workdir_path(data.get("file_path")),
+        file_path=workdir_path(data.get("file_path")),
         loss=loss_line_from(data.get("loss_report")),
     )
 
 
-def _workdir_path(value: Any) -> str:
+def workdir_path(value: Any) -> str:
     """A valid virtual workdir path (the page links to it), else ``""``: the fragment takes it from the
     query string, and a path the file URL cannot hold (a newline, ``..``) must not break the render."""
     try:

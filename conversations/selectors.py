@@ -151,15 +151,22 @@ def thread_saved_results(*, conversation: Conversation) -> frozenset[str]:
     return frozenset(paths)
 
 
-def thread_token_usage(*, conversation: Conversation) -> dict | None:
+def thread_values(*, conversation: Conversation) -> dict:
+    """The thread's checkpoint values (one read; pass them on to the selectors below)."""
+    return state_repository_for(conversation).get_values()
+
+
+def thread_token_usage(*, conversation: Conversation, values: dict | None = None) -> dict | None:
     """The thread's ``token_usage`` as last written to its checkpoint by the token-usage middleware."""
-    usage = state_repository_for(conversation).get_values().get(TOKEN_USAGE_KEY)
+    if values is None:
+        values = thread_values(conversation=conversation)
+    usage = values.get(TOKEN_USAGE_KEY)
     return usage if isinstance(usage, dict) else None
 
 
 def thread_state_messages(*, conversation: Conversation) -> list:
     """The checkpoint's ``messages`` (what the agent has seen, compression never removes any)."""
-    return list(state_repository_for(conversation).get_values().get("messages") or [])
+    return list(thread_values(conversation=conversation).get("messages") or [])
 
 
 def pinned_message_ids(*, conversation: Conversation) -> list[str]:
@@ -167,12 +174,31 @@ def pinned_message_ids(*, conversation: Conversation) -> list[str]:
     return MessagePin.objects.checkpoint_ids(conversation_id=conversation.pk)
 
 
-def thread_state(*, conversation: Conversation) -> dict[str, object]:
+def thread_memory(*, conversation: Conversation, values: dict) -> dict[str, object]:
+    """What the memory panel needs beyond the checkpoint ``values``: the transcript seq of the last
+    message the summary folded (None without a summary)."""
+    messages = list(values.get("messages") or [])
+    event = values.get("_summarization_event")
+    cutoff = event.get("cutoff_index") if isinstance(event, dict) else None
+    folded_last_seq = None
+    if isinstance(cutoff, int) and cutoff > 0:
+        # The last folded message that is in the transcript (a few state-only messages may follow it).
+        ids = [m.id for m in messages[max(0, cutoff - 50) : cutoff] if getattr(m, "id", None)]
+        folded_last_seq = (
+            conversation.messages.filter(lc_message_id__in=ids)
+            .order_by("-seq")
+            .values_list("seq", flat=True)
+            .first()
+        )
+    return {"folded_last_seq": folded_last_seq}
+
+
+def thread_state(*, conversation: Conversation, values: dict | None = None) -> dict[str, object]:
     """Token usage from the checkpoint plus busy flags, for GET state and the page's meter."""
     flags = thread_busy_flags(conversation=conversation)
     return {
         "thread_id": conversation.thread_id,
-        "token_usage": thread_token_usage(conversation=conversation),
+        "token_usage": thread_token_usage(conversation=conversation, values=values),
         "compressing": thread_compressing(thread_id=conversation.thread_id),
         "running": flags["running"],
         "queued": flags["queued"],
@@ -197,13 +223,19 @@ def compression_latest(*, conversation: Conversation) -> dict[str, object] | Non
         return None
     return {
         "status": record.status,
+        "trigger": record.trigger,
         "level": LEVEL_UNDO if record.trigger == LEVEL_UNDO else record.level,
+        "outcome": record.outcome,
+        "reason": record.reason,
+        "reason_detail": record.reason_detail,
         "before_tokens": record.before_tokens,
         "after_tokens": record.after_tokens,
+        "compressed_messages": record.compressed_messages,
         "file_path": record.file_path,
+        "saved_files": record.saved_files,
         "error": record.error,
-        "reason": record.reason,
         "loss_report": record.loss_report,
+        "created_at": record.created_at,
     }
 
 

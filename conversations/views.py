@@ -25,8 +25,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from agent_platform.errors import ApplicationError, NotFound
 from agent_platform.selectors import agent_list_enabled
 from agent_platform.workdir import workdir_for
+from compression.engine.pressure import pressure_now
 from compression.engine.store import StoreError
-from conversations import pages, run_signals, selectors, services
+from conversations import pages, panels, run_signals, selectors, services
+from conversations.access import can_act
 from conversations.attachments import served_type
 from conversations.models import Conversation
 from conversations.services.attachments import uploads_from
@@ -76,25 +78,44 @@ def _error_text(error: ApplicationError) -> str:
     return error.message
 
 
-def _state_context(conversation: Conversation) -> dict[str, Any]:
-    state = selectors.thread_state(conversation=conversation)
+def _state_context(conversation: Conversation, user: Any) -> dict[str, Any]:
+    """Everything the side panels show, read at once so their figures agree: the meter and hint, the
+    compression card, the memory panel, the run status. ``can_act``: the controls are shown (owner)."""
+    values = selectors.thread_values(conversation=conversation)
+    state = selectors.thread_state(conversation=conversation, values=values)
     token_usage = state.get("token_usage") or {}
     latest_run = state.get("latest_run")
     busy = bool(state["running"] or state["queued"] or state["interrupted"] or state["compressing"])
     running_run = selectors.run_running(conversation=conversation) if state["running"] else None
+    memory = selectors.thread_memory(conversation=conversation, values=values)
+    agent = conversation.agent
     return {
+        "can_act": can_act(conversation, user),
         "running_run": running_run,
         "conversation": conversation,
         "state": state,
         "token_usage": token_usage,
-        "pressure": pages.pressure_from_usage(token_usage),
+        # The one pressure function, on the agent's configuration as it is now (a retune shows at once).
+        "pressure": pages.pressure_view(
+            pressure_now(
+                token_usage,
+                trigger_tokens=agent.effective_trigger,
+                context_window=agent.resolved_context_window,
+            ),
+            summary_active=bool(token_usage.get("summary_active")),
+        ),
         "latest_run": latest_run,
         "busy": busy,
         "question": (state.get("interrupt") or {}).get("question") if state["interrupted"] else None,
-        "compression": pages.compression_status_from(
-            {"status": "started"}
-            if state["compressing"]
-            else selectors.compression_latest(conversation=conversation)
+        "compression": panels.compression_card(
+            selectors.compression_latest(conversation=conversation),
+            compressing=bool(state["compressing"]),
+            can_undo=bool(values.get("_summary_events")),
+        ),
+        "memory": panels.memory_from(
+            values,
+            summary_tokens=token_usage.get("summary_message_tokens"),
+            folded_last_seq=memory["folded_last_seq"],
         ),
     }
 
@@ -170,7 +191,7 @@ def run_cancel(request: HttpRequest, thread_id: uuid.UUID, run_id: int | None = 
 @_not_found_as_404
 def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
-    context = _state_context(conversation)
+    context = _state_context(conversation, request.user)
     messages_list = selectors.message_list_latest(conversation=conversation)
     context["messages_list"] = pages.transcript_order(messages_list)
     context["saved_paths"] = selectors.thread_saved_results(conversation=conversation)
@@ -238,6 +259,7 @@ def fragment_messages(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespons
         "conversations/_messages.html",
         {
             "conversation": conversation,
+            "can_act": can_act(conversation, request.user),
             "messages_list": selectors.message_list(conversation=conversation, after_seq=after),
             "saved_paths": selectors.thread_saved_results(conversation=conversation),
         },
@@ -259,11 +281,14 @@ def fragment_stream(request: HttpRequest, thread_id: uuid.UUID) -> JsonResponse:
 @require_GET
 @_not_found_as_404
 def fragment_state(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
-    """The state panel and the run status together; the page swaps each by its id."""
+    """Every panel whose figures must agree, rendered together (meter and hint, compression card,
+    memory panel, run status); the page swaps each by its id."""
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
-    context = _state_context(conversation)
-    html = render_to_string("conversations/_state_panel.html", context, request=request)
-    html += render_to_string("conversations/_run_status.html", context, request=request)
+    context = _state_context(conversation, request.user)
+    html = "".join(
+        render_to_string(f"conversations/{name}.html", context, request=request)
+        for name in ("_state_panel", "_compression_status", "_memory_panel", "_run_status")
+    )
     return HttpResponse(html)
 
 
@@ -271,7 +296,8 @@ def fragment_state(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 @require_GET
 @_not_found_as_404
 def fragment_compression(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
-    """The compression status line for a live event's fields (``?status=completed&level=...``)."""
+    """The card for a transient live state (``?status=started``, or ``?status=failed&error=...`` for a
+    request that failed before the server recorded anything); recorded outcomes come with the state."""
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
     return render(
         request,

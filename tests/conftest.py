@@ -106,6 +106,13 @@ def thread(user, agent):
 
 
 @pytest.fixture
+def keep_four(agent):
+    """The agent keeps only the 4 latest messages out of a summary: a few turns are enough to fold."""
+    agent.summary_keep_messages = 4
+    agent.save()
+
+
+@pytest.fixture
 def api_token(user):
     from agent_platform.services import api_token_issue
 

@@ -27,28 +27,20 @@ from compression.agent_middleware.memo import CompactionMemo, MessageTotals
 from compression.agent_middleware.responses import CompressionError, with_update
 from compression.agent_middleware.spend_guard import held_back
 from compression.agent_middleware.state import CompressionState
+from compression.engine import outcomes
 from compression.engine.calibration import Calibration, CalibrationMemory, CalibrationSource
 from compression.engine.clipping import clip_overflow_tail
 from compression.engine.config import CompressionConfig
 from compression.engine.events import LEVEL_COMPACTION, LEVEL_SUMMARY
 from compression.engine.folding import fold_split, messages_tokens, view_lead
 from compression.engine.guard import guard_check
-from compression.engine.history import (
-    SUMMARY_EVENT_KEY,
-    effective_messages,
-    valid_event,
-)
+from compression.engine.history import SUMMARY_EVENT_KEY, effective_messages, valid_event
 from compression.engine.overflow import is_context_overflow
 from compression.engine.pins import pinned_closure, restore_pinned
 from compression.engine.state import PINNED_IDS_CONFIG_KEY, SUMMARY_CALLS_KEY
 from compression.engine.steps import Blocking, CallModel, Steps, run_async, run_sync
 from compression.engine.store import ResultStore
-from compression.engine.summary import (
-    summarize_span,
-    summary_budget,
-    summary_update,
-    tail_cap,
-)
+from compression.engine.summary import summarize_span, summary_budget, summary_update, tail_cap
 from compression.engine.tokens import TokenProfile, estimate_message, profile_for_model
 
 TRIED_COMPACTION = "saving large tool results to files"
@@ -65,10 +57,7 @@ class _Compacted:
 # How much of the model's window a request held back by the spend guard may fill before the oldest
 # messages are dropped from view (room for the reply and for estimate error).
 HELD_BACK_WINDOW_SHARE = 0.9
-
-
-def _utcnow() -> datetime:
-    return datetime.now(UTC)
+_utcnow = partial(datetime.now, UTC)
 
 
 class CompressionMiddleware(AgentMiddleware[CompressionState]):
@@ -176,7 +165,11 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                     raise
                 overflowed_at = after
             else:
-                emitter.complete(level=LEVEL_COMPACTION, after_tokens=after)
+                emitter.complete(
+                    level=LEVEL_COMPACTION,
+                    after_tokens=after,
+                    **self.ended(LEVEL_COMPACTION, after, view, overhead),
+                )
                 return _Compacted(view, overflowed_at, response, pinned)
         return _Compacted(view, overflowed_at, None, pinned)
 
@@ -225,7 +218,13 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                 overhead,
                 tried=f"{TRIED_COMPACTION}; there was no older history to summarize",
             )
-            emitter.complete(level=LEVEL_COMPACTION, after_tokens=self.estimate(overhead, preserved))
+            after = self.estimate(overhead, preserved)
+            # Nothing could be folded: if the request is still at or above T, it goes out flagged so.
+            emitter.complete(
+                level=LEVEL_COMPACTION,
+                after_tokens=after,
+                **self.ended(LEVEL_COMPACTION, after, preserved, overhead),
+            )
             return with_update(response, {}, replacements)
 
         state = request.state or {}
@@ -283,9 +282,11 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             f"{len(split.kept_pinned) + len(preserved)}"
         )
         response = yield from self._send_compressed(request, final, overhead, tried=tried)
+        after = self.estimate(overhead, final)
         emitter.complete(
             level=LEVEL_SUMMARY,
-            after_tokens=self.estimate(overhead, final),
+            after_tokens=after,
+            **self.ended(LEVEL_SUMMARY, after, final, overhead),
             cutoff_index=event["cutoff_index"],
             compressed_messages=len(split.folded),
             pinned_messages=len(split.kept_pinned),
@@ -347,6 +348,18 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             if is_context_overflow(exc):
                 raise CompressionError(_too_large(cause, tokens, window)) from exc
             raise
+
+    def ended(self, folded: str, after: int, sent: Sequence[BaseMessage], overhead: int) -> dict[str, Any]:
+        """The event's ``outcome`` and, when the request still reached the trigger, its ``reason_detail``."""
+        outcome, reason = outcomes.ended(
+            folded=folded,
+            after_tokens=after,
+            sent=sent,
+            overhead_tokens=overhead,
+            trigger_tokens=self.config.trigger_tokens,
+            profile=self.profile,
+        )
+        return {"outcome": outcome, "reason_detail": reason}
 
     def estimate(self, overhead: int, messages: Sequence[BaseMessage]) -> int:
         raw = overhead + sum(estimate_message(m, self.profile) for m in messages)

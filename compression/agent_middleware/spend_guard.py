@@ -41,6 +41,10 @@ class _Middleware(Protocol):
 
     def window_limit(self, overflowed_at: int | None) -> int | None: ...
 
+    def ended(
+        self, folded: str, after: int, sent: Sequence[BaseMessage], overhead: int
+    ) -> dict[str, Any]: ...
+
 
 def held_back(
     mw: _Middleware,
@@ -63,7 +67,12 @@ def held_back(
     guard = decision.as_dict()
     if limit is None or tokens < limit:
         response = yield CallModel(request.override(messages=view))
-        emitter.complete(level=LEVEL_COMPACTION, after_tokens=tokens, spend_guard=guard)
+        emitter.complete(
+            level=LEVEL_COMPACTION,
+            after_tokens=tokens,
+            spend_guard=guard,
+            **mw.ended(LEVEL_COMPACTION, tokens, view, overhead),
+        )
         return with_update(response, {}, replacements)
 
     cutoff = drop_cutoff(view, pinned_ids=pinned, max_tokens=limit - overhead, profile=mw.profile)
@@ -98,9 +107,11 @@ def held_back(
     saved = yield Blocking(partial(read_saved_texts, mw.store, receipt_paths(dropped)))
     loss: LossReport = fold_loss_report(dropped, summary=str(note.content), kept=final[1:], saved_texts=saved)
     response = yield CallModel(request.override(messages=final))
+    after = mw.estimate(overhead, final)
     emitter.complete(
         level=LEVEL_COMPACTION,
-        after_tokens=mw.estimate(overhead, final),
+        after_tokens=after,
+        **mw.ended(LEVEL_COMPACTION, after, final, overhead),
         cutoff_index=event["cutoff_index"],
         dropped_messages=len(dropped),
         file_path=file_path,

@@ -136,6 +136,7 @@ class TokenUsageMiddleware(AgentMiddleware[TokenUsageState]):
             "tool_count": len(request.tools or ()),
             "context_usage_ratio": min(1.0, ratio(llm_input, window)) if window else None,
             "remaining_context_tokens": max(window - llm_input, 0) if window else None,
+            # Anchored on the provider's prompt tokens for this call when it reported them.
             **pressure_figures(
                 next_input_tokens=next_input,
                 visible=messages,
@@ -143,6 +144,8 @@ class TokenUsageMiddleware(AgentMiddleware[TokenUsageState]):
                 context_window=window,
                 profile=profile,
                 calibration=calibration,
+                last_input_tokens=estimated,  # raw, as next_input is
+                reported_input_tokens=(usage or {}).get("input_tokens"),
             ),
             "estimator": ESTIMATOR_NAME,
             "measured_at": self.now().isoformat(),

@@ -54,6 +54,20 @@ class Calibration:
     def as_dict(self) -> dict[str, float | int]:
         return {"factor": self.factor, "observations": self.observations}
 
+    @classmethod
+    def from_dict(cls, value: object) -> Calibration:
+        """The calibration ``as_dict`` recorded (e.g. with a measurement); neutral for anything else."""
+        if not isinstance(value, dict):
+            return NEUTRAL
+        factor, observations = value.get("factor"), value.get("observations")
+        if (
+            not isinstance(factor, int | float)
+            or isinstance(factor, bool)
+            or not isinstance(observations, int)
+        ):
+            return NEUTRAL
+        return cls(min(max(float(factor), FACTOR_MIN), FACTOR_MAX), max(observations, 0))
+
 
 NEUTRAL = Calibration()
 

@@ -8,10 +8,7 @@ from typing import Any
 EVENT_TYPE = "compression"
 STARTED, COMPLETED, FAILED = "started", "completed", "failed"
 LEVEL_COMPACTION, LEVEL_SUMMARY, LEVEL_UNDO = "compaction", "summary", "undo"
-# What a ``completed`` compression achieved (SPEC 12): a no-op is a completed compression whose outcome
-# says so, never a fourth status.
-OUTCOME_COMPACTED, OUTCOME_SUMMARIZED = "compacted", "summarized"
-OUTCOME_NO_CHANGE, OUTCOME_OVER_BUDGET = "no_change_needed", "could_not_reach_budget"
+# What a ``completed`` compression achieved is its ``outcome`` (``compression.engine.outcomes``).
 
 
 def compression_event(

@@ -16,6 +16,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from compression.engine import outcomes
 from compression.engine.calibration import NEUTRAL, Calibration
 from compression.engine.config import CompressionConfig
 from compression.engine.folding import plan_fold
@@ -55,11 +56,14 @@ class ManualCompression:
     summary_tokens: int | None = None  # the new summary message's estimate
     loss_report: dict[str, Any] = field(default_factory=dict)
     spend_guard: dict[str, Any] = field(default_factory=dict)  # the guard's decision when it held back
+    outcome: str = ""  # compression.engine.outcomes
+    reason_detail: dict[str, Any] | None = None  # why, for a ``no_change_needed`` or an unreachable budget
 
     def body(self) -> dict[str, Any]:
         """The API response: ``{status, before_tokens, after_tokens, compressed_messages, file_path, reason,
-        pinned_messages, summary_tokens, loss_report, spend_guard}`` (``file_path`` is null for a ``no_op``, ``reason`` null
-        unless it is one; ``loss_report`` and ``spend_guard`` null when they do not apply)."""
+        pinned_messages, summary_tokens, loss_report, spend_guard, outcome, reason_detail}`` (``file_path`` is
+        null for a ``no_op``, ``reason`` null unless it is one; ``loss_report``, ``spend_guard`` and
+        ``reason_detail`` null when they do not apply)."""
         body: dict[str, Any] = {
             "status": self.status,
             "before_tokens": self.before_tokens,
@@ -71,6 +75,8 @@ class ManualCompression:
             "summary_tokens": self.summary_tokens,
             "loss_report": self.loss_report or None,
             "spend_guard": self.spend_guard or None,
+            "outcome": self.outcome,
+            "reason_detail": self.reason_detail,
         }
         return body
 
@@ -88,10 +94,15 @@ def force_summarize(
     now: datetime | None = None,
     pinned_ids: Collection[str] = (),
     calibration: Calibration = NEUTRAL,
+    overhead_tokens: int = 0,
+    before_tokens: int | None = None,
 ) -> Steps[ManualCompression]:
     """Fold what ``plan_fold`` says (the preview shows the same plan), unless the spend guard holds the
     summary back (a ``no_op`` with reason ``spend_guard``). Token figures are corrected by the model's
-    ``calibration``; budgets compared with our own estimates are converted back to their units."""
+    ``calibration``; budgets compared with our own estimates are converted back to their units.
+    ``overhead_tokens`` (system prompt, tool schemas: ``pressure.usage_overhead``) is counted in the
+    before/after figures, so they are the request sizes the meter shows; ``before_tokens``, when given,
+    is the meter's own figure for the request now (it may be anchored on reported usage)."""
     now = now or datetime.now(UTC)
     staged = StagedStore(store)
     plan = yield Blocking(
@@ -105,13 +116,29 @@ def force_summarize(
             max_tail_tokens=int(tail_cap(config) / calibration.factor),
         )
     )
-    before = calibration.corrected(plan.before_tokens)
+    before = (
+        before_tokens
+        if before_tokens is not None
+        else calibration.corrected(overhead_tokens + plan.before_tokens)
+    )
+    trigger = config.trigger_tokens
     if not plan.foldable:
+        # Nothing to fold: no change needed, unless the request is at the trigger with nothing to fold.
+        ended, why = outcomes.ended(
+            folded=None,
+            after_tokens=before,
+            sent=plan.view,
+            overhead_tokens=overhead_tokens,
+            trigger_tokens=trigger,
+            profile=profile,
+        )
         return ManualCompression(
             status=STATUS_NO_OP,
             before_tokens=before,
             after_tokens=before,
             reason=REASON_INSUFFICIENT_HISTORY,
+            outcome=ended,
+            reason_detail=why or {"code": outcomes.INSUFFICIENT_HISTORY},
         )
     split = plan.split
     budget = int(summary_budget(config) / calibration.factor)
@@ -128,6 +155,8 @@ def force_summarize(
             after_tokens=before,
             reason=REASON_SPEND_GUARD,
             spend_guard=decision.as_dict(),
+            outcome=outcomes.outcome_of(folded=None, after_tokens=before, trigger_tokens=trigger),
+            reason_detail={"code": outcomes.SPEND_GUARD},
         )
 
     # The summarized span's receipts point at these files: they must exist before the history does.
@@ -149,11 +178,22 @@ def force_summarize(
         pinned=split.kept_pinned,
         lead=plan.lead,
     )
-    after = calibration.corrected(messages_tokens(effective_messages(plan.messages, outcome.event), profile))
+    visible = effective_messages(plan.messages, outcome.event)
+    after = calibration.corrected(overhead_tokens + messages_tokens(visible, profile))
+    ended, why = outcomes.ended(
+        folded="summary",
+        after_tokens=after,
+        sent=visible,
+        overhead_tokens=overhead_tokens,
+        trigger_tokens=config.trigger_tokens,
+        profile=profile,
+    )
     return ManualCompression(
         status=STATUS_COMPLETED,
         before_tokens=before,
         after_tokens=after,
+        outcome=ended,
+        reason_detail=why,
         compressed_messages=len(split.folded),
         file_path=outcome.file_path,
         update=summary_update(values, outcome, plan.previous, now=now),
@@ -167,10 +207,16 @@ def force_summarize(
 
 
 def undo_update(
-    values: Mapping[str, Any], *, profile: TokenProfile, calibration: Calibration = NEUTRAL
+    values: Mapping[str, Any],
+    *,
+    profile: TokenProfile,
+    calibration: Calibration = NEUTRAL,
+    overhead_tokens: int = 0,
+    before_tokens: int | None = None,
 ) -> tuple[dict[str, Any], int, int]:
-    """The update restoring the model-visible history from before the latest summary, with the
-    effective-message token counts before and after. Raises ``NothingToUndo``."""
+    """The update restoring the model-visible history from before the latest summary, with the request
+    sizes (``overhead_tokens`` + corrected effective messages) before and after (``before_tokens``, when
+    given: the meter's figure now). Raises ``NothingToUndo``."""
     history = list(values.get(SUMMARY_EVENTS_KEY) or [])
     if not history:
         raise NothingToUndo()
@@ -180,6 +226,7 @@ def undo_update(
         effective_messages(messages, valid_event(values.get(SUMMARY_EVENT_KEY))), profile
     )
     after = messages_tokens(effective_messages(messages, restored), profile)
-    before, after = calibration.corrected(before), calibration.corrected(after)
+    before = before_tokens if before_tokens is not None else calibration.corrected(overhead_tokens + before)
+    after = calibration.corrected(overhead_tokens + after)
     update = {SUMMARY_EVENT_KEY: restored, SUMMARY_EVENTS_KEY: history[:-1]}
     return update, before, after

@@ -14,6 +14,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from compression.engine.calibration import NEUTRAL, Calibration
 from compression.engine.config import CompressionConfig
 from compression.engine.folding import (
     FoldPlan,
@@ -72,9 +73,22 @@ def summary_estimate(plan: FoldPlan, *, folded_tokens: int, hint: int | None = N
     return body + frame
 
 
-def fold_preview(plan: FoldPlan, *, preview_id: str, summary_hint: int | None = None) -> FoldPreview:
-    """The preview of ``plan``; ``summary_hint``: see ``summary_estimate``."""
-    before = plan.before_tokens
+def fold_preview(
+    plan: FoldPlan,
+    *,
+    preview_id: str,
+    summary_hint: int | None = None,
+    overhead_tokens: int = 0,
+    calibration: Calibration = NEUTRAL,
+    before_tokens: int | None = None,
+) -> FoldPreview:
+    """The preview of ``plan``; ``summary_hint``: see ``summary_estimate``. The before/after sizes are
+    whole requests on the meter's basis (``overhead_tokens`` added, corrected by ``calibration``), as
+    applying it reports them (``before_tokens``, when given: the meter's figure now); the parts (folded,
+    tail, pinned) are the messages' own estimates."""
+    if before_tokens is None:
+        before_tokens = calibration.corrected(overhead_tokens + plan.before_tokens)
+    before = before_tokens
     split = plan.split
     if not plan.foldable:
         return FoldPreview(preview_id, False, before, before)
@@ -97,7 +111,9 @@ def fold_preview(plan: FoldPlan, *, preview_id: str, summary_hint: int | None = 
         preview_id=preview_id,
         foldable=True,
         before_tokens=before,
-        estimated_after_tokens=estimate + pinned_tokens + tail_tokens,
+        estimated_after_tokens=calibration.corrected(
+            overhead_tokens + estimate + pinned_tokens + tail_tokens
+        ),
         summary_estimate_tokens=estimate,
         folded_ids=_ids(split.folded),
         folded_tokens=folded_tokens,

@@ -319,3 +319,20 @@ def estimate_messages(
     for message in messages:
         total += estimate_message(message, profile)
     return total + math.ceil(profile.reply_overhead) if (total or messages) else 0
+
+
+def format_tokens(value: Any) -> str:
+    """``950``, ``12.3K``, ``1.05M``: a token count for people (1000-based, three significant digits)."""
+    try:
+        number = None if value is None or isinstance(value, bool) else int(value)
+    except (TypeError, ValueError):
+        number = None
+    if number is None:
+        return "–"
+    if abs(number) < 1000:
+        return str(number)
+    divisor, suffix = (1_000_000, "M") if abs(number) >= 1_000_000 else (1000, "K")
+    scaled = f"{number / divisor:.3g}"
+    if "e" in scaled:  # .3g switches to exponents from 1000 upwards
+        scaled = f"{number / divisor:.0f}"
+    return f"{scaled}{suffix}"

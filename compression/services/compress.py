@@ -30,21 +30,19 @@ from compression.engine.events import (
     COMPLETED,
     FAILED,
     LEVEL_SUMMARY,
-    OUTCOME_NO_CHANGE,
-    OUTCOME_SUMMARIZED,
     STARTED,
     compression_event,
     describe_error,
 )
 from compression.engine.forced import ManualCompression, force_summarize
-from compression.engine.pressure import refreshed_usage
+from compression.engine.pressure import refreshed_usage, usage_overhead
 from compression.engine.state import TOKEN_USAGE_KEY
 from compression.engine.steps import run_sync
 from compression.engine.store import StoreError
 from compression.engine.tokens import profile_for_model
 from compression.errors import CapabilityMissing, SummaryFailed
 from compression.models import CompressionRecord
-from compression.selectors import calibration_for
+from compression.selectors import calibration_for, meter_tokens
 from compression.services.preview import preview_check
 from compression.services.records import (
     record_complete,
@@ -139,16 +137,14 @@ class _Notice:
 
     def complete(self, outcome: CompressionOutcome) -> None:
         """``completed`` with the automatic path's fields (SPEC 6.7: cutoff_index, the summary call's
-        usage) and its ``outcome``; a no-op is a completed compression that changed nothing."""
+        usage) and its ``outcome`` (in the result); a no-op is a completed compression that changed nothing."""
         if self.thread_id is not None:
             record = outcome.record
             result = {k: v for k, v in outcome.result.items() if k != "status"}
-            no_op = record.status == CompressionRecord.Status.NO_OP
             payload = compression_event(
                 status=COMPLETED,
                 level=record.level,
                 trigger=self.trigger,
-                outcome=OUTCOME_NO_CHANGE if no_op else OUTCOME_SUMMARIZED,
                 cutoff_index=record.cutoff_index,
                 summary_usage=record.summary_usage or None,
                 **result,
@@ -278,6 +274,10 @@ def _run_forced(
         now=datetime.now(UTC),
         calibration=calibration,
         pinned_ids=pinned_message_ids(conversation=conversation),
+        overhead_tokens=usage_overhead(
+            values.get(TOKEN_USAGE_KEY), profile_for_model(agent.resolved_model_name)
+        ),
+        before_tokens=meter_tokens(agent=agent, values=values),
     )
     try:
         # Looked up on the module at call time, so a test's stand-in model is the one used.

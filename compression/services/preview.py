@@ -16,12 +16,14 @@ from agent_platform.runtime.graph import state_repository_for
 from agent_platform.workdir import workdir_for
 from compression.engine.config import COMPRESSION_CAPABILITY
 from compression.engine.folding import plan_fold
+from compression.engine.pressure import usage_overhead
 from compression.engine.preview import FoldPreview, fold_preview, preview_fingerprint
+from compression.engine.state import TOKEN_USAGE_KEY
 from compression.engine.store import StagedStore
 from compression.engine.summary import tail_cap
 from compression.engine.tokens import profile_for_model
 from compression.errors import CapabilityMissing, StalePreview
-from compression.selectors import summary_tokens_hint
+from compression.selectors import calibration_for, meter_tokens, summary_tokens_hint
 from conversations.models import Conversation
 from conversations.selectors import pinned_message_ids, thread_busy_flags, thread_get_owned
 
@@ -36,18 +38,24 @@ def thread_compress_preview(*, thread_id: uuid.UUID | str, user: AbstractBaseUse
     values = state_repository_for(conversation).get_values()
     pinned = pinned_message_ids(conversation=conversation)
     config = agent.compression_config()
+    # The same plan and figures as applying it (``compression.services.compress``) would make.
+    profile = profile_for_model(agent.resolved_model_name)
+    calibration = calibration_for(model_name=agent.resolved_model_name)
     plan = plan_fold(
         values,
         config=config,
         store=StagedStore(workdir_for(conversation)),  # compaction is staged and never flushed
-        profile=profile_for_model(agent.model_name),
+        profile=profile,
         pinned_ids=pinned,
-        max_tail_tokens=tail_cap(config),
+        max_tail_tokens=int(tail_cap(config) / calibration.factor),
     )
     preview = fold_preview(
         plan,
         preview_id=preview_name(conversation, values, pinned=pinned),
         summary_hint=summary_tokens_hint(agent_id=agent.pk),
+        overhead_tokens=usage_overhead(values.get(TOKEN_USAGE_KEY), profile),
+        calibration=calibration,
+        before_tokens=meter_tokens(agent=agent, values=values),
     )
     flags = thread_busy_flags(conversation=conversation)
     return _body(conversation, preview, busy=bool(flags["busy"] or flags["interrupted"]))

@@ -52,6 +52,8 @@ def record_complete(*, record: CompressionRecord, manual: ManualCompression, sta
     record.level = CompressionRecord.Level.SUMMARY if manual.update else CompressionRecord.Level.NONE
     record.status = manual.status
     record.reason = manual.reason or ""
+    record.outcome = manual.outcome
+    record.reason_detail = manual.reason_detail or {}
     record.before_tokens = manual.before_tokens
     record.after_tokens = manual.after_tokens
     record.cutoff_index = manual.cutoff_index
@@ -133,6 +135,8 @@ def compression_record_from_event(*, run: AgentRun, event: Mapping[str, Any]) ->
         loss_report=dict(loss) if isinstance(loss := event.get("loss_report"), Mapping) else no_loss_report(),
         spend_guard=dict(guard) if isinstance(guard := event.get("spend_guard"), Mapping) else {},
         reason=REASON_SPEND_GUARD if event.get("spend_guard") else "",
+        outcome=str(event.get("outcome") or ""),
+        reason_detail=dict(why) if isinstance(why := event.get("reason_detail"), Mapping) else {},
         result=dict(event),
     )
 

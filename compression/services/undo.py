@@ -12,10 +12,10 @@ from agent_platform.runtime.graph import state_repository_for
 from compression.engine.events import LEVEL_UNDO, compression_event
 from compression.engine.forced import undo_update
 from compression.engine.history import SUMMARY_EVENT_KEY
-from compression.engine.pressure import refreshed_usage
+from compression.engine.pressure import refreshed_usage, usage_overhead
 from compression.engine.state import TOKEN_USAGE_KEY
 from compression.engine.tokens import profile_for_model
-from compression.selectors import calibration_for
+from compression.selectors import calibration_for, meter_tokens
 from compression.services.compress import require_idle
 from compression.services.records import record_undo
 from conversations import events
@@ -31,7 +31,14 @@ def thread_compress_undo(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) 
         values = repository.get_values()
         calibration = calibration_for(model_name=agent.resolved_model_name)
         profile = profile_for_model(agent.resolved_model_name)
-        update, before, after = undo_update(values, profile=profile, calibration=calibration)  # 409
+        overhead = usage_overhead(values.get(TOKEN_USAGE_KEY), profile)
+        update, before, after = undo_update(
+            values,
+            profile=profile,
+            calibration=calibration,
+            overhead_tokens=overhead,
+            before_tokens=meter_tokens(agent=agent, values=values),
+        )  # 409
         result = {"status": "undone", "before_tokens": before, "after_tokens": after}
         usage = refreshed_usage(
             values,

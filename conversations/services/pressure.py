@@ -12,6 +12,9 @@ from django.conf import settings
 from django.core.cache import cache
 from django.utils import timezone
 
+from agent_platform.models import Agent
+from compression.engine.pressure import pressure_figures
+from conversations import events
 from conversations.models import Conversation
 from conversations.selectors import COMPRESSING_KEY
 
@@ -60,3 +63,22 @@ def thread_compressing_clear(*, thread_id: object) -> None:
         if stop := _renewals.pop(key, None):
             stop.set()
     cache.delete(key)
+
+
+def conversation_pressure_retune(*, agent: Agent) -> int:
+    """After a staff user changed an agent's budget: every thread's stored pressure recomputed on the
+    new trigger (so /admin/pressure/ and bulk selection see it at once), and every open page of the
+    agent told to re-read its meter. Returns how many threads were updated."""
+    trigger, window = agent.effective_trigger, agent.resolved_context_window
+    threads = list(
+        Conversation.objects.filter(agent=agent, context_tokens__isnull=False).only("pk", "context_tokens")
+    )
+    for thread in threads:
+        figures = pressure_figures(
+            next_input_tokens=thread.context_tokens, trigger_tokens=trigger, context_window=window
+        )
+        thread.trigger_tokens = figures["summary_trigger_tokens"]
+        thread.pressure_ratio = figures["summary_pressure_ratio"]
+    Conversation.objects.bulk_update(threads, ["trigger_tokens", "pressure_ratio"], batch_size=500)
+    events.broadcast_agent(agent.pk, events.STATE, reason="agent_retuned")  # on commit
+    return len(threads)

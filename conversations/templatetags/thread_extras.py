@@ -10,7 +10,8 @@ from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
 from compression.engine.media import media_of
-from conversations import pages
+from compression.engine.tokens import format_tokens
+from conversations import pages, panels
 from conversations.markdown import markdown_to_html
 
 register = template.Library()
@@ -18,7 +19,7 @@ register = template.Library()
 
 @register.filter
 def tokens(value: Any) -> str:
-    return pages.format_tokens(value)
+    return format_tokens(value)
 
 
 @register.filter
@@ -93,3 +94,25 @@ def level_label(level: Any) -> str:
         "undo": _("undo"),
     }
     return str(labels.get(str(level or ""), level or _("summary")))
+
+
+@register.filter
+def outcome_label(outcome: Any) -> str:
+    return panels.outcome_label(outcome)
+
+
+@register.filter
+def trigger_label(trigger: Any) -> str:
+    """Who started a compression, in the reader's language."""
+    labels = {
+        "auto": _("automatic, during a run"),
+        "manual": _("requested on the page or the API"),
+        "bulk": _("bulk compaction"),
+        "undo": _("undo"),
+    }
+    return str(labels.get(str(trigger or ""), trigger or ""))
+
+
+@register.filter
+def reason_words(reason: Any) -> str:
+    return panels.reason_text(reason)

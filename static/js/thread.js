@@ -149,6 +149,18 @@
     return !runId || String(runId) === stream.dataset.run;
   }
 
+  // After a compression, results it saved get their "saved for the model" marker: re-render the
+  // transcript items on the page and swap those that changed.
+  const refreshTranscript = serialized(async function () {
+    const first = transcript.querySelector("[data-seq]");
+    if (!first) return;
+    const html = await getHtml(`${root.dataset.messagesUrl}?after=${Number(first.dataset.seq) - 1}`);
+    for (const fresh of fragments(html)) {
+      const current = fresh.id && document.getElementById(fresh.id);
+      if (current && current.outerHTML !== fresh.outerHTML) current.replaceWith(fresh);
+    }
+  });
+
   function clearStream() {
     streamBody.textContent = "";
     streamLength = 0;
@@ -233,20 +245,26 @@
   }
 
   // --- state panel and run status -------------------------------------------------------------
+  // "Compress context" and "Undo this summary" follow one busy rule.
   function applyButtonState() {
-    const button = $("compress-button");
-    if (!button) return;
     const panel = $("state-panel");
     const busy = panel && panel.dataset.busy === "true";
-    button.disabled = busy || compressing || compressPending;
-    button.setAttribute("aria-busy", compressing || compressPending ? "true" : "false");
+    for (const button of [$("compress-button"), $("undo-button")]) {
+      if (!button) continue;
+      button.disabled = busy || compressing || compressPending;
+      button.setAttribute("aria-busy", compressing || compressPending ? "true" : "false");
+    }
   }
 
+  // The state fragment holds every panel whose figures must agree (meter, hint, compression card,
+  // memory panel, run status): they are rendered by one request, so they never contradict each other.
   const refreshState = serialized(async function () {
     const html = await getHtml(root.dataset.stateUrl);
     for (const fresh of fragments(html)) {
       const current = fresh.id && document.getElementById(fresh.id);
       if (!current) continue;
+      // A compression announced over the socket is still running: keep its spinner until it ends.
+      if (fresh.id === "compression-status" && compressing && fresh.dataset.status !== "started") continue;
       // Keep a half-typed answer: the question it answers is still the same.
       const answer = current.querySelector("#answer-input");
       if (answer && answer.value && fresh.dataset.status === current.dataset.status) continue;
@@ -262,6 +280,8 @@
     applyButtonState();
   });
 
+  // Only the transient states (started, a request that failed before reaching the server's records)
+  // are rendered from the event's fields; everything else comes from the server's records.
   async function showCompression(fields) {
     const params = new URLSearchParams();
     for (const key of ["status", "outcome", "level", "before_tokens", "after_tokens", "error", "reason", "file_path"]) {
@@ -275,6 +295,13 @@
     const fresh = fragments(html).find((el) => el.id === "compression-status");
     const current = $("compression-status");
     if (fresh && current) current.replaceWith(fresh);
+  }
+
+  function showCardNotice(text) {
+    const notice = $("card-notice");
+    if (!notice) return;
+    notice.textContent = text;
+    notice.hidden = !text;
   }
 
   function showNotice(text) {
@@ -333,7 +360,7 @@
       }
       if (response.ok) {
         closePreview();
-        await showCompression({ level: "summary", ...body, status: body.status || "completed" });
+        compressing = false;
       } else if (response.status === 409 && body.code === "stale_preview") {
         stale = true;
         showNotice(root.dataset.msgStale);
@@ -424,6 +451,45 @@
     }
   });
 
+  // --- undo the latest summary: confirm what will be restored, one request, then reload the state --
+  async function undo(button) {
+    if (compressPending || button.disabled) return;
+    if (!window.confirm(button.dataset.confirm)) return;
+    compressPending = true;
+    applyButtonState();
+    let notice = "";
+    try {
+      const response = await fetch(root.dataset.undoApiUrl, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
+        body: "{}",
+      });
+      if (!response.ok) {
+        let body = {};
+        try {
+          body = await response.json();
+        } catch (_err) {
+          body = {};
+        }
+        notice = body.code === "thread_busy" ? root.dataset.msgBusy : body.message || `HTTP ${response.status}`;
+      }
+    } catch (_err) {
+      notice = root.dataset.msgOffline;
+    } finally {
+      compressPending = false;
+    }
+    await refreshState();
+    showCardNotice(notice);
+  }
+
+  document.addEventListener("submit", (event) => {
+    if (event.target.classList && event.target.classList.contains("undo-form")) {
+      event.preventDefault();
+      undo(event.target.querySelector("#undo-button"));
+    }
+  });
+
   // --- forms: composer, answers, Stop, removing a queued message --------------------------------
   let notSent = false; // the composer shows a "not sent" error caused by the connection
 
@@ -481,12 +547,16 @@
     }
   });
 
-  $("composer-input").addEventListener("keydown", (event) => {
-    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
-      event.preventDefault();
-      $("composer").requestSubmit();
-    }
-  });
+  // A reader who is not the thread's owner has no composer.
+  const composerInput = $("composer-input");
+  if (composerInput) {
+    composerInput.addEventListener("keydown", (event) => {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+        event.preventDefault();
+        $("composer").requestSubmit();
+      }
+    });
+  }
 
   // --- live events ------------------------------------------------------------------------------
   const handlers = {
@@ -508,8 +578,12 @@
     compression(event) {
       compressing = event.status === "started";
       applyButtonState();
-      showCompression(event).catch(() => {});
-      if (!compressing) refreshState();
+      if (compressing) {
+        showCompression(event).catch(() => {});
+      } else {
+        refreshState();
+        if (event.status === "completed") refreshTranscript();
+      }
     },
     state() {
       refreshState();
@@ -555,7 +629,7 @@
       if (offline) {
         offline = false;
         showBanner("online", root.dataset.msgOnline);
-        if (notSent) {
+        if (notSent && composerError) {
           composerError.textContent = "";
           notSent = false;
         }

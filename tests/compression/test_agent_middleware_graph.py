@@ -132,9 +132,13 @@ def test_token_usage_fields_and_pressure_ratio():
     assert usage["calibration"] == {"factor": calibration.factor, "observations": 1}
     assert usage["llm_input_tokens"] == calibration.corrected(estimated) == USAGE["input_tokens"]
     reply = agent.get_state(_thread("t3")).values["messages"][-1]
-    assert usage["next_llm_input_tokens"] == calibration.corrected(
-        estimated + estimate_message(reply, profile)
-    )
+    assert usage["estimated_next_llm_input_tokens"] == estimated + estimate_message(reply, profile)
+    # The provider reported 100 prompt tokens for that call: the next request is anchored on them,
+    # plus the (calibrated) estimate of what was added since (the reply).
+    since = calibration.corrected(estimate_message(reply, profile))
+    assert usage["pressure_basis"] == "reported" and usage["reported_input_tokens"] == 100
+    assert usage["estimated_since_tokens"] == since
+    assert usage["next_llm_input_tokens"] == 100 + since
     assert usage["summary_trigger_tokens"] == 2048
     assert usage["summary_pressure_ratio"] == round(usage["next_llm_input_tokens"] / 2048, 4)
     assert usage["context_window"] == 2000

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from compression.engine.events import OUTCOME_NO_CHANGE, OUTCOME_SUMMARIZED
-from conversations.pages import compression_status_from
+from compression.engine.outcomes import NO_CHANGE as OUTCOME_NO_CHANGE
+from compression.engine.outcomes import SUMMARIZED as OUTCOME_SUMMARIZED
+from conversations.panels import compression_card
+from conversations.selectors import compression_latest
 from tests.compression._agent_fakes import ScriptedChatModel
 from tests.compression._threads import conversation_messages, repository_for, seed_state
 
@@ -51,10 +53,12 @@ def test_a_manual_summary_completes_with_the_automatic_paths_fields(compress):
 
 
 def test_a_manual_no_op_is_a_completed_event_with_its_outcome(compress):
-    _thread, events = compress(1)
+    thread, events = compress(1)
     assert [e["status"] for e in events] == ["started", "completed"]
     completed = events[-1]
     assert completed["outcome"] == OUTCOME_NO_CHANGE and completed["reason"] == "insufficient_history"
     assert completed["before_tokens"] == completed["after_tokens"]
-    # The page shows it as it shows the API's no_op result.
-    assert compression_status_from(completed).status == "no_op"
+    assert completed["reason_detail"] == {"code": "insufficient_history"}
+    # The page's card (built from the audit record) says the same.
+    card = compression_card(compression_latest(conversation=thread))
+    assert card.status == "completed" and card.outcome == OUTCOME_NO_CHANGE

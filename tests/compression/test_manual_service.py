@@ -81,7 +81,10 @@ def test_token_usage_is_refreshed_so_the_meter_falls(client, user, thread, summa
     assert usage["compression"] == body
     assert usage["summary_active"] is True
     assert "llm_input_tokens" not in usage and "last_call_usage" not in usage
-    assert usage["next_llm_input_tokens"] == 340 + body["after_tokens"]
+    # The response's "after" is the whole next request (system prompt, tools, reply priming counted):
+    # exactly the figure the meter shows next.
+    assert usage["next_llm_input_tokens"] == body["after_tokens"]
+    assert body["after_tokens"] > 340 and body["outcome"] == "summarized"
     assert usage["summary_pressure_ratio"] < 0.97
     thread.refresh_from_db()
     assert thread.summary_active is True
@@ -335,5 +338,7 @@ def test_response_always_carries_file_path_and_reason(client, user, thread, summ
         "summary_tokens": None,
         "loss_report": None,
         "spend_guard": None,
+        "outcome": "no_change_needed",
+        "reason_detail": {"code": "insufficient_history"},
     }
     assert body["before_tokens"] == body["after_tokens"] > 0

@@ -19,17 +19,8 @@ from tests.compression._threads import (
     workdir_files,
 )
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("keep_four")]
 INSTRUCTION = "Keep every answer under 100 words; ticket OPS-4711."
-
-
-@pytest.fixture
-def thread(user, agent):
-    from conversations.services import thread_create
-
-    agent.summary_keep_messages = 4
-    agent.save()
-    return thread_create(user=user, agent_slug=agent.slug, title="Long thread")
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ def usage_at(ratio: float, *, trigger: int = 102400, window: int = 128000) -> di
     return {
         "llm_input_tokens": tokens - 100,
         "next_llm_input_tokens": tokens,
+        "estimated_next_llm_input_tokens": tokens,
         "system_tokens": 50,
         "tools_tokens": 400,
         "context_window": window,

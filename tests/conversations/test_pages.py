@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from conversations.pages import format_tokens, pressure_from_usage, receipt_parse
+from compression.engine.pressure import pressure_now
+from compression.engine.tokens import format_tokens
+from conversations.pages import pressure_view, receipt_parse
 from tests.conversations.page_support import RECEIPT, detail_url, usage_at
 
 pytestmark = pytest.mark.django_db
@@ -35,20 +37,17 @@ def test_english_is_the_default(owner_client, thread, seed_token_usage):
 
 
 def test_pressure_projection_boundary_and_fallbacks():
-    assert pressure_from_usage({"summary_pressure_ratio": 0.85, "next_llm_input_tokens": 1}).suggest
-    assert not pressure_from_usage({"summary_pressure_ratio": 0.849, "next_llm_input_tokens": 1}).suggest
-    # no ratio recorded: computed from next/T, rounded like the middleware does
-    computed = pressure_from_usage({"next_llm_input_tokens": 8704, "summary_trigger_tokens": 10240})
-    assert computed.ratio == 0.85 and computed.suggest
-    # next_llm_input_tokens falls back to llm_input_tokens
-    assert pressure_from_usage({"llm_input_tokens": 10, "summary_trigger_tokens": 100}).tokens == 10
-    assert not pressure_from_usage(None).measured
-    assert (
-        pressure_from_usage(
-            {"summary_pressure_ratio": 2.0, "next_llm_input_tokens": 5, "summary_trigger_tokens": 2}
-        ).trigger_percent
-        == 100.0
-    )
+    def view(usage, trigger=100):
+        return pressure_view(pressure_now(usage, trigger_tokens=trigger, context_window=None))
+
+    assert view({"next_llm_input_tokens": 85}).suggest
+    assert not view({"next_llm_input_tokens": 8490}, trigger=10000).suggest
+    # the ratio is next/T on the current trigger, rounded like the middleware does
+    computed = view({"next_llm_input_tokens": 8704}, trigger=10240)
+    assert computed.ratio == 0.85 and computed.suggest and computed.hint == "suggest"
+    assert view({"next_llm_input_tokens": 100}).hint == "auto"
+    assert not view(None).measured and not view({"summary_pressure_ratio": 0.5}).measured
+    assert view({"next_llm_input_tokens": 5}, trigger=2).trigger_percent == 100.0
 
 
 def test_token_formatting():

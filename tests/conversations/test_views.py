@@ -103,6 +103,8 @@ def test_state_fragment_has_the_same_hint_rule(owner_client, thread, seed_token_
 
 
 def test_meter_shows_tokens_against_the_trigger_and_the_window(owner_client, thread, seed_token_usage):
+    thread.agent.context_window = 128000  # the window of the agent's model, as configured now
+    thread.agent.save()
     seed_token_usage(thread, usage_at(0.5, trigger=102400, window=128000))
     html = owner_client.get(detail_url(thread)).content.decode()
     assert re.search(r'id="meter-trigger" style="width: 50\.0%"', html)

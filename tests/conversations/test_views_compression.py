@@ -11,26 +11,39 @@ from tests.conversations.page_support import file_url
 pytestmark = pytest.mark.django_db
 
 
-def test_compression_fragment_renders_an_event(owner_client, thread):
+def test_compression_fragment_renders_the_transient_states_of_an_event(owner_client, thread):
     url = reverse("conversations:fragment-compression", kwargs={"thread_id": thread.thread_id})
+    html = owner_client.get(url, {"status": "started"}).content.decode()
+    assert 'data-status="started"' in html and "Compressing context" in html
+    html = owner_client.get(url, {"status": "failed", "error": "<b>boom</b>"}).content.decode()
+    assert "Compression failed" in html and "&lt;b&gt;boom&lt;/b&gt;" in html
+    # A completed compression is shown from its record (with the state), never from the query string.
     html = owner_client.get(
         url, {"status": "completed", "level": "summary", "before_tokens": 90000, "after_tokens": 12000}
     ).content.decode()
-    assert "Compression completed (summary): 90K → 12K tokens" in html
-    html = owner_client.get(url, {"status": "failed", "error": "<b>boom</b>"}).content.decode()
-    assert "Compression failed:" in html and "&lt;b&gt;boom&lt;/b&gt;" in html
+    assert 'data-status="none"' in html and "90K" not in html
 
 
-@pytest.mark.parametrize("file_path", ["\n", "../../etc/passwd", "/etc/passwd"])
-def test_compression_fragment_drops_a_file_path_outside_the_workdir(owner_client, thread, file_path):
-    url = reverse("conversations:fragment-compression", kwargs={"thread_id": thread.thread_id})
-    response = owner_client.get(url, {"status": "completed", "level": "summary", "file_path": file_path})
-    assert response.status_code == 200
-    html = response.content.decode()
-    assert "Compression completed (summary)" in html and "History saved to" not in html
+def test_the_card_drops_a_recorded_file_path_outside_the_workdir(owner_client, thread):
+    from compression.models import CompressionRecord
+
+    for bad in ("\n", "../../etc/passwd", "/etc/passwd"):
+        CompressionRecord.objects.create(
+            conversation=thread, trigger="manual", level="summary", status="completed", file_path=bad
+        )
+        page = owner_client.get(f"/threads/{thread.thread_id}/").content.decode()
+        card = page[
+            page.index('id="compression-status"') : page.index(
+                "</section>", page.index('id="compression-status"')
+            )
+        ]
+        assert "Summarized" in card and "History file" not in card, bad
     history = "outputs/conversation_history/s1.md"
-    html = owner_client.get(url, {"status": "completed", "file_path": history}).content.decode()
-    assert f'href="{file_url(thread, history)}"' in html
+    CompressionRecord.objects.create(
+        conversation=thread, trigger="manual", level="summary", status="completed", file_path=history
+    )
+    page = owner_client.get(f"/threads/{thread.thread_id}/").content.decode()
+    assert f'href="{file_url(thread, history)}"' in page
 
 
 def test_after_a_reload_the_page_shows_the_newest_compression_whatever_its_trigger(owner_client, thread):
@@ -60,8 +73,8 @@ def test_after_a_reload_the_page_shows_the_newest_compression_whatever_its_trigg
     )
     page = owner_client.get(f"/threads/{thread.thread_id}/").content.decode()
     status = page[page.index('id="compression-status"') :]
-    status = status[: status.index("</div>")]
-    assert "Compression completed (summary)" in status
+    status = status[: status.index("</section>")]
+    assert "Summarized" in status and "from 8K to 1.2K tokens" in status
     assert "session_abc.md" in status
 
 
@@ -75,5 +88,5 @@ def test_the_page_shows_a_compression_under_way_after_a_reload(owner_client, thr
         page = owner_client.get(f"/threads/{thread.thread_id}/").content.decode()
     finally:
         cache.delete(COMPRESSING_KEY.format(thread_id=thread.thread_id))
-    assert 'id="compression-status" class="compression-status" data-status="started"' in page
+    assert 'id="compression-status" class="compression-status compression-card" data-status="started"' in page
     assert 'data-busy="true"' in page

@@ -112,7 +112,7 @@ def test_compress_button_completes_and_the_meter_falls(page, e2e_server, screens
     page.click("#compress-apply")
 
     expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed", timeout=20_000)
-    expect(page.locator("#compression-status")).to_contain_text("Compression completed")
+    expect(page.locator("#compression-status")).to_contain_text("the request went from")
     expect(page.locator("#compression-hint")).to_have_count(0)
     assert _meter_width(page) < before
     assert len(requests) == 1 and requests[0].method == "POST"
@@ -170,12 +170,8 @@ def test_live_compression_status_started_then_failed(page, e2e_server):
     )
     expect(page.locator("#compression-status")).to_have_attribute("data-status", "started")
     expect(page.locator("#compress-button")).to_be_disabled()
-    e2e_server.seed(
-        "event",
-        thread_id=thread_id,
-        type="compression",
-        payload={"status": "failed", "level": "summary", "error": "summary model returned nothing"},
-    )
+    # As a run does: the failure's audit record first, then the event.
+    e2e_server.seed("failed_compression", thread_id=thread_id, error="summary model returned nothing")
     expect(page.locator("#compression-status")).to_contain_text("summary model returned nothing")
     expect(page.locator("#compress-button")).to_be_enabled()
 
@@ -186,7 +182,7 @@ def test_the_page_renders_in_simplified_chinese(page, e2e_server, screenshot):
     expect(page.locator("html")).to_have_attribute("lang", "zh-hans")
     expect(page.locator("#compress-button")).to_have_text("压缩上下文")
     expect(page.locator("#composer button[type=submit]")).to_have_text("发送")
-    expect(page.locator("#compression-hint")).to_contain_text("当前上下文已达到压缩阈值的 90.0%")
+    expect(page.locator("#compression-hint")).to_contain_text("下一次请求已达到压缩阈值的 90.0%")
     screenshot(page, "thread-zh-hans")
     # and back, so later tests in this browser see English
     page.click("button[name=language][value=en]")

@@ -14,6 +14,8 @@ from django.views.decorators.http import require_POST
 from agent_platform.models import Agent
 from agent_platform.runtime import models as runtime_models
 from agent_platform.runtime.offline import OfflineChatModel
+from agent_platform.workdir import workdir_for
+from compression.models import CompressionRecord
 from conversations import events
 from conversations.models import AgentRun, Conversation, Message
 from conversations.services import thread_create
@@ -62,11 +64,35 @@ def seed(request: HttpRequest) -> JsonResponse:
     if action == "fast_model":
         runtime_models.chat_model_for = REAL_CHAT_MODEL_FOR
         return JsonResponse({})
+    if action == "staff":
+        user_model = get_user_model()
+        if not user_model.objects.filter(username=STAFF_USERNAME).exists():
+            user_model.objects.create_superuser(STAFF_USERNAME, "root@example.com", STAFF_PASSWORD)
+        return JsonResponse({"username": STAFF_USERNAME, "password": STAFF_PASSWORD})
+    if action == "agent":
+        fields = data.get("fields", {})
+        agent, _ = Agent.objects.update_or_create(
+            slug=data["slug"], defaults={"name": data["slug"], **fields}
+        )
+        return JsonResponse({"agent_id": agent.pk, "trigger": agent.effective_trigger})
     if action == "thread":
         user = get_user_model().objects.get(username=USERNAME)
-        conversation = thread_create(user=user, agent_slug=AGENT_SLUG, title=data.get("title", ""))
+        conversation = thread_create(
+            user=user, agent_slug=data.get("agent", AGENT_SLUG), title=data.get("title", "")
+        )
         return JsonResponse({"thread_id": str(conversation.thread_id)})
     conversation = Conversation.objects.get(thread_id=data["thread_id"])
+    if action == "file":
+        workdir_for(conversation).write_text(data["path"], data["text"])
+        return JsonResponse({})
+    if action == "records":
+        return JsonResponse(
+            {
+                "records": list(
+                    conversation.compression_records.values("trigger", "level", "status", "outcome")
+                )
+            }
+        )
     if action == "usage":
         write_token_usage(conversation, data["usage"])  # through the state repository, as the middleware does
         return JsonResponse({})
@@ -92,6 +118,14 @@ def seed(request: HttpRequest) -> JsonResponse:
                     conversation=conversation, role=role, content=content, run=run or _last_run(conversation)
                 )
         return JsonResponse({"count": Message.objects.filter(conversation=conversation).count()})
+    if action == "failed_compression":
+        CompressionRecord.objects.create(
+            conversation=conversation, trigger="auto", level="summary", status="failed", error=data["error"]
+        )
+        events.broadcast(
+            conversation.thread_id, events.COMPRESSION, status="failed", level="summary", error=data["error"]
+        )
+        return JsonResponse({})
     if action == "event":
         events.broadcast(conversation.thread_id, data["type"], **data.get("payload", {}))
         return JsonResponse({})

@@ -1,0 +1,163 @@
+"""The context panel's compression card and memory panel, and compression outcomes in words (for the
+card, the admin list and the API): projections of records and checkpoint values, no ORM, no request."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.utils.translation import gettext as _
+
+from compression.engine import outcomes
+from compression.engine.tokens import format_tokens
+from conversations.pages import LossLine, as_int, loss_line_from, workdir_path
+
+# --- the compression card and the memory panel ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompressionCard:
+    """The latest compression as an event in time (what happened then, never the current size)."""
+
+    status: str  # started | completed | failed
+    kind: str = "compression"  # compression | undo
+    trigger: str = ""  # auto | manual | bulk | undo
+    level: str = ""
+    outcome: str = ""
+    reason: Mapping[str, Any] | None = None
+    at: datetime | None = None
+    before_tokens: int | None = None
+    after_tokens: int | None = None
+    compressed_messages: int | None = None
+    file_path: str = ""
+    saved_files: tuple[str, ...] = ()
+    error: str = ""
+    undoable: bool = False
+    loss: LossLine | None = None  # where the folded identifiers went (a summary's loss report)
+
+
+@dataclass(frozen=True)
+class Memory:
+    """What the model currently works from: the summary, the transcript messages it stands for, and
+    how many follow it word for word."""
+
+    active: bool
+    summary_text: str = ""
+    summary_tokens: int = 0
+    file_path: str = ""
+    folded_count: int = 0
+    folded_last_seq: int | None = None
+    kept_count: int = 0
+    message_count: int = 0
+
+
+def compression_card(
+    record: Mapping[str, Any] | None, *, compressing: bool = False, can_undo: bool = False
+) -> CompressionCard | None:
+    """The card for the thread's latest compression record (``compression_latest``), or the spinner
+    while one is under way. ``can_undo``: the state holds a summary the undo would remove."""
+    if compressing:
+        return CompressionCard(status="started")
+    if not record or record.get("status") not in ("completed", "failed", "no_op"):
+        return None
+    undo = record.get("trigger") == "undo"
+    status = "failed" if record.get("status") == "failed" else "completed"
+    outcome = str(record.get("outcome") or "")
+    if not outcome and status == "completed" and not undo:  # records from before outcomes existed
+        outcome = (
+            outcomes.NO_CHANGE
+            if record.get("status") == "no_op"
+            else (outcomes.SUMMARIZED if record.get("level") == "summary" else outcomes.COMPACTED)
+        )
+    reason = record.get("reason_detail") or None
+    if not reason and record.get("reason"):
+        reason = {"code": record.get("reason")}
+    return CompressionCard(
+        status=status,
+        kind="undo" if undo else "compression",
+        trigger=str(record.get("trigger") or ""),
+        level=str(record.get("level") or ""),
+        outcome="" if undo else outcome,
+        reason=reason,
+        at=record.get("created_at"),
+        before_tokens=as_int(record.get("before_tokens")),
+        after_tokens=as_int(record.get("after_tokens")),
+        compressed_messages=as_int(record.get("compressed_messages")),
+        file_path=workdir_path(record.get("file_path")),
+        saved_files=tuple(p for p in map(workdir_path, record.get("saved_files") or ()) if p),
+        error=str(record.get("error") or "")[:500],
+        undoable=(can_undo and not undo and status == "completed" and record.get("level") == "summary"),
+        loss=None if undo else loss_line_from(record.get("loss_report")),
+    )
+
+
+def memory_from(
+    values: Mapping[str, Any], *, summary_tokens: int | None, folded_last_seq: int | None
+) -> Memory:
+    """What the model works from, given the checkpoint ``values`` and the transcript seq of the last
+    message the summary folded (``conversations.selectors.thread_memory`` looks it up)."""
+    messages = list(values.get("messages") or [])
+    event = values.get("_summarization_event")
+    summary = event.get("summary_message") if isinstance(event, Mapping) else None
+    cutoff = event.get("cutoff_index") if isinstance(event, Mapping) else None
+    if summary is None or not isinstance(cutoff, int):
+        return Memory(active=False, message_count=len(messages))
+    text = getattr(summary, "content", "")
+    return Memory(
+        active=True,
+        summary_text=text if isinstance(text, str) else str(text),
+        summary_tokens=int(summary_tokens or 0),
+        file_path=workdir_path(event.get("file_path")),
+        folded_count=folded_last_seq or 0,
+        folded_last_seq=folded_last_seq,
+        kept_count=max(len(messages) - cutoff, 0),
+        message_count=len(messages),
+    )
+
+
+# --- outcomes in words (the card, the admin list, the API) ------------------------------------------
+
+
+def outcome_label(outcome: Any) -> str:
+    labels = {
+        outcomes.COMPACTED: _("Compacted"),
+        outcomes.SUMMARIZED: _("Summarized"),
+        outcomes.NO_CHANGE: _("No change needed"),
+        outcomes.BUDGET_UNREACHABLE: _("Could not reach the budget"),
+    }
+    return str(labels.get(str(outcome or ""), outcome or ""))
+
+
+def reason_text(reason: Mapping[str, Any] | None) -> str:
+    """E.g. "the latest message alone is 27.7K tokens, above the 4.1K trigger"; ``""`` for none."""
+    if not isinstance(reason, Mapping) or not reason.get("code"):
+        return ""
+    code = str(reason["code"])
+    values = {
+        "tokens": format_tokens(reason.get("tokens")),
+        "trigger": format_tokens(reason.get("trigger")),
+        "messages": reason.get("messages") or 0,
+    }
+    texts = {
+        outcomes.LATEST_MESSAGE_TOO_LARGE: _(
+            "the latest message alone is %(tokens)s tokens, above the %(trigger)s trigger"
+        ),
+        outcomes.MESSAGE_TOO_LARGE: _(
+            "one recent message alone is %(tokens)s tokens, above the %(trigger)s trigger"
+        ),
+        outcomes.OVERHEAD_TOO_LARGE: _(
+            "the system prompt and tool descriptions alone are %(tokens)s tokens, above the %(trigger)s trigger"
+        ),
+        outcomes.KEPT_MESSAGES_TOO_LARGE: _(
+            "the %(messages)s most recent messages, which are always kept, bring the request to %(tokens)s "
+            "tokens, above the %(trigger)s trigger"
+        ),
+        outcomes.INSUFFICIENT_HISTORY: _(
+            "there is no older history to fold: the recent messages are always kept as they are"
+        ),
+        outcomes.SPEND_GUARD: _("the hourly allowance for summary calls is used up"),
+    }
+    text = texts.get(code)
+    return text % values if text else code

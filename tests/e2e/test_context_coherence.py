@@ -1,0 +1,252 @@
+"""The context panel stays coherent in headless Chromium through a compaction, a threshold retune in
+the admin (while the page is open, no reload), a manual summary, an undo and an automatic summary:
+the meter, the hint, the card and the memory panel never contradict each other."""
+
+from __future__ import annotations
+
+import math
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+AGENT = "coherence"
+BIG_FILE = "notes/big.txt"
+
+
+def _figures(page) -> dict:
+    """What the panel says right now (the meter's figures, the hint, the card)."""
+    return page.evaluate(
+        """() => {
+          const panel = document.getElementById("state-panel");
+          const card = document.getElementById("compression-status");
+          const hint = document.getElementById("compression-hint");
+          return {
+            tokens: Number(panel.dataset.tokens || 0),
+            trigger: Number(panel.dataset.trigger || 0),
+            ratio: Number(panel.dataset.ratio || 0),
+            hint: panel.dataset.hint,
+            hintText: hint ? hint.textContent : "",
+            ratioText: (document.getElementById("pressure-ratio") || {}).textContent || "",
+            triggerText: (document.getElementById("pressure-trigger") || {}).textContent || "",
+            card: card.dataset.status, outcome: card.dataset.outcome, kind: card.dataset.kind,
+            after: Number(card.dataset.after || -1),
+          };
+        }"""
+    )
+
+
+def _assert_coherent(page) -> dict:
+    """The meter's ratio is its tokens over its trigger, and the hint is the one that ratio calls for."""
+    figures = _figures(page)
+    if figures["trigger"]:
+        assert figures["ratio"] == pytest.approx(figures["tokens"] / figures["trigger"], abs=1e-4)
+        assert figures["ratioText"] == f"{figures['ratio'] * 100:.1f}%"
+        expected = "auto" if figures["ratio"] >= 1 else "suggest" if figures["ratio"] >= 0.85 else ""
+        assert figures["hint"] == expected, figures
+        if expected == "auto":
+            assert "compressed automatically" in figures["hintText"]
+            assert "Compress it before the next run" not in figures["hintText"]
+    return figures
+
+
+def _send(page, text: str) -> None:
+    """Send a message and wait for the run to finish with a written answer (tool calls in between)."""
+    last = page.evaluate(
+        "() => { const i = document.querySelectorAll('#transcript [data-seq]');"
+        " return i.length ? Number(i[i.length - 1].dataset.seq) : 0; }"
+    )
+    page.fill("#composer-input", text)
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        """(last) => {
+          const replies = document.querySelectorAll('#transcript .message.role-assistant');
+          const reply = replies[replies.length - 1];
+          const panel = document.getElementById('state-panel');
+          return reply && Number(reply.dataset.seq) > last && reply.querySelector('.message-body')
+            && document.getElementById('run-status').dataset.status === 'succeeded'
+            && panel.dataset.running === 'false' && panel.dataset.queued === 'false';
+        }""",
+        arg=last,
+        timeout=30000,
+    )
+
+
+def _retune(admin, agent_id: int, threshold_k: int) -> None:
+    admin.goto(f"/admin/agent_platform/agent/{agent_id}/change/")
+    admin.fill("input[name=summary_threshold]", str(threshold_k))
+    admin.click("input[name=_continue]")
+    expect(admin.locator(".messagelist")).to_be_visible()
+
+
+@pytest.fixture
+def admin(browser, e2e_server):
+    credentials = e2e_server.seed("staff")
+    context = browser.new_context(base_url=e2e_server.base_url, viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15000)
+    page.goto("/admin/login/")
+    page.fill("input[name=username]", credentials["username"])
+    page.fill("input[name=password]", credentials["password"])
+    page.click("input[type=submit]")
+    yield page
+    context.close()
+
+
+def test_the_panel_stays_coherent_through_compaction_retunes_summary_undo(
+    page, admin, e2e_server, screenshot
+):
+    agent_id = e2e_server.seed(
+        "agent", slug=AGENT, fields={"summary_threshold": 100, "summary_keep_messages": 2}
+    )["agent_id"]
+    thread_id = e2e_server.seed("thread", agent=AGENT, title="Reading a long file")["thread_id"]
+    lines = "\n".join(
+        f"Line {n}: the quarterly report lists revenue, costs and notes for region {n}." for n in range(400)
+    )
+    e2e_server.seed("file", thread_id=thread_id, path=BIG_FILE, text=lines)
+    page.goto(f"/threads/{thread_id}/")
+    expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+
+    # 1. A big tool result: far below the default trigger, no hint, nothing compressed yet.
+    _send(page, f"read {BIG_FILE}")
+    expect(page.locator("#transcript .message.role-assistant").last).to_contain_text(f"I read {BIG_FILE}")
+    first = _assert_coherent(page)
+    assert first["tokens"] > 6000 and first["hint"] == ""
+    expect(page.locator("#memory-panel")).to_contain_text("nothing is summarized")
+
+    # 2. A staff user retunes the threshold in the admin: the open page follows at once, no reload.
+    k = math.ceil(first["tokens"] / 1024) + (1 if first["tokens"] % 1024 == 0 else 0)
+    _retune(admin, agent_id, k)
+    expect(page.locator("#pressure-trigger")).to_have_text(re.compile(r"^" + re.escape(_k(k * 1024)) + r"$"))
+    retuned = _assert_coherent(page)
+    assert retuned["tokens"] == first["tokens"] and retuned["hint"] == "suggest"
+    admin.goto("/admin/pressure/")
+    expect(admin.locator("#pressure-threads")).to_contain_text(_k(k * 1024))
+
+    _retune(admin, agent_id, k - 2)
+    expect(page.locator("#compression-hint")).to_contain_text("compressed automatically")
+    assert _assert_coherent(page)["hint"] == "auto"
+    screenshot(page, "context-auto-hint")
+
+    # 3. The next request compresses by itself: the big result is saved to a file (compaction).
+    _send(page, "thanks, what else?")
+    expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed")
+    compacted = _assert_coherent(page)
+    assert compacted["outcome"] in ("compacted", "could_not_reach_budget"), compacted
+    assert compacted["kind"] == "compression"
+    # The result the model now sees as a receipt is marked in the transcript, one click from its file.
+    marker = page.locator("#transcript .saved-marker").first
+    expect(marker).to_contain_text("Saved for the model")
+    expect(marker.locator("a.receipt-link")).to_have_attribute(
+        "href", re.compile(r"/files/outputs/large_tool_results/")
+    )
+    expect(page.locator("#compression-status .saved-files a").first).to_be_visible()
+
+    # 4. Manual compression from the hint (retune so it is offered): the card's "after" is the meter.
+    figures = _figures(page)
+    k = max(2, math.ceil(figures["tokens"] / 1024 / 0.9))
+    while figures["tokens"] / (k * 1024) < 0.85:
+        k -= 1
+    _retune(admin, agent_id, k)
+    expect(page.locator("#compress-button")).to_be_enabled()
+    meter_before = _assert_coherent(page)["tokens"]
+    page.click("#compress-button")
+    # The preview starts from the meter's figure, and so does the card once it is applied.
+    preview = page.locator("#compress-preview")
+    expect(preview).to_be_visible()
+    assert int(preview.get_attribute("data-before")) == meter_before
+    page.click("#compress-apply")
+    expect(page.locator("#compression-status")).to_have_attribute(
+        "data-outcome", re.compile("summarized|could_not_reach_budget")
+    )
+    summarized = _assert_coherent(page)
+    assert summarized["after"] == summarized["tokens"], summarized
+    assert int(page.locator("#compression-status").get_attribute("data-before")) == meter_before
+    expect(page.locator("#memory-panel")).to_have_attribute("data-summary", "true")
+    expect(page.locator("#memory-panel")).to_contain_text("stands for")
+    screenshot(page, "context-summarized")
+
+    # 5. Undo from the card, after a confirmation that says what comes back.
+    dialogs = []
+    page.once("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.accept()))
+    page.click("#undo-button")
+    expect(page.locator("#compression-status")).to_have_attribute("data-kind", "undo")
+    assert int(page.locator("#compression-status").get_attribute("data-before")) == summarized["tokens"]
+    expect(page.locator("#compression-status")).to_contain_text("Undone at")
+    assert dialogs and "in full again" in dialogs[0]
+    undone = _assert_coherent(page)
+    assert undone["after"] == undone["tokens"], undone
+    expect(page.locator("#memory-panel")).to_have_attribute("data-summary", "false")
+
+    # 6. An automatic summary in a run: the card says how it ended, the meter agrees with itself.
+    _retune(admin, agent_id, 2)
+    _send(page, "and the summary of the report?")
+    expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed")
+    final = _assert_coherent(page)
+    assert final["outcome"] in ("summarized", "compacted", "could_not_reach_budget"), final
+    if final["outcome"] == "could_not_reach_budget":
+        expect(page.locator("#sent-above-trigger")).to_be_visible()
+        expect(page.locator("#compression-status .card-reason")).to_contain_text("trigger")
+
+
+def _k(tokens: int) -> str:
+    from compression.engine.tokens import format_tokens
+
+    return format_tokens(tokens)
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "scheme"), [(1366, 900, "light"), (390, 844, "light"), (1366, 900, "dark")]
+)
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+def test_the_context_panel_reads_well_at_desktop_and_phone_widths(
+    browser, e2e_server, width, height, scheme, language, screenshot
+):
+    """A summarized thread with a saved result, in both languages, at 1366 and 390 px: nothing spills
+    sideways, every panel is there, and the files are links."""
+    e2e_server.seed("agent", slug="screens", fields={"summary_threshold": 100, "summary_keep_messages": 2})
+    thread_id = e2e_server.seed("thread", agent="screens", title="Quarterly report")["thread_id"]
+    lines = "\n".join(f"Line {n}: revenue, costs and notes for region {n}." for n in range(300))
+    e2e_server.seed("file", thread_id=thread_id, path=BIG_FILE, text=lines)
+    context = browser.new_context(
+        base_url=e2e_server.base_url, viewport={"width": width, "height": height}, color_scheme=scheme
+    )
+    page = context.new_page()
+    page.set_default_timeout(20000)
+    try:
+        page.goto("/accounts/login/")
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", "pw-alice-123")
+        page.click("main button[type=submit]")
+        page.goto(f"/threads/{thread_id}/")
+        if language != "en":
+            page.click(f"button[name=language][value={language}]")
+            expect(page.locator("html")).to_have_attribute("lang", language)
+        expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+        _send(page, f"read {BIG_FILE}")
+        _send(page, "Please keep the answer short.")
+        csrf = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+        response = page.request.post(f"/api/threads/{thread_id}/compress", headers={"X-CSRFToken": csrf})
+        assert response.ok, response.text()
+        page.reload()
+        expect(page.locator("#memory-panel")).to_have_attribute("data-summary", "true")
+        expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed")
+        overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
+        page.locator("#memory-summary summary").click()
+        page.locator("aside.side").scroll_into_view_if_needed()
+        if scheme == "dark":  # the card follows the theme: light text on a dark ground
+            card = page.evaluate(
+                """() => { const s = getComputedStyle(document.getElementById("compression-status"));
+                           return [s.color, s.backgroundColor]; }"""
+            )
+            text, ground = (sum(map(int, re.findall(r"\d+", c)[:3])) for c in card)
+            assert text > ground + 200, card
+        name = f"context-panel-{'zh-hans' if language != 'en' else 'en'}-{width}"
+        screenshot(page, name + ("-dark" if scheme == "dark" else ""))
+    finally:
+        if language != "en":
+            page.click("button[name=language][value=en]")
+        context.close()
