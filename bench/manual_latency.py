@@ -276,11 +276,12 @@ def _hold_lock(thread_id, user, locked: threading.Event, hold_s: float) -> None:
 
 
 def _sample(recorder: Recorder, conversation, user, *, contended: bool) -> dict[str, Any]:
-    from compression.engine import compaction, tokens
+    from compression.engine import compaction, identifiers, tokens
     from compression.services import thread_compress
 
     tokens.clear_cache()
     compaction.clear_caches()
+    identifiers.clear_cache()
     holder = None
     if contended:
         locked = threading.Event()

@@ -9,10 +9,13 @@ Pure: text in, counts out.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from compression.engine.lru import LRU
 
 KIND_URL = "url"
 KIND_EMAIL = "email"
@@ -28,6 +31,8 @@ MAX_IDENTIFIER_CHARS = 200
 MIN_IDENTIFIER_CHARS = 4
 
 _TRAILING = ".,;:!?'\")]}>"
+# Several patterns open with a lookahead on their first character: it changes no match, and lets the
+# regex engine pass over most positions at once (about twice as fast on the shared trajectories).
 _URL = re.compile(r"\bhttps?://[^\s\"'<>()\[\]{}\\|^`]+", re.I)
 _EMAIL = re.compile(
     r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"
@@ -35,17 +40,20 @@ _EMAIL = re.compile(
 _UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
 # Git short hashes up to SHA-256: hex with at least one digit and one letter (so neither a plain
 # number nor an English word like "deadbeef" or "facade" counts).
-_HASH = re.compile(r"(?<![\w-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}(?![\w-])")
+_HASH = re.compile(r"(?=[0-9a-f])(?<![\w-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}(?![\w-])")
 _TICKET = re.compile(
-    r"(?<![\w-])(?!(?:SHA|UTF|ISO|GPT|MD|CP|TLS|SSL|HTTP)-)[A-Z][A-Z0-9]{1,9}-\d{1,7}(?![\w-])"
+    r"(?=[A-Z])(?<![\w-])(?!(?:SHA|UTF|ISO|GPT|MD|CP|TLS|SSL|HTTP)-)[A-Z][A-Z0-9]{1,9}-\d{1,7}(?![\w-])"
 )
 # Upper-case codes with letters and digits (reservation / flight / order codes): ZFA04Y, HAT001.
-_CODE = re.compile(r"(?<![\w-])(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6,20}(?![\w-])")
+_CODE = re.compile(r"(?=[A-Z0-9])(?<![\w-])(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6,20}(?![\w-])")
 # Values of id-named keys in JSON or key=value text: "user_id": "mia_li_3668", id=42a.
+# The key is the whole word before the value: letters-and-underscore parts ending in the id word
+# (``user_id``, ``orderNumber`` is not); the regex finds the id word, ``_keyed_prefix_ok`` the rest.
 _KEYED_ID = re.compile(
-    r"""["']?\b(?:[A-Za-z]+_)*(?:id|ids|key|sku|ref|number)["']?\s*[:=]\s*["']([^"'\s,}\]]{3,80})["']""",
+    r"""(?=[iksrn])(?:id|ids|key|sku|ref|number)["']?\s*[:=]\s*["']([^"'\s,}\]]{3,80})["']""",
     re.I,
 )
+_KEY_PREFIX = re.compile(r"(?:[A-Za-z]+_)*", re.I)
 _PATH = re.compile(
     r"(?<![\w.:/@-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*[\w-](?:\.[A-Za-z][A-Za-z0-9]{0,7})?(?![\w/])"
 )
@@ -54,7 +62,10 @@ _FILE_EXTENSIONS = (
     "scss|xml|sql|sh|bash|zsh|go|rs|java|kt|scala|c|h|cc|cpp|hpp|cs|rb|php|swift|m|pony|lock|log|ipynb|"
     "pdf|png|jpg|jpeg|gif|svg|zip|gz|tar|whl|env|dockerfile|traj|patch|diff"
 )
-_BARE_FILE = re.compile(rf"(?<![\w./-])[\w-]+(?:\.[\w-]+)*\.(?:{_FILE_EXTENSIONS})(?![\w/.-])", re.I)
+# A dotted name standing alone; it is a file name when its last part is a known extension (checked in
+# Python: one scan instead of the regex engine trying every extension at every word).
+_DOTTED_NAME = re.compile(r"(?<![\w./-])[\w-]+(?:\.[\w-]+)+(?![\w/.-])")
+_EXTENSIONS = frozenset(_FILE_EXTENSIONS.split("|"))
 _UNITS = (
     "ms|us|µs|ns|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?|"
     "B|KB|MB|GB|TB|KiB|MiB|GiB|TiB|kB|bytes?|tokens?|chars?|characters?|lines?|rows?|"
@@ -62,7 +73,7 @@ _UNITS = (
     "USD|EUR|GBP|CNY|JPY|dollars?|euros?|x"
 )
 _QUANTITY = re.compile(
-    rf"(?<![\w.])(?:[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:{_UNITS}))(?![\w])",
+    rf"(?=[$€£¥\d])(?<![\w.])(?:[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:{_UNITS}))(?![\w])",
 )
 _SPACES = re.compile(r"\s+")
 
@@ -81,6 +92,15 @@ def _is_path(value: str) -> bool:
     return head.startswith("/") or "." in last or value.count("/") >= 2
 
 
+def _keyed_prefix_ok(text: str, start: int) -> bool:
+    """Whether the word run that ends at ``start`` (before an id word) is empty or ``[A-Za-z]+_``
+    parts, so the key is a whole word such as ``id``, ``user_id`` or ``Order_REF``."""
+    begin = start
+    while begin and (text[begin - 1].isalnum() or text[begin - 1] == "_"):  # what ``\w`` matches
+        begin -= 1
+    return _KEY_PREFIX.fullmatch(text, begin, start) is not None
+
+
 def extract_identifiers(text: str) -> dict[str, str]:
     """The identifiers in ``text``, each mapped to its kind, in order of first appearance.
 
@@ -96,25 +116,34 @@ def extract_identifiers(text: str) -> dict[str, str]:
         if MIN_IDENTIFIER_CHARS <= len(value) <= MAX_IDENTIFIER_CHARS and value not in found:
             found[value] = kind
 
+    # Each pattern is skipped where the character it cannot match without is absent (a quick ``in``).
     rest = text
-    for pattern, kind in ((_URL, KIND_URL), (_EMAIL, KIND_EMAIL)):
-        for match in pattern.finditer(rest):
-            add(match.group(0), kind)
-        rest = pattern.sub(" ", rest)
-    for match in _UUID.finditer(rest):
-        add(match.group(0), KIND_UUID)
-    rest = _UUID.sub(" ", rest)
-    for match in _PATH.finditer(rest):
-        if _is_path(match.group(0)):
-            add(match.group(0), KIND_PATH)
-    for match in _BARE_FILE.finditer(rest):
-        add(match.group(0), KIND_PATH)
+    for pattern, kind, needle in ((_URL, KIND_URL, "://"), (_EMAIL, KIND_EMAIL, "@")):
+        if needle in rest:
+            for match in pattern.finditer(rest):
+                add(match.group(0), kind)
+            rest = pattern.sub(" ", rest)
+    if "-" in rest:
+        for match in _UUID.finditer(rest):
+            add(match.group(0), KIND_UUID)
+        rest = _UUID.sub(" ", rest)
+    if "/" in rest:
+        for match in _PATH.finditer(rest):
+            if _is_path(match.group(0)):
+                add(match.group(0), KIND_PATH)
+    if "." in rest:
+        for match in _DOTTED_NAME.finditer(rest):
+            name = match.group(0)
+            if name.rsplit(".", 1)[1].lower() in _EXTENSIONS:
+                add(name, KIND_PATH)
     for match in _HASH.finditer(rest):
         add(match.group(0), KIND_HASH)
-    for match in _TICKET.finditer(rest):
-        add(match.group(0), KIND_TICKET)
+    if "-" in rest:
+        for match in _TICKET.finditer(rest):
+            add(match.group(0), KIND_TICKET)
     for match in _KEYED_ID.finditer(rest):
-        add(match.group(1), KIND_RECORD_ID)
+        if _keyed_prefix_ok(rest, match.start()):
+            add(match.group(1), KIND_RECORD_ID)
     for match in _CODE.finditer(rest):
         add(match.group(0), KIND_RECORD_ID)
     for match in _QUANTITY.finditer(rest):
@@ -176,10 +205,23 @@ class LossReport:
 NO_LOSS: dict[str, Any] = {**LossReport().as_dict(), "repair_calls": 0, "repaired": False}
 
 
+# Identifiers per text (by its digest): a manual compression extracts what its preview just did.
+_extracted = LRU(4096)
+
+
+def clear_cache() -> None:
+    _extracted.clear()
+
+
 def identifiers_of(texts: Iterable[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     for text in texts:
-        for value, kind in extract_identifiers(text).items():
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        extracted = _extracted.get(key)
+        if extracted is None:
+            extracted = extract_identifiers(text)
+            _extracted.put(key, extracted)
+        for value, kind in extracted.items():
             found.setdefault(value, kind)
     return found
 

@@ -61,6 +61,37 @@ def test_ordinary_text_yields_no_identifiers(text):
     assert extract_identifiers(text) == {}
 
 
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("user_id: 'abc123'", {"abc123": KIND_RECORD_ID}),
+        ('Order_REF = "Z-991"', {"Z-991": KIND_RECORD_ID}),
+        ("IDS='a1b2'", {"a1b2": KIND_RECORD_ID}),
+        ("xid: 'abcdef'", {}),  # the id word must be the whole key, or its last "_" part
+        ("x1_id='abcdef'", {}),
+        ("my_userid: 'abcdef'", {}),
+        ("monkey: 'banana'", {}),
+    ],
+)
+def test_a_keyed_id_needs_a_whole_key(text, found):
+    assert extract_identifiers(text) == found
+
+
+def test_a_bare_file_name_needs_a_known_extension_at_its_end():
+    found = extract_identifiers("a.tar.gz file.py.bak b.PY c.cs Dockerfile.dockerfile x.py-x")
+    assert found == {
+        "a.tar.gz": KIND_PATH,
+        "b.PY": KIND_PATH,
+        "c.cs": KIND_PATH,
+        "Dockerfile.dockerfile": KIND_PATH,
+    }
+
+
+def test_identifiers_of_gives_the_same_answer_from_its_cache():
+    first = identifiers_of([SAMPLE, "see README.md"])
+    assert identifiers_of([SAMPLE, "see README.md"]) == first == {**extract_identifiers(SAMPLE)}
+
+
 def test_a_url_path_is_not_reported_again_as_a_file_path():
     assert extract_identifiers("read https://github.com/org/repo/blob/main/src/app.py now") == {
         "https://github.com/org/repo/blob/main/src/app.py": KIND_URL

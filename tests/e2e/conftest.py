@@ -104,8 +104,11 @@ def e2e_server() -> Iterator[Server]:
 
 @pytest.fixture(scope="session")
 def browser():
-    from playwright.sync_api import sync_playwright
+    from playwright.sync_api import expect, sync_playwright
 
+    # Assertions wait up to 10 s (Playwright's default is 5): a loaded two-core machine may take that
+    # long to relay a socket event; a passing assertion returns as soon as it holds.
+    expect.set_options(timeout=10_000)
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
         yield browser
