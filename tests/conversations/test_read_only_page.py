@@ -76,25 +76,26 @@ def test_a_viewer_reads_the_thread_without_its_controls(owner_client, viewer_cli
     assert viewer_client.post(f"/api/threads/{thread.thread_id}/compress/undo").status_code == 404
 
 
-def test_a_viewer_gets_no_stop_answer_or_dequeue_in_the_fragments(viewer_client, thread):
+@pytest.mark.parametrize("who", ["owner", "viewer"])
+def test_stop_and_dequeue_in_the_fragments_are_the_owners_alone(request, who, thread):
+    client = request.getfixturevalue(f"{who}_client")
     running = AgentRun.objects.create(conversation=thread, status=AgentRun.Status.RUNNING)
     queued = AgentRun.objects.create(conversation=thread, status=AgentRun.Status.QUEUED)
     message_append(conversation=thread, role="user", content="first", run=running)
     message_append(conversation=thread, role="user", content="second", run=queued)
     kwargs = {"thread_id": thread.thread_id}
-    state = viewer_client.get(reverse("conversations:fragment-state", kwargs=kwargs)).content.decode()
-    assert "The agent is working" in state and 'id="stop-form"' not in state
-    messages = viewer_client.get(reverse("conversations:fragment-messages", kwargs=kwargs)).content.decode()
-    assert "second" in messages and 'class="dequeue"' not in messages
+    state = client.get(reverse("conversations:fragment-state", kwargs=kwargs)).content.decode()
+    messages = client.get(reverse("conversations:fragment-messages", kwargs=kwargs)).content.decode()
+    assert "The agent is working" in state and "second" in messages
+    assert ('id="stop-form"' in state) == ('class="dequeue"' in messages) == (who == "owner")
 
 
-def test_the_owner_gets_stop_and_dequeue_in_the_fragments(owner_client, thread):
-    running = AgentRun.objects.create(conversation=thread, status=AgentRun.Status.RUNNING)
-    queued = AgentRun.objects.create(conversation=thread, status=AgentRun.Status.QUEUED)
-    message_append(conversation=thread, role="user", content="first", run=running)
-    message_append(conversation=thread, role="user", content="second", run=queued)
+@pytest.mark.parametrize("who", ["owner", "viewer"])
+def test_only_the_owner_can_answer_the_agents_question(request, who, thread):
+    client = request.getfixturevalue(f"{who}_client")
+    AgentRun.objects.create(conversation=thread, status=AgentRun.Status.INTERRUPTED)
     kwargs = {"thread_id": thread.thread_id}
-    state = owner_client.get(reverse("conversations:fragment-state", kwargs=kwargs)).content.decode()
-    assert 'id="stop-form"' in state
-    messages = owner_client.get(reverse("conversations:fragment-messages", kwargs=kwargs)).content.decode()
-    assert 'class="dequeue"' in messages
+    state = client.get(reverse("conversations:fragment-state", kwargs=kwargs)).content.decode()
+    assert "The agent asks:" in state
+    assert ('id="answer-form"' in state) == (who == "owner")
+    assert ("Waiting for the thread's owner to answer." in state) == (who == "viewer")
