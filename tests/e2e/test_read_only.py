@@ -19,7 +19,9 @@ def test_a_viewer_reads_the_owners_thread_without_its_controls(
     expect(owner.locator("#socket-status")).to_have_attribute("data-state", "open")
     owner.fill("#composer-input", "We are planning a trip to Lisbon.")
     owner.press("#composer-input", "Enter")
-    expect(owner.locator("#transcript li.message.role-assistant .message-body").first).to_be_visible(timeout=20_000)
+    expect(owner.locator("#transcript .message.role-assistant .message-body").first).to_be_visible(
+        timeout=20_000
+    )
 
     viewer = open_page(staff=True, width=width, height=844 if width < 500 else 900)
     errors: list[str] = []
