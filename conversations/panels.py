@@ -47,10 +47,13 @@ class Memory:
     summary_text: str = ""
     summary_tokens: int = 0
     file_path: str = ""
-    folded_count: int = 0
-    folded_last_seq: int | None = None
+    folded_last_seq: int | None = None  # transcript seqs count from 1: the summary stands for this many
     kept_count: int = 0
     message_count: int = 0
+
+    @property
+    def folded_count(self) -> int:
+        return self.folded_last_seq or 0
 
 
 def compression_card(
@@ -110,7 +113,6 @@ def memory_from(
         summary_text=text if isinstance(text, str) else str(text),
         summary_tokens=int(summary_tokens or 0),
         file_path=workdir_path(event.get("file_path")),
-        folded_count=folded_last_seq or 0,
         folded_last_seq=folded_last_seq,
         kept_count=max(len(messages) - cutoff, 0),
         message_count=len(messages),

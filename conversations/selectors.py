@@ -174,9 +174,9 @@ def pinned_message_ids(*, conversation: Conversation) -> list[str]:
     return MessagePin.objects.checkpoint_ids(conversation_id=conversation.pk)
 
 
-def thread_memory(*, conversation: Conversation, values: dict) -> dict[str, object]:
-    """What the memory panel needs beyond the checkpoint ``values``: the transcript seq of the last
-    message the summary folded (None without a summary)."""
+def thread_folded_last_seq(*, conversation: Conversation, values: dict) -> int | None:
+    """The transcript seq of the last message the current summary folded (None without a summary):
+    what the memory panel needs beyond the checkpoint ``values``."""
     messages = list(values.get("messages") or [])
     event = values.get("_summarization_event")
     cutoff = event.get("cutoff_index") if isinstance(event, dict) else None
@@ -190,7 +190,7 @@ def thread_memory(*, conversation: Conversation, values: dict) -> dict[str, obje
             .values_list("seq", flat=True)
             .first()
         )
-    return {"folded_last_seq": folded_last_seq}
+    return folded_last_seq
 
 
 def thread_state(*, conversation: Conversation, values: dict | None = None) -> dict[str, object]:

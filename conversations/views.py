@@ -87,7 +87,6 @@ def _state_context(conversation: Conversation, user: Any) -> dict[str, Any]:
     latest_run = state.get("latest_run")
     busy = bool(state["running"] or state["queued"] or state["interrupted"] or state["compressing"])
     running_run = selectors.run_running(conversation=conversation) if state["running"] else None
-    memory = selectors.thread_memory(conversation=conversation, values=values)
     agent = conversation.agent
     return {
         "can_act": can_act(conversation, user),
@@ -115,7 +114,7 @@ def _state_context(conversation: Conversation, user: Any) -> dict[str, Any]:
         "memory": panels.memory_from(
             values,
             summary_tokens=token_usage.get("summary_message_tokens"),
-            folded_last_seq=memory["folded_last_seq"],
+            folded_last_seq=selectors.thread_folded_last_seq(conversation=conversation, values=values),
         ),
     }
 
