@@ -158,6 +158,17 @@ def test_without_a_summary_the_memory_panel_says_the_model_sees_everything(owner
     assert "The model sees the whole conversation (8 messages); nothing is summarized." in panel
 
 
+def test_before_the_model_has_read_anything_the_memory_panel_claims_nothing_about_the_transcript(
+    owner_client, thread
+):
+    # Transcript rows without a checkpoint (e.g. imported): the panel must not say nothing was said.
+    message_append(conversation=thread, role="user", content="hello")
+    panel = _section(owner_client.get(_detail(thread)).content.decode(), "memory-panel")
+    assert 'data-summary="false"' in panel
+    assert "Nothing is summarized: the model sees the whole conversation." in panel
+    assert "has not started" not in panel
+
+
 def test_after_a_summary_the_memory_panel_shows_it_its_file_and_what_it_stands_for(
     owner_client, user, thread
 ):
