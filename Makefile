@@ -24,7 +24,7 @@ run: install
 
 # pytest exits 5 when it collected nothing: that is a failure here, never a silent pass.
 test: install lint
-	$(BIN)/python manage.py makemigrations --check --dry-run --settings=agent_platform.test_settings >/dev/null
+	$(BIN)/python manage.py makemigrations --check --dry-run --settings=config.test_settings >/dev/null
 	$(BIN)/python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run"; exit 1; fi; exit $$rc
 
@@ -33,7 +33,7 @@ lint: install
 	$(BIN)/ruff format --check .
 
 worker: install
-	$(BIN)/celery -A agent_platform worker -l info
+	$(BIN)/celery -A config worker -l info
 
 $(BENCH_STAMP): pyproject.toml $(STAMP)
 	$(BIN)/pip install -q -e '.[dev,bench]'

@@ -25,9 +25,9 @@ from agent_platform.models import (
     ModelEndpoint,
 )
 from agent_platform.services import api_token_revoke
-from compression.engine.budget import TOKENS_PER_K
-from compression.engine.tokens import profile_for_model
 from compression.selectors import calibration_for
+from context_engine.config import TOKENS_PER_K
+from context_engine.tokens.messages import profile_for_model
 from conversations.services.pressure import conversation_pressure_retune
 
 TUNE_COMPRESSION_PERMISSION = "agent_platform.tune_compression"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from compression.engine.tokens import model_key
+from context_engine.tokens.messages import model_key
 
 OFFLINE_MODEL_NAME = "offline-extractive"
 

@@ -13,8 +13,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from agent_platform.model_catalog import OFFLINE_MODEL_NAME, context_window_for
-from compression.engine.budget import effective_trigger
-from compression.engine.config import (
+from context_engine.config import (
     COMPRESSION_CAPABILITY,
     DEFAULT_KEEP_MESSAGES,
     DEFAULT_PINNED_TOKEN_LIMIT,
@@ -22,10 +21,11 @@ from compression.engine.config import (
     DEFAULT_THRESHOLD_K,
     DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     CompressionConfig,
+    effective_trigger,
 )
-from compression.engine.formats import DEFAULT_SUMMARY_PROMPT
-from compression.engine.guard import SpendLimits
-from compression.engine.history import validate_summary_prompt
+from context_engine.formats import DEFAULT_SUMMARY_PROMPT
+from context_engine.summary.history import validate_summary_prompt
+from context_engine.summary.spend_guard import SpendLimits
 
 TOOL_CHOICES = [
     ("query_kb", "query_kb: search the knowledge bases"),

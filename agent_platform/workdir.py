@@ -30,7 +30,7 @@ from agent_platform.workdir_storage import (
     storage_stream,
     thread_storage,
 )
-from compression.engine.store import StoreError
+from context_engine.errors import StoreError
 
 MAX_PATH_LENGTH = 400
 MAX_SEGMENT_LENGTH = 200
@@ -97,7 +97,7 @@ def _file_path(path: str) -> str:
 
 
 class Workdir:
-    """The files of one thread. Implements ``compression.engine.store.ResultStore``.
+    """The files of one thread. Implements ``context_engine.store.ResultStore``.
 
     Errors are ``StoreError`` (``WorkdirPathError`` for a rejected path) whose message names only the
     virtual path. Sub-agents share their parent's ``Workdir``.

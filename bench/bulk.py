@@ -70,7 +70,7 @@ def _pg(cmd: str, *args: str) -> None:
 
 def _env(tmp: str) -> dict[str, str]:
     return {
-        "DJANGO_SETTINGS_MODULE": "agent_platform.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "DATABASE_URL": f"postgres://{PG_USER}@{PG_HOST}:{PG_PORT}/{DB_NAME}",
         "REDIS_URL": REDIS_URL,
         "CELERY_BROKER_URL": REDIS_URL,
@@ -251,7 +251,7 @@ def _start_workers(tmp: str, queue: str, count: int) -> list[tuple[subprocess.Po
         log = Path(tmp) / f"worker-{n}.log"
         with log.open("wb") as sink:
             process = subprocess.Popen(
-                [str(Path(sys.executable).with_name("celery")), "-A", "agent_platform", "worker", "-Q", queue,
+                [str(Path(sys.executable).with_name("celery")), "-A", "config", "worker", "-Q", queue,
                  "--pool=solo", "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info",
                  "-n", f"bench{n}-{queue}@%h"],
                 cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,

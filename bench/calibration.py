@@ -35,7 +35,7 @@ from langchain_openai.chat_models.base import _convert_message_to_dict
 from bench import effectiveness, peers, trajectories
 from bench.common import markdown_table
 from bench.tokenizers import count_cl100k
-from compression.engine.calibration import NEUTRAL, Calibration, CalibrationMemory
+from context_engine.tokens.calibration import NEUTRAL, Calibration, CalibrationMemory
 from tests.support.openai_stub import OpenAIStub
 
 MODEL_NAME = "llama-3.1-70b-instruct"  # unknown to the known-models table: the conservative profile
@@ -107,9 +107,9 @@ class Trace:
 
 
 def _stack(setup: peers.Setup, calibration, model):
-    from compression.agent_middleware import CompressionMiddleware, TokenUsageMiddleware
-    from compression.engine.config import CompressionConfig
-    from compression.engine.store import MemoryStore
+    from context_engine.config import CompressionConfig
+    from context_engine.middleware import CompressionMiddleware, TokenUsageMiddleware
+    from context_engine.store import MemoryStore
 
     config = CompressionConfig(
         trigger_tokens=setup.trigger_tokens,

@@ -29,7 +29,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from bench import peers, trajectories
 from bench.common import markdown_table, num
 from bench.peers import message_text, request_tokens
-from compression.engine.compaction import tool_result_text
+from context_engine.compaction.tool_results import tool_result_text
 
 SETUP = peers.Setup(trigger_tokens=8192, keep_messages=10, context_window=32768)
 SUMMARY_CALL_TARGET = 0.5  # ours at most half the peers' summary calls

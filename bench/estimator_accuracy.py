@@ -22,7 +22,7 @@ import numpy as np
 
 from bench import corpora, tokenizers
 from bench.common import best_time, machine_markdown, markdown_table, num, pct
-from compression.engine.tokens import DEFAULT_PROFILE, ESTIMATOR_NAME, PROFILES, estimate_text
+from context_engine.tokens.messages import DEFAULT_PROFILE, ESTIMATOR_NAME, PROFILES, estimate_text
 
 MEDIAN_TARGET = 0.10
 SPEED_REPEATS = 5
@@ -128,7 +128,7 @@ def run_throughput(sizes=(100, 1_000, 10_000)) -> list[dict]:
     from langchain_core.messages import HumanMessage
     from langchain_core.messages.utils import count_tokens_approximately
 
-    from compression.engine import tokens
+    from context_engine.tokens import messages as tokens
 
     rows = []
     for n in sizes:

@@ -3,7 +3,7 @@
 For each reference tokenizer (cl100k, Qwen) it solves a non-negative least-squares problem on the
 *relative* error: every FIT sample is a row ``features / true_tokens`` with target 1, and every
 corpus gets the same total weight (so the 3.9 MB aider history does not drown the 59 web results).
-It prints the fitted coefficients, ready to paste into ``compression/engine/token_profiles.py``, and the
+It prints the fitted coefficients, ready to paste into ``context_engine/tokens/profiles.py``, and the
 FIT-half residuals per corpus (the CHECK half is only touched by ``estimator_accuracy.py``).
 
     python -m bench.fit_estimator
@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from bench import corpora, tokenizers
-from compression.engine.tokens import FEATURES, text_features
+from context_engine.tokens.messages import FEATURES, text_features
 
 # Features whose weight is fixed rather than fitted (too rare in the corpora to fit reliably).
 FIXED: dict[str, dict[str, float]] = {
@@ -117,7 +117,7 @@ def run() -> list[dict]:
                 f"    {r['corpus']:14s} n={r['n']:5d} median={r['median']:+.3f} "
                 f"p10={r['p10']:+.3f} p90={r['p90']:+.3f}"
             )
-    print("\n# paste into compression/engine/token_profiles.py:\n_FITTED: dict[str, dict[str, float]] = {")
+    print("\n# paste into context_engine/tokens/profiles.py:\n_FITTED: dict[str, dict[str, float]] = {")
     for row in rows:
         print(f'    "{row["reference"]}": {{')
         for i in range(0, len(FEATURES), 4):

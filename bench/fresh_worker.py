@@ -36,7 +36,7 @@ VARIANTS = ("ours", "ours_unstored", "langchain", "deepagents")
 
 
 def _stored(messages: list[BaseMessage]) -> list[BaseMessage]:
-    from compression.engine.tokens import profile_for_model, with_estimate
+    from context_engine.tokens.messages import profile_for_model, with_estimate
 
     profile = profile_for_model(peers.MODEL_NAME)
     return [with_estimate(m, profile) for m in messages]
@@ -44,7 +44,8 @@ def _stored(messages: list[BaseMessage]) -> list[BaseMessage]:
 
 def _first_call(variant: str, blob: tuple[str, bytes], setup: peers.Setup) -> tuple[float, float]:
     """In this (fresh) process: (ms to load the state, ms of the first middleware call)."""
-    from compression.engine import compaction, tokens
+    from context_engine.compaction import tool_results as compaction
+    from context_engine.tokens import messages as tokens
 
     tokens.clear_cache()  # a new process has no estimate cache (fork copied the parent's)
     compaction.clear_caches()

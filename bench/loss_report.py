@@ -3,7 +3,7 @@
 1. **Identifier survival.** Every trajectory of ``bench.trajectories`` is replayed as in
    ``bench.effectiveness`` through ours (without and with the repair pass), LangChain's and deepagents'
    ``SummarizationMiddleware``, with the same budget and the same summarizer. At each summary, the
-   identifiers (``compression.engine.identifiers``: URLs, paths, ids, hashes, e-mails, quantities) of the
+   identifiers (``context_engine.summary.identifiers``: URLs, paths, ids, hashes, e-mails, quantities) of the
    ORIGINAL messages that left the model's view are looked up in the next request the model receives
    (summary + whatever stayed verbatim). The summarizer is ``bench.peers.FakeSummarizer`` (the first
    400 characters of what it is given) that also follows a must-keep list when its prompt carries one,
@@ -26,16 +26,16 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from bench import peers, trajectories
 from bench.common import markdown_table
-from compression.engine.config import CompressionConfig
-from compression.engine.folding import message_text, plan_fold
-from compression.engine.forced import force_summarize
-from compression.engine.formats import LARGE_TOOL_RESULTS_DIR, REPAIR_IDENTIFIER_LINE
-from compression.engine.identifiers import identifiers_of
-from compression.engine.preview import fold_preview
-from compression.engine.steps import run_sync
-from compression.engine.store import MemoryStore, StagedStore
-from compression.engine.summary import tail_cap
-from compression.engine.tokens import profile_for_model
+from context_engine.config import CompressionConfig
+from context_engine.formats import LARGE_TOOL_RESULTS_DIR, REPAIR_IDENTIFIER_LINE
+from context_engine.manual.apply import force_summarize
+from context_engine.manual.preview import fold_preview
+from context_engine.steps import run_sync
+from context_engine.store import MemoryStore, StagedStore
+from context_engine.summary.call import tail_cap
+from context_engine.summary.fold_plan import message_text, plan_fold
+from context_engine.summary.identifiers import identifiers_of
+from context_engine.tokens.messages import profile_for_model
 
 SETUP = peers.Setup(trigger_tokens=8192, keep_messages=10, context_window=32768)
 VARIANTS = ("ours", "ours+repair", "langchain", "deepagents")

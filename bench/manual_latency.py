@@ -14,9 +14,9 @@ service goes through (only calls made by the sampling thread count):
 * ``graph build``: ``state_repository_for`` as ``compression.services.compress`` calls it (the thread's state graph,
   compiled on its first use in a process);
 * ``state read``: ``AgentStateRepository.get_values`` (checkpoint load and deserialization);
-* ``token counts``: ``compression.engine.forced.messages_tokens`` (the estimate of the effective messages
+* ``token counts``: ``context_engine.manual.apply.messages_tokens`` (the estimate of the effective messages
   before and after, the first one cold);
-* ``compaction``: ``compression.engine.forced.compact_messages`` plus ``StagedStore.flush`` (``files
+* ``compaction``: ``context_engine.manual.apply.compact_messages`` plus ``StagedStore.flush`` (``files
   written``: the saved tool-result files, written once a cut is certain);
 * ``summary``: the whole ``summarize_span`` step, of which ``history rendering``
   (``render_history_section``), ``history file`` (``Workdir.append_text``), ``prompt rendering``
@@ -97,7 +97,7 @@ def _pg(cmd: str, *args: str) -> None:
 
 def _setup_django(tmp: str) -> None:
     os.environ.update(
-        DJANGO_SETTINGS_MODULE="agent_platform.settings",
+        DJANGO_SETTINGS_MODULE="config.settings",
         DATABASE_URL=f"postgres://{PG_USER}@{PG_HOST}:{PG_PORT}/{DB_NAME}",
         RUN_EXECUTION="celery",  # nothing executes: the bench only takes the thread lock
         WORKDIR_ROOT=os.path.join(tmp, "workdirs"),
@@ -140,7 +140,7 @@ def _seed(size: int, count: int, *, stored: bool = True) -> tuple[Any, list]:
     from agent_platform.models import Agent
     from agent_platform.runtime.graph import state_repository_for
     from bench.overhead import real_state
-    from compression.engine.tokens import profile_for_model, with_estimate
+    from context_engine.tokens.messages import profile_for_model, with_estimate
     from conversations.services import thread_create
 
     user_model = get_user_model()
@@ -216,10 +216,11 @@ def _patched(recorder: Recorder):
     from agent_platform.runtime.offline import OfflineChatModel
     from agent_platform.runtime.state_repository import AgentStateRepository
     from agent_platform.workdir import Workdir
-    from compression.engine import folding, summary
-    from compression.engine import forced as manual
-    from compression.engine.store import StagedStore
     from compression.services import compress
+    from context_engine.manual import apply as manual
+    from context_engine.store import StagedStore
+    from context_engine.summary import call as summary
+    from context_engine.summary import fold_plan as folding
     from conversations.services import threads
 
     seams = [
@@ -276,8 +277,10 @@ def _hold_lock(thread_id, user, locked: threading.Event, hold_s: float) -> None:
 
 
 def _sample(recorder: Recorder, conversation, user, *, contended: bool) -> dict[str, Any]:
-    from compression.engine import compaction, identifiers, tokens
     from compression.services import thread_compress
+    from context_engine.compaction import tool_results as compaction
+    from context_engine.summary import identifiers
+    from context_engine.tokens import messages as tokens
 
     tokens.clear_cache()
     compaction.clear_caches()
@@ -361,7 +364,7 @@ def _floor(size: int, count: int) -> list[dict]:
     """The bare checkpoint read + write a compression cannot avoid: ``get_values`` then an ``update``
     of one small key, through the same repository, on threads of the same size."""
     from agent_platform.runtime.graph import state_repository_for
-    from compression.engine.state import TOKEN_USAGE_KEY
+    from context_engine.state import TOKEN_USAGE_KEY
 
     _, threads = _seed(size, count + 1)
     samples = []

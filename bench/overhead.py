@@ -69,7 +69,8 @@ def _noop_handler(request):
 
 
 def _clear_our_caches() -> None:
-    from compression.engine import compaction, tokens
+    from context_engine.compaction import tool_results as compaction
+    from context_engine.tokens import messages as tokens
 
     tokens.clear_cache()
     compaction.clear_caches()
@@ -151,10 +152,10 @@ def measure(
 
 def _our_estimate(messages: list[BaseMessage]) -> tuple[int, int]:
     """(raw, compacted) estimates of ours for ``messages`` (system prompt included)."""
-    from compression.engine.compaction import compact_messages
-    from compression.engine.config import CompressionConfig
-    from compression.engine.store import MemoryStore
-    from compression.engine.tokens import estimate_messages, profile_for_model
+    from context_engine.compaction.tool_results import compact_messages
+    from context_engine.config import CompressionConfig
+    from context_engine.store import MemoryStore
+    from context_engine.tokens.messages import estimate_messages, profile_for_model
 
     profile = profile_for_model(peers.MODEL_NAME)
     system = [SystemMessage(content=peers.SYSTEM_PROMPT)]
@@ -243,7 +244,7 @@ def hot_spots(n: int = PROFILE_SIZE, top: int = PROFILE_TOP) -> list[dict]:
                 }
             )
     # Without the profiler: the estimator alone, cold, and a length-only pass (what the peers' counter does).
-    from compression.engine import tokens
+    from context_engine.tokens import messages as tokens
 
     profile = tokens.profile_for_model(peers.MODEL_NAME)
 

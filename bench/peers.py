@@ -1,6 +1,6 @@
 """The three middlewares under comparison, the fake models they share, and a direct hook driver.
 
-* ``ours``: ``compression.agent_middleware.CompressionMiddleware`` (``wrap_model_call``);
+* ``ours``: ``context_engine.middleware.CompressionMiddleware`` (``wrap_model_call``);
 * ``langchain``: ``langchain.agents.middleware.SummarizationMiddleware`` (``before_model``; rewrites
   ``state["messages"]`` with ``REMOVE_ALL_MESSAGES``);
 * ``deepagents``: ``deepagents.middleware.SummarizationMiddleware`` (``wrap_model_call``; keeps the raw
@@ -30,10 +30,10 @@ from langgraph.runtime import Runtime
 from pydantic import Field
 
 from bench.tokenizers import count_cl100k
-from compression.engine.compaction import tool_result_text
-from compression.engine.config import CompressionConfig
-from compression.engine.formats import DEFAULT_SUMMARY_PROMPT
-from compression.engine.store import MemoryStore
+from context_engine.compaction.tool_results import tool_result_text
+from context_engine.config import CompressionConfig
+from context_engine.formats import DEFAULT_SUMMARY_PROMPT
+from context_engine.store import MemoryStore
 
 MIDDLEWARES = ("ours", "langchain", "deepagents")
 SUMMARY_CHARS = 400
@@ -172,7 +172,7 @@ def build(
     summarizer = summarizer if summarizer is not None else FakeSummarizer(profile=_profile(setup))
     model = RecordingModel(profile=_profile(setup), record=record)
     if name == "ours":
-        from compression.agent_middleware import CompressionMiddleware
+        from context_engine.middleware import CompressionMiddleware
 
         store = MemoryStore()
         config = CompressionConfig(

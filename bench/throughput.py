@@ -58,7 +58,7 @@ def measure() -> dict[str, float | int]:
     queue = f"bench-{uuid.uuid4().hex[:8]}"
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "agent_platform.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "DATABASE_URL": bench_url,
         "CELERY_TASK_DEFAULT_QUEUE": queue,
         "WORKDIR_ROOT": str(workdir),
@@ -101,7 +101,7 @@ def measure() -> dict[str, float | int]:
                         "-m",
                         "celery",
                         "-A",
-                        "agent_platform",
+                        "config",
                         "worker",
                         "-Q",
                         queue,

@@ -1,7 +1,7 @@
 """A model's stored calibration (``TokenCalibration``, SPEC 4): the one writer of the table, and the
 in-memory calibration the middlewares of every agent on that model share in a process.
 
-The arithmetic is pure (``compression.engine.calibration``). In a run, ``TokenUsageMiddleware`` applies
+The arithmetic is pure (``context_engine.tokens.calibration``). In a run, ``TokenUsageMiddleware`` applies
 each reading to the shared in-memory value at once (the next call's trigger decision uses it); the run
 executor then reports it (``conversations.signals.run_usage_reported``) and :func:`calibration_record`
 stores it, so every process reads it when it next builds a graph. No database write happens inside
@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from compression.engine.calibration import Calibration, CalibrationMemory
-from compression.engine.lru import LRU
-from compression.engine.tokens import model_key, profile_for_model
 from compression.models import TokenCalibration
 from compression.selectors import calibration_for
+from context_engine.lru import LRU
+from context_engine.tokens.calibration import Calibration, CalibrationMemory
+from context_engine.tokens.messages import model_key, profile_for_model
 
 SOURCES_PER_PROCESS = 256
 

@@ -6,9 +6,9 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from compression.engine import outcomes
-from compression.engine.events import LEVEL_UNDO
-from compression.engine.identifiers import NO_LOSS
+from context_engine import outcomes
+from context_engine.events import LEVEL_UNDO
+from context_engine.summary.identifiers import NO_LOSS
 
 
 def no_loss_report() -> dict:
@@ -32,7 +32,7 @@ class CompressionRecord(models.Model):
         NO_OP = "no_op", _("No-op")
         FAILED = "failed", _("Failed")
 
-    class Outcome(models.TextChoices):  # compression.engine.outcomes: one vocabulary everywhere
+    class Outcome(models.TextChoices):  # context_engine.outcomes: one vocabulary everywhere
         COMPACTED = outcomes.COMPACTED, _("Compacted")
         SUMMARIZED = outcomes.SUMMARIZED, _("Summarized")
         NO_CHANGE = outcomes.NO_CHANGE, _("No change needed")
@@ -83,10 +83,10 @@ class CompressionRecord(models.Model):
     saved_files = models.JSONField(verbose_name=_("saved files"), default=list, blank=True)
     summary_usage = models.JSONField(verbose_name=_("summary usage"), default=dict, blank=True)
     error = models.TextField(verbose_name=_("error"), blank=True)
-    # Where the identifiers of the folded messages went (compression.engine.identifiers.LossReport).
+    # Where the identifiers of the folded messages went (context_engine.summary.identifiers.LossReport).
     # Records that folded nothing carry the empty report (nothing lost).
     loss_report = models.JSONField(verbose_name=_("loss report"), default=no_loss_report, blank=True)
-    # The spend guard's decision when it held a summary back (compression.engine.guard.GuardDecision).
+    # The spend guard's decision when it held a summary back (context_engine.summary.spend_guard.GuardDecision).
     spend_guard = models.JSONField(verbose_name=_("spend guard"), default=dict, blank=True)
     # NULL (not "") so uniqueness binds only requests that carried an Idempotency-Key.
     idempotency_key = models.CharField(

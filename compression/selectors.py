@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Exists, F, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
-from compression.engine.calibration import NEUTRAL, Calibration
-from compression.engine.pressure import pressure_now
-from compression.engine.state import TOKEN_USAGE_KEY
-from compression.engine.tokens import model_key, profile_for_model
 from compression.models import CompressionRecord, TokenCalibration
+from context_engine.policy.pressure import pressure_now
+from context_engine.state import TOKEN_USAGE_KEY
+from context_engine.tokens.calibration import NEUTRAL, Calibration
+from context_engine.tokens.messages import model_key, profile_for_model
 from conversations.models import AgentRun, Conversation
 
 if TYPE_CHECKING:

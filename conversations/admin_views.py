@@ -4,7 +4,7 @@ It lists the threads the staff user may see (``conversations.access``): every th
 ``conversations.view_conversation``, else only their own. The figures are the per-thread copies of
 ``token_usage`` on ``Conversation`` (no checkpoint is opened), binned by the database
 (``selectors.thread_pressure_overview``).
-Mounted under /admin/pressure/ by ``agent_platform.urls``.
+Mounted under /admin/pressure/ by ``config.urls``.
 """
 
 from __future__ import annotations

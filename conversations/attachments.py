@@ -16,7 +16,8 @@ import filetype
 from django.utils.translation import gettext as _
 
 from agent_platform.errors import ApplicationError
-from compression.engine.formats import (
+from context_engine.compaction.previews import tool_result_preview
+from context_engine.formats import (
     ATTACHMENT_DIGEST_CHARS,
     ATTACHMENT_FILE_TEMPLATE,
     ATTACHMENT_IMAGE_LABEL,
@@ -28,7 +29,6 @@ from compression.engine.formats import (
     ATTACHMENT_TEXT_SUFFIX,
     UPLOADS_DIR,
 )
-from compression.engine.previews import tool_result_preview
 
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
 PDF_TYPE = "application/pdf"

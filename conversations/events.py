@@ -26,7 +26,7 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.db import transaction
 
-from compression.engine.events import EVENT_TYPE as COMPRESSION  # the middleware's own event type
+from context_engine.events import EVENT_TYPE as COMPRESSION  # the middleware's own event type
 
 logger = logging.getLogger(__name__)
 

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_platform.workdir import WorkdirPathError, resolve
-from compression.engine.compaction import sha256_text, tool_result_path
-from compression.engine.formats import (
+from context_engine.compaction.tool_results import sha256_text, tool_result_path
+from context_engine.formats import (
     RECEIPT_HEADER,
     RECEIPT_PATH_PREFIX,
     RECEIPT_PREVIEW_HEADER,
@@ -59,7 +59,7 @@ def _percent(part: int | None, whole: int | None) -> float:
 @dataclass(frozen=True)
 class Pressure:
     """The state panel's meter: the next request's size against the trigger ``T`` and the window, as
-    ``compression.engine.pressure`` computes it (this only adds the display: percents, tone, hint)."""
+    ``context_engine.policy.pressure`` computes it (this only adds the display: percents, tone, hint)."""
 
     measured: bool
     tokens: int | None = None
@@ -81,7 +81,7 @@ class Pressure:
 
 
 def pressure_view(figures: Mapping[str, Any] | None, *, summary_active: bool = False) -> Pressure:
-    """The meter for ``figures`` (``compression.engine.pressure.pressure_now``: the figures of the next
+    """The meter for ``figures`` (``context_engine.policy.pressure.pressure_now``: the figures of the next
     request on the agent's current configuration)."""
     if not figures:
         return Pressure(measured=False, summary_active=summary_active)

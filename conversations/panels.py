@@ -10,8 +10,8 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from compression.engine import outcomes
-from compression.engine.tokens import format_tokens
+from context_engine import outcomes
+from context_engine.tokens.messages import format_tokens
 from conversations.pages import LossLine, as_int, loss_line_from, workdir_path
 
 # --- the compression card and the memory panel ---------------------------------------------------

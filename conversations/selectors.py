@@ -15,10 +15,10 @@ from django.db.models.functions import Floor, Greatest, Least
 from agent_platform.models import Agent
 from agent_platform.runtime.graph import state_repository_for
 from agent_platform.workdir import workdir_for
-from compression.engine.events import LEVEL_UNDO
-from compression.engine.formats import LARGE_TOOL_RESULTS_DIR, MEDIA_DIR
-from compression.engine.state import TOKEN_USAGE_KEY
-from compression.engine.store import StoreError
+from context_engine.errors import StoreError
+from context_engine.events import LEVEL_UNDO
+from context_engine.formats import LARGE_TOOL_RESULTS_DIR, MEDIA_DIR
+from context_engine.state import TOKEN_USAGE_KEY
 from conversations.access import threads_visible_to
 from conversations.errors import ThreadNotFound
 from conversations.models import AgentRun, Conversation, Message, MessagePin

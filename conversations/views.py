@@ -25,8 +25,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from agent_platform.errors import ApplicationError, NotFound
 from agent_platform.selectors import agent_list_enabled
 from agent_platform.workdir import workdir_for
-from compression.engine.pressure import pressure_now
-from compression.engine.store import StoreError
+from context_engine.errors import StoreError
+from context_engine.policy.pressure import pressure_now
 from conversations import pages, panels, run_signals, selectors, services
 from conversations.access import can_act
 from conversations.attachments import served_type

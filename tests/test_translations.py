@@ -17,7 +17,15 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 PO = ROOT / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
 MO = PO.with_suffix(".mo")
-SOURCES = ("agent_platform", "conversations", "compression", "templates", "manage.py")
+SOURCES = (
+    "config",
+    "context_engine",
+    "agent_platform",
+    "conversations",
+    "compression",
+    "templates",
+    "manage.py",
+)
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 
 
@@ -84,7 +92,7 @@ def test_every_string_marked_for_translation_is_in_the_po(tmp_path):
     (tmp_path / "locale").mkdir()
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "agent_platform.test_settings",
+        "DJANGO_SETTINGS_MODULE": "config.test_settings",
         "PYTHONPATH": str(tmp_path),
     }
     subprocess.run(

@@ -18,15 +18,15 @@ from langgraph.graph.state import CompiledStateGraph
 from agent_platform.models import Agent
 from agent_platform.runtime import models as chat_models
 from agent_platform.runtime.checkpointer import checkpointer_get
+from agent_platform.runtime.middleware import compression_middleware_for, token_usage_middleware_for
 from agent_platform.runtime.offline import OfflineChatModel
 from agent_platform.runtime.state_repository import AgentStateRepository
 from agent_platform.runtime.subagent import SUBAGENT_EXCLUDED_TOOLS, SUBAGENT_PROMPT_SUFFIX, final_answer
 from agent_platform.tools import build_tools
 from agent_platform.workdir import Workdir, workdir_for
-from compression.agent_middleware import compression_middleware_for, token_usage_middleware_for
 from compression.calibration import calibration_source_for
-from compression.engine.calibration import CalibrationSource
-from compression.engine.lru import LRU
+from context_engine.lru import LRU
+from context_engine.tokens.calibration import CalibrationSource
 
 RECURSION_LIMIT = 50
 _SHARED_CHECKPOINTER = object()
@@ -52,9 +52,9 @@ def agent_middleware(
 ) -> list[AgentMiddleware]:
     """The agent's middleware stack, outermost first. Named slots, filled by the compression work:
 
-    1. compression: ``compression.agent_middleware.compression_middleware_for(agent=..., conversation=...,
+    1. compression: ``context_engine.middleware.compression_middleware_for(agent=..., conversation=...,
        workdir=..., model=...)`` (automatic compaction and summaries, SPEC 6);
-    2. token usage: ``compression.agent_middleware.token_usage_middleware_for(agent=..., model=...)``
+    2. token usage: ``context_engine.middleware.token_usage_middleware_for(agent=..., model=...)``
        (pressure figures in state ``token_usage``, SPEC 7), inside compression so it measures what the
        model is actually sent.
 

@@ -20,14 +20,14 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from agent_platform.model_catalog import OFFLINE_MODEL_NAME
-from compression.engine.formats import (
+from context_engine.formats import (
     RECEIPT_HEADER,
     RECEIPT_PATH_PREFIX,
     RECEIPT_PREVIEW_HEADER,
     RECEIPT_TOKENS_PREFIX,
     RECEIPT_TRUNCATED_TEMPLATE,
 )
-from compression.engine.tokens import estimate_messages, estimate_text, profile_for_model
+from context_engine.tokens.messages import estimate_messages, estimate_text, profile_for_model
 
 OFFLINE_NOTICE = "(Offline model: no language model is configured, so I route to tools by simple rules.)"
 SUMMARY_HEADINGS = (
@@ -372,7 +372,7 @@ def extractive_summary(prompt: str) -> str:
     return "\n\n".join(f"{heading}\n{text}" for heading, text in sections)
 
 
-# How an attachment block starts (compression.engine.formats), and where its file name is.
+# How an attachment block starts (context_engine.formats), and where its file name is.
 _ATTACHMENT_NAME = re.compile(
     r'^(?:<attachment name="([^"]*)"|\[Attachment saved\]\nName: (.*)|Attached image (.*?) \()'
 )

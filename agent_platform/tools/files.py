@@ -9,8 +9,8 @@ from __future__ import annotations
 from langchain_core.tools import BaseTool, tool
 
 from agent_platform.workdir import Workdir, resolve
-from compression.engine.formats import CONVERSATION_HISTORY_DIR, LARGE_TOOL_RESULTS_DIR
-from compression.engine.store import StoreError
+from context_engine.errors import StoreError
+from context_engine.formats import CONVERSATION_HISTORY_DIR, LARGE_TOOL_RESULTS_DIR
 
 READ_DEFAULT_LIMIT = 2000
 READ_MAX_LINE_CHARS = 2000  # longer lines are shown as continuation rows N.1, N.2, ...

@@ -24,22 +24,6 @@ from agent_platform.errors import ApplicationError
 from agent_platform.runtime import models as chat_models
 from agent_platform.runtime.graph import state_repository_for
 from agent_platform.workdir import workdir_for
-from compression.engine.calibration import Calibration
-from compression.engine.config import COMPRESSION_CAPABILITY
-from compression.engine.events import (
-    COMPLETED,
-    FAILED,
-    LEVEL_SUMMARY,
-    STARTED,
-    compression_event,
-    describe_error,
-)
-from compression.engine.forced import ManualCompression, force_summarize
-from compression.engine.pressure import refreshed_usage, usage_overhead
-from compression.engine.state import TOKEN_USAGE_KEY
-from compression.engine.steps import run_sync
-from compression.engine.store import StoreError
-from compression.engine.tokens import profile_for_model
 from compression.errors import CapabilityMissing, SummaryFailed
 from compression.models import CompressionRecord
 from compression.selectors import calibration_for, meter_tokens
@@ -50,6 +34,22 @@ from compression.services.records import (
     record_reserve,
     record_summary_failure,
 )
+from context_engine.config import COMPRESSION_CAPABILITY
+from context_engine.errors import StoreError
+from context_engine.events import (
+    COMPLETED,
+    FAILED,
+    LEVEL_SUMMARY,
+    STARTED,
+    compression_event,
+    describe_error,
+)
+from context_engine.manual.apply import ManualCompression, force_summarize
+from context_engine.policy.pressure import refreshed_usage, usage_overhead
+from context_engine.state import TOKEN_USAGE_KEY
+from context_engine.steps import run_sync
+from context_engine.tokens.calibration import Calibration
+from context_engine.tokens.messages import profile_for_model
 from conversations import events
 from conversations.errors import ThreadBusy, ThreadNotFound
 from conversations.models import Conversation

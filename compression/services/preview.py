@@ -14,16 +14,16 @@ from django.db.models import Max
 
 from agent_platform.runtime.graph import state_repository_for
 from agent_platform.workdir import workdir_for
-from compression.engine.config import COMPRESSION_CAPABILITY
-from compression.engine.folding import plan_fold
-from compression.engine.pressure import usage_overhead
-from compression.engine.preview import FoldPreview, fold_preview, preview_fingerprint
-from compression.engine.state import TOKEN_USAGE_KEY
-from compression.engine.store import StagedStore
-from compression.engine.summary import tail_cap
-from compression.engine.tokens import profile_for_model
 from compression.errors import CapabilityMissing, StalePreview
 from compression.selectors import calibration_for, meter_tokens, summary_tokens_hint
+from context_engine.config import COMPRESSION_CAPABILITY
+from context_engine.manual.preview import FoldPreview, fold_preview, preview_fingerprint
+from context_engine.policy.pressure import usage_overhead
+from context_engine.state import TOKEN_USAGE_KEY
+from context_engine.store import StagedStore
+from context_engine.summary.call import tail_cap
+from context_engine.summary.fold_plan import plan_fold
+from context_engine.tokens.messages import profile_for_model
 from conversations.models import Conversation
 from conversations.selectors import pinned_message_ids, thread_busy_flags, thread_get_owned
 

@@ -10,9 +10,9 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
-from compression.engine.forced import REASON_SPEND_GUARD, ManualCompression
 from compression.errors import IdempotencyConflict
 from compression.models import CompressionRecord, no_loss_report
+from context_engine.manual.apply import REASON_SPEND_GUARD, ManualCompression
 from conversations.models import AgentRun, Conversation
 
 

@@ -9,15 +9,16 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
 from agent_platform.runtime.graph import state_repository_for
-from compression.engine.events import LEVEL_UNDO, compression_event
-from compression.engine.forced import undo_update
-from compression.engine.history import SUMMARY_EVENT_KEY
-from compression.engine.pressure import refreshed_usage, usage_overhead
-from compression.engine.state import TOKEN_USAGE_KEY
-from compression.engine.tokens import profile_for_model
+from compression.errors import NothingToUndo
 from compression.selectors import calibration_for, meter_tokens
 from compression.services.compress import require_idle
 from compression.services.records import record_undo
+from context_engine import errors as context_errors
+from context_engine.events import LEVEL_UNDO, compression_event
+from context_engine.manual.apply import undo_update
+from context_engine.policy.pressure import refreshed_usage, usage_overhead
+from context_engine.state import SUMMARY_EVENT_KEY, TOKEN_USAGE_KEY
+from context_engine.tokens.messages import profile_for_model
 from conversations import events
 from conversations.services.pressure import conversation_pressure_update
 from conversations.services.threads import thread_lock
@@ -32,13 +33,16 @@ def thread_compress_undo(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) 
         calibration = calibration_for(model_name=agent.resolved_model_name)
         profile = profile_for_model(agent.resolved_model_name)
         overhead = usage_overhead(values.get(TOKEN_USAGE_KEY), profile)
-        update, before, after = undo_update(
-            values,
-            profile=profile,
-            calibration=calibration,
-            overhead_tokens=overhead,
-            before_tokens=meter_tokens(agent=agent, values=values),
-        )  # 409
+        try:
+            update, before, after = undo_update(
+                values,
+                profile=profile,
+                calibration=calibration,
+                overhead_tokens=overhead,
+                before_tokens=meter_tokens(agent=agent, values=values),
+            )
+        except context_errors.NothingToUndo:
+            raise NothingToUndo() from None  # 409
         result = {"status": "undone", "before_tokens": before, "after_tokens": after}
         usage = refreshed_usage(
             values,

@@ -12,7 +12,7 @@ from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
 
 from agent_platform.workdir import Workdir, workdir_for
-from compression.engine.store import StoreError
+from context_engine.errors import StoreError
 from conversations.attachments import (
     AttachmentRefused,
     AttachmentTooLarge,

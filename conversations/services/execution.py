@@ -14,8 +14,8 @@ from langgraph.types import Command
 
 from agent_platform.runtime.graph import build_agent_graph, thread_config
 from agent_platform.runtime.state_repository import AgentStateRepository
-from compression.engine.state import PINNED_IDS_CONFIG_KEY, TOKEN_USAGE_KEY, merge_token_usage
-from compression.engine.tokens import profile_for_model, with_estimate
+from context_engine.state import PINNED_IDS_CONFIG_KEY, TOKEN_USAGE_KEY, merge_token_usage
+from context_engine.tokens.messages import profile_for_model, with_estimate
 from conversations import events, run_signals
 from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import pinned_message_ids, run_next_queued

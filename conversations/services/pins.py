@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from compression.engine.pins import pin_room, pinned_closure
-from compression.engine.tokens import estimate_message, profile_for_model
+from context_engine.summary.pins import pin_room, pinned_closure
+from context_engine.tokens.messages import estimate_message, profile_for_model
 from conversations import events
 from conversations.errors import MessageNotFound, PinLimitExceeded
 from conversations.models import Conversation, Message, MessagePin

@@ -13,7 +13,7 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from agent_platform.models import Agent
-from compression.engine.pressure import pressure_figures
+from context_engine.policy.pressure import pressure_figures
 from conversations import events
 from conversations.models import Conversation
 from conversations.selectors import COMPRESSING_KEY

@@ -9,8 +9,8 @@ from django import template
 from django.utils.safestring import SafeString, mark_safe
 from django.utils.translation import gettext as _
 
-from compression.engine.media import media_of
-from compression.engine.tokens import format_tokens
+from context_engine.compaction.media import media_of
+from context_engine.tokens.messages import format_tokens
 from conversations import pages, panels
 from conversations.markdown import markdown_to_html
 

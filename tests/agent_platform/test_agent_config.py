@@ -101,7 +101,7 @@ def test_compression_config_carries_the_admin_values(settings):
 )
 def test_the_window_table_and_the_estimator_profiles_read_model_names_alike(model, window, profile):
     from agent_platform.model_catalog import context_window_for
-    from compression.engine.tokens import profile_for_model
+    from context_engine.tokens.messages import profile_for_model
 
     assert context_window_for(model) == window
     assert profile_for_model(model).name == profile

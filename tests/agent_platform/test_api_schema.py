@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_platform.api import api
+from config.api import api
 
 
 def _operations():

@@ -83,7 +83,7 @@ def test_concurrent_setups_on_a_fresh_database_wait_for_each_other(fresh_databas
 
 @pytest.mark.django_db
 def test_migrate_creates_the_checkpoint_tables_and_two_workers_start_together(fresh_database):
-    env = service_env(DATABASE_URL=_url(fresh_database), DJANGO_SETTINGS_MODULE="agent_platform.settings")
+    env = service_env(DATABASE_URL=_url(fresh_database), DJANGO_SETTINGS_MODULE="config.settings")
     migrate = subprocess.run(
         [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=180,

@@ -223,9 +223,9 @@ def test_an_agent_without_a_model_name_uses_the_endpoint_default(openai_stub):
 
 
 def test_the_estimator_profile_follows_the_endpoint_default_model(openai_stub):
-    from compression.agent_middleware.factories import compression_middleware_for, token_usage_middleware_for
-    from compression.engine.store import MemoryStore
-    from compression.engine.tokens import profile_for_model
+    from agent_platform.runtime.middleware import compression_middleware_for, token_usage_middleware_for
+    from context_engine.store import MemoryStore
+    from context_engine.tokens.messages import profile_for_model
 
     endpoint = ModelEndpoint.objects.create(
         name="Qwen", base_url=openai_stub.base_url, default_model="qwen3-32b"

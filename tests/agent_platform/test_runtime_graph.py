@@ -78,7 +78,7 @@ def test_state_graphs_are_reused_until_the_agent_changes(thread):
 
 def test_a_sub_agent_shares_the_parents_workdir_and_middleware_stack(thread, agent):
     from agent_platform.runtime.graph import agent_middleware, build_task_tool
-    from compression.agent_middleware import CompressionMiddleware, TokenUsageMiddleware
+    from context_engine.middleware import CompressionMiddleware, TokenUsageMiddleware
 
     workdir = workdir_for(thread)
     workdir.write_text("parent.txt", "written by the parent")

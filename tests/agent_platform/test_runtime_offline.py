@@ -10,7 +10,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
 
 from agent_platform.runtime.offline import SUMMARY_HEADINGS, OfflineChatModel
-from compression.engine.history import format_summary_prompt
+from context_engine.summary.history import format_summary_prompt
 
 
 @tool
@@ -131,7 +131,7 @@ def test_answers_from_tools_are_deterministic():
 
 
 def test_reported_prompt_tokens_are_the_platform_estimate_of_the_whole_request():
-    from compression.engine.tokens import estimate_messages, profile_for_model
+    from context_engine.tokens.messages import estimate_messages, profile_for_model
 
     model = OfflineChatModel().bind_tools(ALL)
     messages = [HumanMessage("hello there")]

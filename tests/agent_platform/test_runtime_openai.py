@@ -8,7 +8,7 @@ import pytest
 
 from agent_platform.models import Agent, ModelEndpoint
 from agent_platform.runtime.models import ModelConfigurationError, chat_model_for
-from compression.engine.overflow import is_context_overflow
+from context_engine.policy.overflow import is_context_overflow
 from conversations.models import AgentRun
 from conversations.services import message_intake, thread_create
 
@@ -122,8 +122,8 @@ def test_reported_prompt_tokens_calibrate_the_model_for_every_later_run(
     user, openai_agent, openai_stub, django_capture_on_commit_callbacks
 ):
     from agent_platform.runtime.graph import state_repository_for
-    from compression.engine.tokens import ESTIMATE_KEY
     from compression.models import TokenCalibration
+    from context_engine.tokens.messages import ESTIMATE_KEY
 
     readings: list[int] = []
 

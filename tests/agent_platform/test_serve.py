@@ -21,7 +21,7 @@ def test_make_run_starts_the_announcing_server():
 
 def test_serve_prints_the_chat_and_admin_addresses_once_listening(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
-    env.update(DJANGO_SETTINGS_MODULE="agent_platform.test_settings", PYTHONUNBUFFERED="1")
+    env.update(DJANGO_SETTINGS_MODULE="config.test_settings", PYTHONUNBUFFERED="1")
     process = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "127.0.0.1:0", "--noreload", "--skip-checks"],
         cwd=ROOT,

@@ -37,7 +37,7 @@ def test_seed_is_idempotent_and_prints_the_login(django_user_model, settings):
 def test_check_deploy_passes_with_a_production_environment():
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "agent_platform.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "DEBUG": "false",
         "SECRET_KEY": "x" * 64 + "-production-like-secret-key-with-enough-entropy-0123456789",
         "ALLOWED_HOSTS": "agents.example.com",
@@ -59,7 +59,7 @@ def test_migrate_works_when_the_sqlite_directory_does_not_exist_yet(tmp_path):
     database = tmp_path / "fresh-clone" / "var" / "db.sqlite3"
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "agent_platform.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "DATABASE_URL": f"sqlite:///{database}",
     }
     result = subprocess.run(

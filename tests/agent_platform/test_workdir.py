@@ -9,7 +9,7 @@ import pytest
 from django.core.files.base import ContentFile
 
 from agent_platform.workdir import Workdir, WorkdirPathError, resolve, workdir_for
-from compression.engine.store import StoreError
+from context_engine.errors import StoreError
 
 BAD_PATHS = [
     "../x",
@@ -202,8 +202,8 @@ def test_a_reader_sees_the_old_or_the_new_version_whole_never_a_part(workdir):
 def test_compaction_writes_a_saved_result_once_per_content(workdir, monkeypatch):
     from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-    from compression.engine.compaction import clear_caches, compact_messages
-    from compression.engine.config import CompressionConfig
+    from context_engine.compaction.tool_results import clear_caches, compact_messages
+    from context_engine.config import CompressionConfig
 
     big = "BEGIN " + "\n".join(f"row {i}: {'data ' * 8}" for i in range(400)) + " END"
     messages = [

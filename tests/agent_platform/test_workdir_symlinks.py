@@ -11,7 +11,7 @@ import pytest
 
 from agent_platform.tools.files import build_file_tools
 from agent_platform.workdir import Workdir
-from compression.engine.store import StoreError
+from context_engine.errors import StoreError
 
 SECRET = "root:x:0:0:the secret outside"
 

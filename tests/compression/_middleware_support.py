@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from compression.agent_middleware import CompressionMiddleware
-from compression.engine.config import CompressionConfig
-from compression.engine.formats import CONVERSATION_HISTORY_DIR, LARGE_TOOL_RESULTS_DIR
-from compression.engine.store import MemoryStore
-from compression.engine.tokens import estimate_messages
+from context_engine.config import CompressionConfig
+from context_engine.formats import CONVERSATION_HISTORY_DIR, LARGE_TOOL_RESULTS_DIR
+from context_engine.middleware import CompressionMiddleware
+from context_engine.store import MemoryStore
+from context_engine.tokens.messages import estimate_messages
 from tests.compression._agent_fakes import ScriptedChatModel
 
 WINDOW = 32_000

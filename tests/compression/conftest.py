@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from django.utils import timezone
 
-from compression.engine.config import CompressionConfig
-from compression.engine.store import MemoryStore, StoreError
+from context_engine.config import CompressionConfig
+from context_engine.errors import StoreError
+from context_engine.store import MemoryStore
 from conversations.models import Conversation
 from tests.compression._agent_fakes import ScriptedChatModel
 from tests.compression._threads import SUMMARY, USAGE, conversation_messages, seed_state

@@ -10,15 +10,15 @@ import pytest
 from langchain.agents.middleware import ModelResponse
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from compression.agent_middleware import CompressionMiddleware
-from compression.engine.formats import (
+from context_engine.formats import (
     LARGE_TOOL_RESULTS_DIR,
     RECEIPT_HEADER,
     TOOL_RESULT_SAVED_KEY,
     TRUNCATED_ARG_SUFFIX,
 )
-from compression.engine.store import MemoryStore
-from compression.engine.tokens import estimate_text, profile_for_model
+from context_engine.middleware import CompressionMiddleware
+from context_engine.store import MemoryStore
+from context_engine.tokens.messages import estimate_text, profile_for_model
 from tests.compression._agent_fakes import (
     Handler,
     ScriptedChatModel,

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from compression.agent_middleware import CompressionMiddleware
-from compression.engine.config import CompressionConfig
-from compression.engine.store import MemoryStore
+from context_engine.config import CompressionConfig
+from context_engine.middleware import CompressionMiddleware
+from context_engine.store import MemoryStore
 from tests.compression._agent_fakes import Handler, ScriptedChatModel, make_request
 from tests.compression._cjk_chats import thread
 

@@ -10,13 +10,13 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.constants import TAG_NOSTREAM
 
-from compression.agent_middleware import CompressionMiddleware, TokenUsageMiddleware
-from compression.engine.calibration import Calibration
-from compression.engine.config import CompressionConfig
-from compression.engine.formats import RECEIPT_HEADER
-from compression.engine.history import SESSION_ID_KEY, SUMMARY_EVENT_KEY
-from compression.engine.store import MemoryStore
-from compression.engine.tokens import ESTIMATOR_NAME, estimate_message, estimate_messages
+from context_engine.config import CompressionConfig
+from context_engine.formats import RECEIPT_HEADER
+from context_engine.middleware import CompressionMiddleware, TokenUsageMiddleware
+from context_engine.state import SESSION_ID_KEY, SUMMARY_EVENT_KEY
+from context_engine.store import MemoryStore
+from context_engine.tokens.calibration import Calibration
+from context_engine.tokens.messages import ESTIMATOR_NAME, estimate_message, estimate_messages
 from tests.compression._agent_fakes import SYSTEM, ScriptedChatModel
 
 SUMMARY_TEXT = "## SESSION INTENT\nSECRET-SUMMARY-TEXT"
@@ -175,8 +175,8 @@ async def test_async_graph_run_compacts_and_summarizes():
 def test_factories_build_both_middlewares_from_the_agent_and_the_runtime_wires_them(tmp_path, settings):
     from agent_platform.models import Agent
     from agent_platform.runtime.graph import agent_middleware
-    from compression.agent_middleware import compression_middleware_for, token_usage_middleware_for
-    from compression.engine.tokens import profile_for_model
+    from agent_platform.runtime.middleware import compression_middleware_for, token_usage_middleware_for
+    from context_engine.tokens.messages import profile_for_model
 
     agent = Agent.objects.create(
         name="Researcher",

@@ -9,14 +9,20 @@ import pytest
 from langchain.agents.middleware import ExtendedModelResponse
 from langchain_core.messages import AIMessage, HumanMessage
 
-from compression.agent_middleware import CompressionMiddleware
-from compression.engine.config import CompressionConfig
-from compression.engine.cutoff import is_summary_message
-from compression.engine.formats import CONVERSATION_HISTORY_DIR
-from compression.engine.guard import REASON_CALLS, SpendLimits
-from compression.engine.history import PINNED_IDS_KEY, SUMMARY_EVENT_KEY, effective_messages
-from compression.engine.state import SUMMARY_CALLS_KEY, SUMMARY_USAGE_KEY, TOKEN_USAGE_KEY
-from compression.engine.store import MemoryStore
+from context_engine.config import CompressionConfig
+from context_engine.formats import CONVERSATION_HISTORY_DIR
+from context_engine.middleware import CompressionMiddleware
+from context_engine.state import (
+    PINNED_IDS_KEY,
+    SUMMARY_CALLS_KEY,
+    SUMMARY_EVENT_KEY,
+    SUMMARY_USAGE_KEY,
+    TOKEN_USAGE_KEY,
+)
+from context_engine.store import MemoryStore
+from context_engine.summary.cutoff import is_summary_message
+from context_engine.summary.history import effective_messages
+from context_engine.summary.spend_guard import REASON_CALLS, SpendLimits
 from tests.compression._agent_fakes import Handler, ScriptedChatModel, conversation, make_request, tool_turn
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)

@@ -9,11 +9,12 @@ from langchain_core.messages import HumanMessage
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
 
-from compression.agent_middleware import CompressionError, CompressionMiddleware, TokenUsageMiddleware
-from compression.engine.config import CompressionConfig
-from compression.engine.history import SUMMARY_EVENT_KEY
-from compression.engine.overflow import is_context_overflow
-from compression.engine.store import MemoryStore
+from context_engine.config import CompressionConfig
+from context_engine.errors import CompressionError
+from context_engine.middleware import CompressionMiddleware, TokenUsageMiddleware
+from context_engine.policy.overflow import is_context_overflow
+from context_engine.state import SUMMARY_EVENT_KEY
+from context_engine.store import MemoryStore
 from tests.compression._agent_fakes import SYSTEM, conversation
 
 OPENAI = {

@@ -8,14 +8,15 @@ from langchain.agents.middleware import ExtendedModelResponse, ModelResponse
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from compression.agent_middleware import CompressionError
-from compression.engine.formats import (
+from context_engine.errors import CompressionError
+from context_engine.formats import (
     CONVERSATION_HISTORY_DIR,
     LARGE_TOOL_RESULTS_DIR,
     RECEIPT_HEADER,
 )
-from compression.engine.history import SESSION_ID_KEY, SUMMARY_EVENT_KEY, effective_messages
-from compression.engine.store import MemoryStore
+from context_engine.state import SESSION_ID_KEY, SUMMARY_EVENT_KEY
+from context_engine.store import MemoryStore
+from context_engine.summary.history import effective_messages
 from tests.compression._agent_fakes import (
     Handler,
     ScriptedChatModel,
@@ -235,7 +236,7 @@ def test_summary_failure_with_a_view_too_large_for_the_window_raises_a_clear_err
 
 
 def test_warm_calls_reuse_compaction_and_estimates_for_unchanged_messages(monkeypatch):
-    import compression.agent_middleware.memo as memo
+    import context_engine.middleware.memo as memo
 
     seen: list[int] = []
     real = memo.compact_messages

@@ -6,8 +6,8 @@ import json
 
 from langchain_core.messages import AIMessage
 
-from compression.engine.arguments import truncate_tool_call_args
-from compression.engine.compaction import compact_messages
+from context_engine.compaction.arguments import truncate_tool_call_args
+from context_engine.compaction.tool_results import compact_messages
 
 LONG = "def main():\n" + "    print('x')\n" * 400
 MARK = "...(argument truncated for context view)"

@@ -75,7 +75,7 @@ def celery_worker(tmp_path):
     log = tmp_path / "worker.log"
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "agent_platform.test_settings",
+        "DJANGO_SETTINGS_MODULE": "config.test_settings",
         "DATABASE_URL": _database_url(),
         "REDIS_URL": os.environ["REDIS_URL"],
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,  # where this process sends the tasks
@@ -83,7 +83,7 @@ def celery_worker(tmp_path):
     }
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            [str(CELERY), "-A", "agent_platform", "worker", "-Q", queue, "--pool=prefork", "-c", "2",
+            [str(CELERY), "-A", "config", "worker", "-Q", queue, "--pool=prefork", "-c", "2",
              "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info",
              "-n", f"{queue}@%h"],
             cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from compression.engine.calibration import (
+from context_engine.tokens.calibration import (
     ALPHA,
     FACTOR_MAX,
     FACTOR_MIN,

@@ -7,11 +7,11 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
-from compression.agent_middleware import CompressionMiddleware, TokenUsageMiddleware
-from compression.engine.calibration import Calibration, CalibrationMemory
-from compression.engine.config import CompressionConfig
-from compression.engine.store import MemoryStore
-from compression.engine.tokens import ESTIMATE_KEY, ESTIMATOR_NAME, estimate_messages, profile_for_model
+from context_engine.config import CompressionConfig
+from context_engine.middleware import CompressionMiddleware, TokenUsageMiddleware
+from context_engine.store import MemoryStore
+from context_engine.tokens.calibration import Calibration, CalibrationMemory
+from context_engine.tokens.messages import ESTIMATE_KEY, ESTIMATOR_NAME, estimate_messages, profile_for_model
 from tests.compression._agent_fakes import SYSTEM, ScriptedChatModel
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from compression.engine.clipping import clip_overflow_tail, trailing_tool_batch_start
-from compression.engine.formats import TOOL_RESULT_SAVED_KEY
-from compression.engine.tokens import estimate_message
+from context_engine.compaction.clipping import clip_overflow_tail, trailing_tool_batch_start
+from context_engine.formats import TOOL_RESULT_SAVED_KEY
+from context_engine.tokens.messages import estimate_message
 
 RESULT = "BEGIN " + "line of output\n" * 600 + "END"
 

@@ -9,15 +9,15 @@ from dataclasses import replace
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from compression.engine.compaction import (
+from context_engine.compaction.tool_results import (
     compact_messages,
     is_saved,
     safe_tool_file_name,
     tool_result_path,
     tool_result_text,
 )
-from compression.engine.formats import TOOL_RESULT_SAVED_KEY
-from compression.engine.tokens import estimate_text
+from context_engine.formats import TOOL_RESULT_SAVED_KEY
+from context_engine.tokens.messages import estimate_text
 
 BIG = "BEGIN " + "\n".join(f"row {i}: {'data ' * 8}" for i in range(400)) + " END"
 
@@ -190,7 +190,8 @@ def test_structured_tool_result_gets_a_structured_preview(config, store, tavily_
 
 
 def test_a_state_grown_by_one_message_is_not_re_estimated_or_re_previewed(config, store, monkeypatch):
-    from compression.engine import compaction, previews
+    from context_engine.compaction import previews
+    from context_engine.compaction import tool_results as compaction
 
     calls: list[int] = []
 

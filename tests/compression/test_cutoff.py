@@ -6,9 +6,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from compression.engine.cutoff import find_cutoff, pair_safe_index
-from compression.engine.history import build_summary_message
-from compression.engine.tokens import estimate_message
+from context_engine.summary.cutoff import find_cutoff, pair_safe_index
+from context_engine.summary.history import build_summary_message
+from context_engine.tokens.messages import estimate_message
 
 
 def _turn(i: int, *, tools: int = 1, size: int = 10) -> list:

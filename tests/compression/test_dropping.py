@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from compression.engine.cutoff import is_summary_message
-from compression.engine.dropping import build_drop_message, drop_cutoff
-from compression.engine.history import build_summary_message
-from compression.engine.tokens import estimate_message
+from context_engine.summary.cutoff import is_summary_message
+from context_engine.summary.dropping import build_drop_message, drop_cutoff
+from context_engine.summary.history import build_summary_message
+from context_engine.tokens.messages import estimate_message
 
 
 def _turns(n: int, size: int = 200) -> list:

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from compression.engine.error_summaries import error_summary_shape
-from compression.engine.history import SUMMARY_EVENT_KEY, ErrorSummaryError, summary_text
 from compression.models import CompressionRecord
+from context_engine.errors import ErrorSummaryError
+from context_engine.state import SUMMARY_EVENT_KEY
+from context_engine.summary.error_texts import error_summary_shape
+from context_engine.summary.history import summary_text
 from tests.compression._agent_fakes import ScriptedChatModel
 from tests.compression._threads import conversation_messages, repository_for, seed_state, workdir_files
 

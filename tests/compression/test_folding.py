@@ -5,16 +5,16 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from compression.engine.compaction import render_receipt
-from compression.engine.folding import fold_identifiers, fold_split, receipt_paths, view_lead
-from compression.engine.formats import TOOL_RESULT_SAVED_KEY
-from compression.engine.history import (
-    PINNED_IDS_KEY,
+from context_engine.compaction.tool_results import render_receipt
+from context_engine.formats import TOOL_RESULT_SAVED_KEY
+from context_engine.state import PINNED_IDS_KEY
+from context_engine.summary.fold_plan import fold_identifiers, fold_split, receipt_paths, view_lead
+from context_engine.summary.history import (
     build_summarization_event,
     build_summary_message,
     effective_messages,
 )
-from compression.engine.pins import pinned_closure
+from context_engine.summary.pins import pinned_closure
 
 INSTRUCTION = "Never touch the production database; ticket OPS-4711."
 

@@ -6,9 +6,9 @@ from datetime import UTC, datetime
 
 from langchain_core.messages import HumanMessage
 
-from compression.engine import formats
-from compression.engine.compaction import render_receipt
-from compression.engine.history import build_summary_message, render_history_section
+from context_engine import formats
+from context_engine.compaction.tool_results import render_receipt
+from context_engine.summary.history import build_summary_message, render_history_section
 
 
 def test_receipt_line_constants_are_pinned():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from compression.engine.guard import (
+from context_engine.summary.spend_guard import (
     MAX_REMEMBERED_CALLS,
     REASON_CALLS,
     REASON_TOKENS,

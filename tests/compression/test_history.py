@@ -7,11 +7,10 @@ from datetime import UTC, datetime
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from compression.engine.cutoff import find_cutoff
-from compression.engine.formats import DEFAULT_SUMMARY_PROMPT
-from compression.engine.history import (
-    EmptySummaryError,
-    SummaryError,
+from context_engine.errors import EmptySummaryError, SummaryError
+from context_engine.formats import DEFAULT_SUMMARY_PROMPT
+from context_engine.summary.cutoff import find_cutoff
+from context_engine.summary.history import (
     build_summarization_event,
     build_summary_message,
     effective_messages,
@@ -23,7 +22,7 @@ from compression.engine.history import (
     summary_text,
     validate_summary_prompt,
 )
-from compression.engine.tokens import estimate_text
+from context_engine.tokens.messages import estimate_text
 
 
 def _messages(n: int) -> list:

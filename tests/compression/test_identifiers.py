@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from compression.engine.identifiers import (
+from context_engine.summary.identifiers import (
     KIND_EMAIL,
     KIND_HASH,
     KIND_PATH,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from compression.engine.outcomes import NO_CHANGE as OUTCOME_NO_CHANGE
-from compression.engine.outcomes import SUMMARIZED as OUTCOME_SUMMARIZED
+from context_engine.outcomes import NO_CHANGE as OUTCOME_NO_CHANGE
+from context_engine.outcomes import SUMMARIZED as OUTCOME_SUMMARIZED
 from conversations.panels import compression_card
 from conversations.selectors import compression_latest
 from tests.compression._agent_fakes import ScriptedChatModel

@@ -7,8 +7,9 @@ import uuid
 import pytest
 from langchain_core.messages import AIMessage
 
-from compression.engine.history import SUMMARY_EVENT_KEY, effective_messages
 from compression.models import CompressionRecord
+from context_engine.state import SUMMARY_EVENT_KEY
+from context_engine.summary.history import effective_messages
 from conversations.models import AgentRun, Conversation
 from tests.compression._agent_fakes import ScriptedChatModel
 from tests.compression._threads import (
@@ -134,7 +135,7 @@ def test_summary_failure_answers_502_and_leaves_the_checkpoint_unchanged(
 def test_history_write_failure_answers_502_with_state_unchanged(
     client, user, thread, summarizer, monkeypatch
 ):
-    from compression.engine.store import StoreError
+    from context_engine.errors import StoreError
 
     summarizer()
     seed_state(thread, conversation_messages(5))

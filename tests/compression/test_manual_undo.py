@@ -6,8 +6,9 @@ import uuid
 
 import pytest
 
-from compression.engine.history import SUMMARY_EVENT_KEY, effective_messages
 from compression.models import CompressionRecord
+from context_engine.state import SUMMARY_EVENT_KEY
+from context_engine.summary.history import effective_messages
 from conversations.models import AgentRun, Conversation
 from tests.compression._threads import (
     compress_request,
@@ -184,7 +185,7 @@ def test_undo_leaves_an_audit_record(client, user, thread, summarizer):
 
 
 def test_the_undo_history_is_bounded():
-    from compression.engine.state import MAX_SUMMARY_EVENTS, push_summary_event
+    from context_engine.state import MAX_SUMMARY_EVENTS, push_summary_event
 
     history: list = []
     for n in range(MAX_SUMMARY_EVENTS + 5):

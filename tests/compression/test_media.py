@@ -8,12 +8,13 @@ import hashlib
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from compression.engine.compaction import compact_messages
-from compression.engine.config import CompressionConfig
-from compression.engine.formats import MEDIA_RECEIPT_TEMPLATE, MEDIA_SAVED_KEY
-from compression.engine.media import media_path, offload_media, offload_message_media
-from compression.engine.store import MemoryStore, StoreError
-from compression.engine.tokens import estimate_message, profile_for_model
+from context_engine.compaction.media import media_path, offload_media, offload_message_media
+from context_engine.compaction.tool_results import compact_messages
+from context_engine.config import CompressionConfig
+from context_engine.errors import StoreError
+from context_engine.formats import MEDIA_RECEIPT_TEMPLATE, MEDIA_SAVED_KEY
+from context_engine.store import MemoryStore
+from context_engine.tokens.messages import estimate_message, profile_for_model
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
 PDF = b"%PDF-1.4\n" + b"0123456789" * 300
@@ -160,8 +161,8 @@ def _drive_summary(messages, store):
     """Run the summary step with a fake summarizer; returns the prompt it was sent."""
     from datetime import UTC, datetime
 
-    from compression.engine.steps import Blocking, Summarize
-    from compression.engine.summary import summarize_span
+    from context_engine.steps import Blocking, Summarize
+    from context_engine.summary.call import summarize_span
 
     config = CompressionConfig(trigger_tokens=100_000, model_name="gpt-4o-mini")
     steps = summarize_span(
@@ -215,7 +216,7 @@ def test_the_summary_step_fails_closed_when_media_cannot_be_saved():
 
 
 def test_media_of_names_the_saved_files_without_writing():
-    from compression.engine.media import media_of
+    from context_engine.compaction.media import media_of
 
     text = f"a data:image/png;base64,{b64(PNG)} b data:application/pdf;base64,{b64(PDF)}"
     found = media_of(text)

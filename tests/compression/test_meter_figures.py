@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from compression.engine.calibration import NEUTRAL, Calibration
-from compression.engine.pressure import pressure_now
+from context_engine.policy.pressure import pressure_now
+from context_engine.tokens.calibration import NEUTRAL, Calibration
 from tests.compression._threads import conversation_messages, repository_for, seed_state
 from tests.conversations.page_support import usage_at
 

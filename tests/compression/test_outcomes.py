@@ -8,13 +8,13 @@ import pytest
 from django.urls import reverse
 from langchain_core.messages import AIMessage, HumanMessage
 
-from compression.agent_middleware import CompressionMiddleware
-from compression.engine import outcomes
-from compression.engine.config import CompressionConfig
-from compression.engine.store import MemoryStore
-from compression.engine.tokens import estimate_message, profile_for_model
 from compression.models import CompressionRecord
 from compression.services.records import compression_record_from_event
+from context_engine import outcomes
+from context_engine.config import CompressionConfig
+from context_engine.middleware import CompressionMiddleware
+from context_engine.store import MemoryStore
+from context_engine.tokens.messages import estimate_message, profile_for_model
 from conversations.models import AgentRun
 from conversations.panels import reason_text
 from tests.compression._agent_fakes import Handler, ScriptedChatModel, conversation, make_request

@@ -7,7 +7,7 @@ import openai
 import pytest
 from langchain_core.exceptions import ContextOverflowError
 
-from compression.engine.overflow import is_context_overflow
+from context_engine.policy.overflow import is_context_overflow
 
 REQUEST = httpx.Request("POST", "http://stub.local/v1/chat/completions")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from compression.engine.pins import (
+from context_engine.summary.pins import (
     pin_group,
     pin_room,
     pinned_closure,
@@ -12,7 +12,7 @@ from compression.engine.pins import (
     restore_pinned,
     split_pinned,
 )
-from compression.engine.tokens import estimate_message
+from context_engine.tokens.messages import estimate_message
 
 
 def _conversation() -> list:

@@ -9,10 +9,10 @@ import pytest
 from django.utils import timezone
 from langchain_core.messages import HumanMessage
 
-from compression.engine.history import SUMMARY_EVENT_KEY, effective_messages
-from compression.engine.state import SUMMARY_CALLS_KEY
 from compression.models import CompressionRecord
 from compression.services import conversation_compress, thread_compress, thread_compress_undo
+from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY
+from context_engine.summary.history import effective_messages
 from conversations.services import message_pin, message_unpin, thread_create
 from tests.compression._agent_fakes import ScriptedChatModel
 from tests.compression._threads import conversation_messages, repository_for, seed_state, transcript_for

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pytest
 from langchain_core.messages import HumanMessage
 
-from compression.engine.history import SUMMARY_EVENT_KEY, effective_messages
 from compression.models import CompressionRecord
+from context_engine.state import SUMMARY_EVENT_KEY
+from context_engine.summary.history import effective_messages
 from conversations.models import Message
 from conversations.services import message_append, message_pin
 from tests.compression._agent_fakes import ScriptedChatModel

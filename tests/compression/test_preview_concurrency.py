@@ -9,10 +9,10 @@ import time
 import pytest
 from django.db import connection
 
-from compression.engine.history import SUMMARY_EVENT_KEY
 from compression.errors import StalePreview
 from compression.models import CompressionRecord
 from compression.services import thread_compress, thread_compress_preview
+from context_engine.state import SUMMARY_EVENT_KEY
 from conversations.models import Message
 from conversations.services import message_append, thread_create
 from conversations.services.threads import thread_lock

@@ -7,11 +7,11 @@ from dataclasses import replace
 
 from langchain_core.messages import HumanMessage
 
-from compression.engine.config import CompressionConfig
-from compression.engine.folding import plan_fold
-from compression.engine.preview import fold_preview, preview_fingerprint
-from compression.engine.store import MemoryStore, StagedStore
-from compression.engine.tokens import DEFAULT_PROFILE
+from context_engine.config import CompressionConfig
+from context_engine.manual.preview import fold_preview, preview_fingerprint
+from context_engine.store import MemoryStore, StagedStore
+from context_engine.summary.fold_plan import plan_fold
+from context_engine.tokens.messages import DEFAULT_PROFILE
 from tests.compression._threads import conversation_messages
 
 CONFIG = CompressionConfig(trigger_tokens=4096, keep_messages=4, tool_result_token_limit=50)

@@ -7,7 +7,7 @@ import json
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from compression.engine.previews import (
+from context_engine.compaction.previews import (
     MAX_RECORDS,
     clip_middle,
     generic_preview,
@@ -15,7 +15,7 @@ from compression.engine.previews import (
     structured_preview,
     tool_result_preview,
 )
-from compression.engine.tokens import DEFAULT_PROFILE, estimate_text, profile_for_model
+from context_engine.tokens.messages import DEFAULT_PROFILE, estimate_text, profile_for_model
 
 HYPOTHESIS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -7,12 +7,13 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from compression.engine import compaction, tokens
-from compression.engine.arguments import truncate_tool_call_args
-from compression.engine.compaction import compact_messages
-from compression.engine.config import CompressionConfig
-from compression.engine.store import MemoryStore
-from compression.engine.tokens import (
+from context_engine.compaction import tool_results as compaction
+from context_engine.compaction.arguments import truncate_tool_call_args
+from context_engine.compaction.tool_results import compact_messages
+from context_engine.config import CompressionConfig
+from context_engine.store import MemoryStore
+from context_engine.tokens import messages as tokens
+from context_engine.tokens.messages import (
     ESTIMATE_KEY,
     ESTIMATOR_NAME,
     PROFILES,
@@ -130,7 +131,8 @@ def test_compaction_decides_on_the_stored_text_estimate_without_reading_the_text
     texts: list[str] = []
     real = tokens.estimate_text
     monkeypatch.setattr(
-        "compression.engine.compaction.estimate_text", lambda t, p=None: texts.append(t) or real(t, p)
+        "context_engine.compaction.tool_results.estimate_text",
+        lambda t, p=None: texts.append(t) or real(t, p),
     )
     tokens.clear_cache()
     compaction.clear_caches()

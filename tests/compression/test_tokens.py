@@ -13,9 +13,9 @@ import pytest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 
-from compression.engine import tokens
-from compression.engine.lru import LRU
-from compression.engine.tokens import (
+from context_engine.lru import LRU
+from context_engine.tokens import messages as tokens
+from context_engine.tokens.messages import (
     DEFAULT_PROFILE,
     ESTIMATOR_NAME,
     PROFILES,

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from compression.engine.tokens import (
+from context_engine.tokens.messages import (
     DIGIT_FLOOR,
     LETTER_FLOOR,
     PATTERN_FLOOR,
@@ -54,7 +54,7 @@ UNITS = st.text(
 
 def _lower_bound(unit: str, length: int) -> float:
     """What a BPE tokenizer spends at least on ``unit`` repeated to ``length`` characters, per the
-    measurements the floors come from (``compression/engine/text_tokens.py``)."""
+    measurements the floors come from (``context_engine/tokens/text.py``)."""
     if unit.isspace():
         return 0.0  # whitespace runs merge into long tokens
     if " " in unit:  # a space rides on the next character's token

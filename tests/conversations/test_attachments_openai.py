@@ -13,7 +13,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from agent_platform.models import Agent, ModelEndpoint
 from agent_platform.workdir import workdir_for
-from compression.engine.media import media_path
+from context_engine.compaction.media import media_path
 from conversations.models import AgentRun
 from conversations.services import message_intake, thread_create
 from tests.support.files import png_bytes

@@ -10,7 +10,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from agent_platform.workdir import workdir_for
-from compression.engine.media import media_path
+from context_engine.compaction.media import media_path
 from conversations.models import Attachment, Message
 from conversations.services import message_append
 from tests.support.files import png_bytes

@@ -96,7 +96,7 @@ def _stop(machines: list[Machine]) -> None:
 def machines(tmp_path, s3_server, s3_workdirs, settings) -> Iterator[dict]:
     queue = f"machines-{uuid.uuid4().hex[:10]}"
     shared = {
-        "DJANGO_SETTINGS_MODULE": "agent_platform.settings",  # production settings, from the environment
+        "DJANGO_SETTINGS_MODULE": "config.settings",  # production settings, from the environment
         "PYTHONPATH": str(ROOT),
         "PYTHONUNBUFFERED": "1",
         "DATABASE_URL": _test_database_url(),
@@ -114,7 +114,7 @@ def machines(tmp_path, s3_server, s3_workdirs, settings) -> Iterator[dict]:
     try:
         worker = _start(
             "worker",
-            [str(CELERY), "-A", "agent_platform", "worker", "-Q", queue, "--pool=prefork", "-c", "1",
+            [str(CELERY), "-A", "config", "worker", "-Q", queue, "--pool=prefork", "-c", "1",
              "--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "info", "-n", f"{queue}@%h"],
             root=tmp_path, shared=shared,
         )  # fmt: skip
@@ -122,7 +122,7 @@ def machines(tmp_path, s3_server, s3_workdirs, settings) -> Iterator[dict]:
         web = _start(
             "web",
             [sys.executable, "-m", "daphne", "-e", "tcp:port=0:interface=127.0.0.1",
-             "agent_platform.asgi:application"],
+             "config.asgi:application"],
             root=tmp_path, shared=shared,
         )  # fmt: skip
         started.append(web)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
-from compression.engine.pressure import pressure_now
-from compression.engine.tokens import format_tokens
+from context_engine.policy.pressure import pressure_now
+from context_engine.tokens.messages import format_tokens
 from conversations.pages import pressure_view, receipt_parse
 from tests.conversations.page_support import RECEIPT, detail_url, usage_at
 

@@ -9,8 +9,8 @@ from asgiref.sync import async_to_sync
 from channels.layers import get_channel_layer
 from django.urls import reverse
 
-from compression.engine.pressure import pressure_now
 from compression.selectors import compression_candidates
+from context_engine.policy.pressure import pressure_now
 from conversations.models import Conversation
 from tests.conversations.page_support import usage_at, write_token_usage
 
@@ -80,7 +80,7 @@ def test_a_reported_figure_far_from_the_estimate_is_not_trusted():
 
 
 def test_the_calibration_factor_scales_the_estimated_part_only():
-    from compression.engine.calibration import Calibration
+    from context_engine.tokens.calibration import Calibration
 
     calibration = Calibration(factor=1.5, observations=3)
     usage = {"llm_input_tokens": 1000, "estimated_next_llm_input_tokens": 1100}

@@ -36,7 +36,7 @@ def test_a_page_on_one_server_sees_a_workers_run_and_a_compression_started_on_an
     session_id = login.cookies["sessionid"].value
     # Production settings from the environment: Redis channel layer and cache, runs on Celery.
     production = {
-        "DJANGO_SETTINGS_MODULE": "agent_platform.settings",
+        "DJANGO_SETTINGS_MODULE": "config.settings",
         "WORKDIR_ROOT": str(tmp_path / "workdirs"),
     }
     with celery_worker(tmp_path, **production) as worker:

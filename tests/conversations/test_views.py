@@ -193,7 +193,7 @@ def test_a_saved_tool_result_carries_a_saved_for_the_model_marker_with_link_size
 ):
     import hashlib
 
-    from compression.engine.compaction import tool_result_path
+    from context_engine.compaction.tool_results import tool_result_path
 
     big = "row " * 400
     digest = hashlib.sha256(big.encode()).hexdigest()

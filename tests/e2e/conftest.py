@@ -71,7 +71,7 @@ def e2e_server() -> Iterator[Server]:
             "127.0.0.1",
             "-p",
             str(port),
-            "agent_platform.asgi:application",
+            "config.asgi:application",
         ],
         cwd=ROOT,
         env=env,

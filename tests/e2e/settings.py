@@ -7,8 +7,8 @@ the seeding endpoints in ``tests.e2e.urls`` write in that same process.
 import os
 from pathlib import Path
 
-from agent_platform.settings import SQLITE_OPTIONS
-from agent_platform.test_settings import *  # noqa: F403
+from config.settings import SQLITE_OPTIONS
+from config.test_settings import *  # noqa: F403
 
 E2E_DIR = Path(os.environ["E2E_DIR"])
 DATABASES = {

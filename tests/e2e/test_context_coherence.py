@@ -192,7 +192,7 @@ def test_the_panel_stays_coherent_through_compaction_retunes_summary_undo(
 
 
 def _k(tokens: int) -> str:
-    from compression.engine.tokens import format_tokens
+    from context_engine.tokens.messages import format_tokens
 
     return format_tokens(tokens)
 

@@ -150,5 +150,5 @@ def _last_run(conversation: Conversation) -> AgentRun | None:
 
 urlpatterns = [
     path("__e2e__/seed", seed),
-    path("", include("agent_platform.urls")),
+    path("", include("config.urls")),
 ]

@@ -42,7 +42,7 @@ def service_env(**extra: str) -> dict[str, str]:
     """The environment of a child process on the test database, Redis and test settings."""
     return {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "agent_platform.test_settings",
+        "DJANGO_SETTINGS_MODULE": "config.test_settings",
         "DATABASE_URL": shared_database_url(),
         "REDIS_URL": os.environ.get("REDIS_URL", ""),
         "CELERY_BROKER_URL": settings.CELERY_BROKER_URL,  # where this process sends the tasks
@@ -79,7 +79,7 @@ def celery_worker(log_dir: Path, *, concurrency: int = 1, **env: str) -> Iterato
     log = log_dir / f"worker-{queue}.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            [str(CELERY), "-A", "agent_platform", "worker", "-Q", queue, "--pool=prefork",
+            [str(CELERY), "-A", "config", "worker", "-Q", queue, "--pool=prefork",
              "-c", str(concurrency), "--without-gossip", "--without-mingle", "--without-heartbeat",
              "-l", "info", "-n", f"{queue}@%h"],
             cwd=ROOT, env=service_env(CELERY_TASK_DEFAULT_QUEUE=queue, **env), stdout=sink,
@@ -106,7 +106,7 @@ def daphne_server(log_dir: Path, *, env: dict[str, str], name: str = "web") -> I
     log = log_dir / f"daphne-{name}-{port}.log"
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "agent_platform.asgi:application"],
+            [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "config.asgi:application"],
             cwd=ROOT, env=env, stdout=sink, stderr=subprocess.STDOUT,
         )  # fmt: skip
     base_url = f"http://127.0.0.1:{port}"
@@ -127,7 +127,7 @@ def daphne_server(log_dir: Path, *, env: dict[str, str], name: str = "web") -> I
 @contextmanager
 def tasks_sent_to(queue: str) -> Iterator[None]:
     """Tasks this process sends without a queue go to ``queue`` (a test's own worker) in the block."""
-    from agent_platform.celery import app
+    from config.celery import app
 
     previous = app.conf.task_default_queue
     app.conf.task_default_queue = queue

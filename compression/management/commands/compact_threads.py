@@ -15,9 +15,9 @@ from tqdm import tqdm
 
 from agent_platform.models import Agent
 from compression.bulk import BulkReport, bulk_compress_one, celery_broker_configured
-from compression.engine.config import COMPRESSION_CAPABILITY
 from compression.selectors import compression_candidates, conversation_is_busy
 from compression.tasks import bulk_compress_enqueue
+from context_engine.config import COMPRESSION_CAPABILITY
 
 _DURATION = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}

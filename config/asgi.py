@@ -1,0 +1,29 @@
+"""ASGI entry point: HTTP through Django, WebSockets through Channels."""
+
+import os
+
+from django.conf import settings
+from django.core.asgi import get_asgi_application
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+django_asgi_app = get_asgi_application()
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from conversations.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    }
+)
+
+# Runs executing in this process (the embedded default): those a previous server process left running
+# or queued are this one's to recover, at start and then whenever a lease runs out.
+if settings.RUN_EXECUTION == "inprocess" and settings.RUN_RECOVERY_TIMER:
+    from conversations.services.recovery import recovery_timer_start  # noqa: E402
+
+    recovery_timer_start(first_pass_now=True)

@@ -1,0 +1,108 @@
+"""View-only truncation of long ``write_file``/``edit_file`` tool-call arguments (SPEC §6 step 2).
+
+The file body an agent wrote is already on disk; the context only needs to know the call happened.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from langchain_core.messages import AIMessage
+
+from context_engine.formats import TRUNCATED_ARG_KEEP_CHARS, TRUNCATED_ARG_SUFFIX, TRUNCATED_ARG_TOOLS
+from context_engine.tokens.messages import without_estimate
+
+
+def _truncate_value(value: Any, max_length: int) -> tuple[Any, bool]:
+    if isinstance(value, str):
+        replacement = value[:TRUNCATED_ARG_KEEP_CHARS] + TRUNCATED_ARG_SUFFIX
+        if len(value) > max_length and len(value) > len(replacement):
+            return replacement, True
+        return value, False
+    if isinstance(value, dict):
+        pairs = [(k, *_truncate_value(v, max_length)) for k, v in value.items()]
+        if any(changed for _, _, changed in pairs):
+            return {k: v for k, v, _ in pairs}, True
+        return value, False
+    if isinstance(value, list):
+        items = [_truncate_value(v, max_length) for v in value]
+        if any(changed for _, changed in items):
+            return [v for v, _ in items], True
+        return value, False
+    return value, False
+
+
+def _truncate_raw_arguments(arguments: str, max_length: int) -> str:
+    """Provider-format JSON arguments with long strings truncated; re-encoded when parseable."""
+    if len(arguments) <= max_length:
+        return arguments
+    try:
+        parsed = json.loads(arguments)
+    except (ValueError, RecursionError):
+        parsed = None
+    if isinstance(parsed, dict):
+        truncated, changed = _truncate_value(parsed, max_length)
+        return json.dumps(truncated, ensure_ascii=False) if changed else arguments
+    return _truncate_value(arguments, max_length)[0]
+
+
+def truncate_tool_call_args(message: AIMessage, *, max_length: int) -> tuple[AIMessage, int]:
+    """``write_file``/``edit_file`` string arguments longer than ``max_length`` become their first 20
+    characters + the marker, in ``tool_calls``, the raw provider ``additional_kwargs["tool_calls"]`` and
+    ``tool_use`` content blocks. Returns the same message when nothing changed, and the count of calls
+    truncated. ``max_length <= 0`` disables truncation."""
+    if max_length <= 0:
+        return message, 0
+    count = 0
+    update: dict[str, Any] = {}
+
+    new_calls = []
+    for call in message.tool_calls:
+        args, changed = (
+            _truncate_value(call.get("args") or {}, max_length)
+            if call.get("name") in TRUNCATED_ARG_TOOLS
+            else (None, False)
+        )
+        new_calls.append({**call, "args": args} if changed else call)
+        count += changed
+    if count:
+        update["tool_calls"] = new_calls
+
+    raw_calls = message.additional_kwargs.get("tool_calls")
+    if isinstance(raw_calls, list):
+        new_raw, raw_changed = [], False
+        for raw in raw_calls:
+            function = raw.get("function") if isinstance(raw, dict) else None
+            arguments = function.get("arguments") if isinstance(function, dict) else None
+            if function and function.get("name") in TRUNCATED_ARG_TOOLS and isinstance(arguments, str):
+                truncated = _truncate_raw_arguments(arguments, max_length)
+                if truncated is not arguments:
+                    raw = {**raw, "function": {**function, "arguments": truncated}}
+                    raw_changed = True
+            new_raw.append(raw)
+        if raw_changed:
+            update["additional_kwargs"] = {**message.additional_kwargs, "tool_calls": new_raw}
+            count = max(count, 1)
+
+    if isinstance(message.content, list):
+        new_blocks, blocks_changed = [], False
+        for block in message.content:
+            if (
+                isinstance(block, dict)
+                and block.get("type") == "tool_use"
+                and block.get("name") in TRUNCATED_ARG_TOOLS
+            ):
+                new_input, changed = _truncate_value(block.get("input"), max_length)
+                if changed:
+                    block = {**block, "input": new_input}
+                    blocks_changed = True
+            new_blocks.append(block)
+        if blocks_changed:
+            update["content"] = new_blocks
+            count = max(count, 1)
+
+    if not update:
+        return message, 0
+    update["response_metadata"] = without_estimate(message.response_metadata)
+    return message.model_copy(update=update), count

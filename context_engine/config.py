@@ -1,0 +1,48 @@
+"""The compression settings of one agent, as plain values the engine and middleware read, and the one
+context-pressure budget (SPEC §3): the effective trigger T."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from context_engine.formats import DEFAULT_SUMMARY_PROMPT
+from context_engine.summary.spend_guard import SpendLimits
+
+DEFAULT_TOOL_ARG_MAX_LENGTH = 2000
+DEFAULT_TOOL_RESULT_TOKEN_LIMIT = 300
+DEFAULT_KEEP_MESSAGES = 10
+DEFAULT_THRESHOLD_K = 100
+# The agent capability that allows manual and bulk compression (admin checkbox, services, command).
+COMPRESSION_CAPABILITY = "context_compression"
+DEFAULT_PINNED_TOKEN_LIMIT = 2000
+DEFAULT_SUMMARY_CALLS_PER_HOUR = 10
+PINNED_SHARE_OF_TRIGGER = 0.25  # pinned messages never take more than this share of T, whatever the field
+TOKENS_PER_K = 1024
+WINDOW_CAP_RATIO = 0.9
+
+
+def effective_trigger(*, summary_threshold_k: int, context_window: int | None) -> int:
+    """T = threshold × 1024, capped at 90% of the model's window when the admin's number exceeds it."""
+    trigger = summary_threshold_k * TOKENS_PER_K
+    if context_window and trigger > context_window * WINDOW_CAP_RATIO:
+        return int(context_window * WINDOW_CAP_RATIO)
+    return trigger
+
+
+@dataclass(frozen=True)
+class CompressionConfig:
+    trigger_tokens: int  # T (SPEC §3), already capped by the context window
+    keep_messages: int = DEFAULT_KEEP_MESSAGES
+    summary_prompt: str = DEFAULT_SUMMARY_PROMPT
+    tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT  # 0: offload every tool result, no preview
+    tool_arg_max_length: int = DEFAULT_TOOL_ARG_MAX_LENGTH
+    context_window: int | None = None
+    model_name: str | None = None  # picks the estimator profile
+    pinned_token_limit: int = DEFAULT_PINNED_TOKEN_LIMIT  # cap on the tokens of pinned messages
+    repair_pass: bool = False  # one more summary call when the first lost identifiers
+    spend: SpendLimits = field(default_factory=SpendLimits)  # the spend guard on summary calls
+
+    @property
+    def pinned_cap(self) -> int:
+        """The pinned-token cap in force: the agent's field, never above a quarter of ``T``."""
+        return min(self.pinned_token_limit, int(self.trigger_tokens * PINNED_SHARE_OF_TRIGGER))

@@ -1,0 +1,35 @@
+"""The engine's errors: plain exceptions, no HTTP status and no translation. The services and the
+middleware translate them (``compression.errors`` maps them to ``{"code", "message"}``)."""
+
+from __future__ import annotations
+
+
+class NothingToUndo(Exception):
+    """No summary is recorded in the thread's state, so there is nothing to undo."""
+
+
+class SummaryError(RuntimeError):
+    """A summary cannot be produced; state must not change."""
+
+
+class ErrorSummaryError(SummaryError):
+    """The summary model answered with an error's text (``error_summaries``) instead of a summary."""
+
+
+class EmptySummaryError(SummaryError):
+    """The summary model answered with nothing usable."""
+
+
+class StoreError(Exception):
+    """A file could not be written or read; the caller decides whether that is fatal."""
+
+
+class OffloadError(Exception):
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"Failed to write tool result to {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class CompressionError(RuntimeError):
+    """Compression failed and the conversation does not fit the model's context window."""

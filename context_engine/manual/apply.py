@@ -1,0 +1,232 @@
+"""Forced compression (SPEC 8: the manual, bulk and admin paths), as a step generator over the engine:
+state values in, a state update and a result out. Services run it under the thread's row lock; it never
+touches the ORM.
+
+Effective messages → compaction (staged: nothing is written for a ``no_op``) → pair-safe cutoff →
+strict summary → history file (required) → ``_summarization_event`` update. No threshold applies.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from context_engine import outcomes
+from context_engine.config import CompressionConfig
+from context_engine.errors import NothingToUndo
+from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, SUMMARY_EVENTS_KEY
+from context_engine.steps import Blocking, Steps
+from context_engine.store import ResultStore, StagedStore
+from context_engine.summary.call import (
+    summarize_span,
+    summary_budget,
+    summary_update,
+    tail_cap,
+)
+from context_engine.summary.fold_plan import plan_fold
+from context_engine.summary.history import effective_messages, valid_event
+from context_engine.summary.spend_guard import guard_check
+from context_engine.tokens.calibration import NEUTRAL, Calibration
+from context_engine.tokens.messages import TokenProfile, estimate_message
+
+STATUS_COMPLETED = "completed"
+STATUS_NO_OP = "no_op"
+REASON_INSUFFICIENT_HISTORY = "insufficient_history"
+REASON_SPEND_GUARD = "spend_guard"
+
+
+@dataclass(frozen=True)
+class ManualCompression:
+    status: str
+    before_tokens: int
+    after_tokens: int
+    compressed_messages: int = 0
+    file_path: str | None = None
+    reason: str | None = None
+    update: dict[str, Any] = field(default_factory=dict)
+    cutoff_index: int | None = None
+    summary_usage: dict[str, Any] | None = None
+    saved_files: tuple[str, ...] = ()
+    pinned_messages: int = 0  # pinned messages kept verbatim after the summary
+    summary_tokens: int | None = None  # the new summary message's estimate
+    loss_report: dict[str, Any] = field(default_factory=dict)
+    spend_guard: dict[str, Any] = field(default_factory=dict)  # the guard's decision when it held back
+    outcome: str = ""  # context_engine.outcomes
+    reason_detail: dict[str, Any] | None = None  # why, for a ``no_change_needed`` or an unreachable budget
+
+    def body(self) -> dict[str, Any]:
+        """The API response: ``{status, before_tokens, after_tokens, compressed_messages, file_path, reason,
+        pinned_messages, summary_tokens, loss_report, spend_guard, outcome, reason_detail}`` (``file_path`` is
+        null for a ``no_op``, ``reason`` null unless it is one; ``loss_report``, ``spend_guard`` and
+        ``reason_detail`` null when they do not apply)."""
+        body: dict[str, Any] = {
+            "status": self.status,
+            "before_tokens": self.before_tokens,
+            "after_tokens": self.after_tokens,
+            "compressed_messages": self.compressed_messages,
+            "file_path": self.file_path,
+            "reason": self.reason,
+            "pinned_messages": self.pinned_messages,
+            "summary_tokens": self.summary_tokens,
+            "loss_report": self.loss_report or None,
+            "spend_guard": self.spend_guard or None,
+            "outcome": self.outcome,
+            "reason_detail": self.reason_detail,
+        }
+        return body
+
+
+def messages_tokens(messages: Sequence[BaseMessage], profile: TokenProfile) -> int:
+    return sum(estimate_message(m, profile) for m in messages)
+
+
+def force_summarize(
+    values: Mapping[str, Any],
+    *,
+    config: CompressionConfig,
+    store: ResultStore,
+    profile: TokenProfile,
+    now: datetime | None = None,
+    pinned_ids: Collection[str] = (),
+    calibration: Calibration = NEUTRAL,
+    overhead_tokens: int = 0,
+    before_tokens: int | None = None,
+) -> Steps[ManualCompression]:
+    """Fold what ``plan_fold`` says (the preview shows the same plan), unless the spend guard holds the
+    summary back (a ``no_op`` with reason ``spend_guard``). Token figures are corrected by the model's
+    ``calibration``; budgets compared with our own estimates are converted back to their units.
+    ``overhead_tokens`` (system prompt, tool schemas: ``pressure.usage_overhead``) is counted in the
+    before/after figures, so they are the request sizes the meter shows; ``before_tokens``, when given,
+    is the meter's own figure for the request now (it may be anchored on reported usage)."""
+    now = now or datetime.now(UTC)
+    staged = StagedStore(store)
+    plan = yield Blocking(
+        partial(
+            plan_fold,
+            values,
+            config=config,
+            store=staged,
+            profile=profile,
+            pinned_ids=pinned_ids,
+            max_tail_tokens=int(tail_cap(config) / calibration.factor),
+        )
+    )
+    before = (
+        before_tokens
+        if before_tokens is not None
+        else calibration.corrected(overhead_tokens + plan.before_tokens)
+    )
+    trigger = config.trigger_tokens
+    if not plan.foldable:
+        # Nothing to fold: no change needed, unless the request is at the trigger with nothing to fold.
+        ended, why = outcomes.ended(
+            folded=None,
+            after_tokens=before,
+            sent=plan.view,
+            overhead_tokens=overhead_tokens,
+            trigger_tokens=trigger,
+            profile=profile,
+        )
+        return ManualCompression(
+            status=STATUS_NO_OP,
+            before_tokens=before,
+            after_tokens=before,
+            reason=REASON_INSUFFICIENT_HISTORY,
+            outcome=ended,
+            reason_detail=why or {"code": outcomes.INSUFFICIENT_HISTORY},
+        )
+    split = plan.split
+    budget = int(summary_budget(config) / calibration.factor)
+    decision = guard_check(
+        values.get(SUMMARY_CALLS_KEY),
+        limits=config.spend,
+        now=now,
+        input_tokens=min(messages_tokens(split.folded, profile), budget),
+    )
+    if not decision.allowed:
+        return ManualCompression(
+            status=STATUS_NO_OP,
+            before_tokens=before,
+            after_tokens=before,
+            reason=REASON_SPEND_GUARD,
+            spend_guard=decision.as_dict(),
+            outcome=outcomes.outcome_of(folded=None, after_tokens=before, trigger_tokens=trigger),
+            reason_detail={"code": outcomes.SPEND_GUARD},
+        )
+
+    # The summarized span's receipts point at these files: they must exist before the history does.
+    saved = tuple((yield Blocking(staged.flush)))
+    raw_kept = [m for m in plan.effective[: split.cutoff] if m.id in plan.pinned_ids] + plan.effective[
+        split.cutoff :
+    ]
+    outcome = yield from summarize_span(
+        split.folded,
+        state=values,
+        previous=plan.previous,
+        local_cutoff=split.cutoff,
+        config=config,
+        store=store,
+        profile=profile,
+        budget=budget,
+        now=now,
+        kept=raw_kept,
+        pinned=split.kept_pinned,
+        lead=plan.lead,
+    )
+    visible = effective_messages(plan.messages, outcome.event)
+    after = calibration.corrected(overhead_tokens + messages_tokens(visible, profile))
+    ended, why = outcomes.ended(
+        folded="summary",
+        after_tokens=after,
+        sent=visible,
+        overhead_tokens=overhead_tokens,
+        trigger_tokens=config.trigger_tokens,
+        profile=profile,
+    )
+    return ManualCompression(
+        status=STATUS_COMPLETED,
+        before_tokens=before,
+        after_tokens=after,
+        outcome=ended,
+        reason_detail=why,
+        compressed_messages=len(split.folded),
+        file_path=outcome.file_path,
+        update=summary_update(values, outcome, plan.previous, now=now),
+        cutoff_index=outcome.event["cutoff_index"],
+        summary_usage=outcome.usage,
+        saved_files=saved,
+        pinned_messages=len(split.kept_pinned),
+        summary_tokens=outcome.summary_tokens,
+        loss_report=outcome.loss_report(),
+    )
+
+
+def undo_update(
+    values: Mapping[str, Any],
+    *,
+    profile: TokenProfile,
+    calibration: Calibration = NEUTRAL,
+    overhead_tokens: int = 0,
+    before_tokens: int | None = None,
+) -> tuple[dict[str, Any], int, int]:
+    """The update restoring the model-visible history from before the latest summary, with the request
+    sizes (``overhead_tokens`` + corrected effective messages) before and after (``before_tokens``, when
+    given: the meter's figure now). Raises ``NothingToUndo``."""
+    history = list(values.get(SUMMARY_EVENTS_KEY) or [])
+    if not history:
+        raise NothingToUndo()
+    messages: list[BaseMessage] = list(values.get("messages") or [])
+    restored = valid_event(history[-1])
+    before = messages_tokens(
+        effective_messages(messages, valid_event(values.get(SUMMARY_EVENT_KEY))), profile
+    )
+    after = messages_tokens(effective_messages(messages, restored), profile)
+    before = before_tokens if before_tokens is not None else calibration.corrected(overhead_tokens + before)
+    after = calibration.corrected(overhead_tokens + after)
+    update = {SUMMARY_EVENT_KEY: restored, SUMMARY_EVENTS_KEY: history[:-1]}
+    return update, before, after

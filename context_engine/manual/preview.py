@@ -1,0 +1,176 @@
+"""The preview of a forced compression (issue 14 item 2): what a summary would fold, what stays, the
+estimated size after and the identifiers at risk. No model call and nothing written: compaction goes
+to a staged store that is never flushed. The preview is named by a fingerprint of everything the fold
+depends on, so applying it can tell whether the thread changed since.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from context_engine.config import CompressionConfig
+from context_engine.formats import SUMMARY_MESSAGE_TEMPLATE
+from context_engine.summary.fold_plan import (
+    FoldPlan,
+    fold_identifiers,
+    message_text,
+    messages_tokens,
+    receipt_paths,
+)
+from context_engine.summary.identifiers import loss_report
+from context_engine.summary.loss import read_saved_texts
+from context_engine.tokens.calibration import NEUTRAL, Calibration
+from context_engine.tokens.messages import estimate_text
+
+PREVIEW_ID_CHARS = 32
+AT_RISK_LIST_MAX = 50
+# A first summary's size, before this thread has one to go by: a share of what it folds, bounded.
+FIRST_SUMMARY_SHARE = 0.08
+FIRST_SUMMARY_MIN_TOKENS = 150
+FIRST_SUMMARY_MAX_TOKENS = 1200
+
+
+@dataclass(frozen=True)
+class FoldPreview:
+    preview_id: str
+    foldable: bool
+    before_tokens: int
+    estimated_after_tokens: int
+    summary_estimate_tokens: int = 0
+    folded_ids: tuple[str, ...] = ()
+    folded_tokens: int = 0
+    tail_ids: tuple[str, ...] = ()
+    tail_tokens: int = 0
+    pinned_ids: tuple[str, ...] = ()
+    pinned_tokens: int = 0
+    identifiers_total: int = 0
+    identifiers_at_risk: int = 0
+    at_risk: tuple[str, ...] = ()
+    identifiers_in_saved_files: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def summary_estimate(plan: FoldPlan, *, folded_tokens: int, hint: int | None = None) -> int:
+    """Tokens the new summary message will take: the thread's current summary's size when there is one
+    (a thread's summaries keep a steady size), else ``hint`` (the size of this agent's recent
+    summaries), else a bounded share of what is folded."""
+    if plan.previous is not None:
+        return messages_tokens([plan.previous["summary_message"]], plan.profile)
+    if hint:
+        return hint
+    share = int(folded_tokens * FIRST_SUMMARY_SHARE)
+    body = min(max(share, FIRST_SUMMARY_MIN_TOKENS), FIRST_SUMMARY_MAX_TOKENS)
+    frame = estimate_text(
+        SUMMARY_MESSAGE_TEMPLATE.format(file_path="outputs/conversation_history/x.md", summary=""),
+        plan.profile,
+    )
+    return body + frame
+
+
+def fold_preview(
+    plan: FoldPlan,
+    *,
+    preview_id: str,
+    summary_hint: int | None = None,
+    overhead_tokens: int = 0,
+    calibration: Calibration = NEUTRAL,
+    before_tokens: int | None = None,
+) -> FoldPreview:
+    """The preview of ``plan``; ``summary_hint``: see ``summary_estimate``. The before/after sizes are
+    whole requests on the meter's basis (``overhead_tokens`` added, corrected by ``calibration``), as
+    applying it reports them (``before_tokens``, when given: the meter's figure now); the parts (folded,
+    tail, pinned) are the messages' own estimates."""
+    if before_tokens is None:
+        before_tokens = calibration.corrected(overhead_tokens + plan.before_tokens)
+    before = before_tokens
+    split = plan.split
+    if not plan.foldable:
+        return FoldPreview(preview_id, False, before, before)
+    cutoff = split.cutoff
+    raw_tail = plan.effective[cutoff:]
+    raw_pinned = [m for m in plan.effective[:cutoff] if m.id in plan.pinned_ids]
+    folded_tokens = messages_tokens(split.folded, plan.profile)
+    tail_tokens = messages_tokens(raw_tail, plan.profile)
+    pinned_tokens = messages_tokens(raw_pinned, plan.profile)
+    estimate = summary_estimate(plan, folded_tokens=folded_tokens, hint=summary_hint)
+    identifiers = fold_identifiers(split.folded)
+    report = loss_report(
+        identifiers,
+        summary="",
+        kept=[message_text(m) for m in [*raw_pinned, *raw_tail]],
+        saved=read_saved_texts(plan.store, receipt_paths(split.folded)),
+        limit=AT_RISK_LIST_MAX,
+    )
+    return FoldPreview(
+        preview_id=preview_id,
+        foldable=True,
+        before_tokens=before,
+        estimated_after_tokens=calibration.corrected(
+            overhead_tokens + estimate + pinned_tokens + tail_tokens
+        ),
+        summary_estimate_tokens=estimate,
+        folded_ids=_ids(split.folded),
+        folded_tokens=folded_tokens,
+        tail_ids=_ids(raw_tail),
+        tail_tokens=tail_tokens,
+        pinned_ids=_ids(raw_pinned),
+        pinned_tokens=pinned_tokens,
+        identifiers_total=report.total,
+        identifiers_at_risk=report.lost,
+        at_risk=report.lost_identifiers,
+        identifiers_in_saved_files=report.in_saved_file,
+    )
+
+
+def _ids(messages: Sequence[BaseMessage]) -> tuple[str, ...]:
+    return tuple(m.id for m in messages if m.id)
+
+
+def preview_fingerprint(
+    values: Mapping[str, Any],
+    *,
+    config: CompressionConfig,
+    pinned_ids: Collection[str],
+    transcript_marker: object = None,
+) -> str:
+    """A name for "this thread as it is now": the state's messages (ids, and content hashes, so a
+    message replaced in place counts), the current summary, the pins, the compression settings and a
+    marker of the transcript (its latest message). Any change makes an earlier preview stale."""
+    digest = hashlib.sha256()
+    for message in values.get("messages") or []:
+        digest.update(f"{message.id}\x1f{_content_hash(message)}\x1e".encode())
+    event = values.get("_summarization_event")
+    if isinstance(event, Mapping):
+        summary = event.get("summary_message")
+        digest.update(
+            json.dumps(
+                [
+                    event.get("cutoff_index"),
+                    _content_hash(summary) if isinstance(summary, BaseMessage) else None,
+                    event.get("pinned_message_ids"),
+                ],
+                default=str,
+            ).encode()
+        )
+    settings = [
+        config.trigger_tokens,
+        config.keep_messages,
+        hashlib.sha256(config.summary_prompt.encode()).hexdigest(),
+        config.tool_result_token_limit,
+        config.tool_arg_max_length,
+        config.context_window,
+        config.model_name,
+        config.pinned_cap,
+    ]
+    digest.update(json.dumps([settings, sorted(pinned_ids), transcript_marker], default=str).encode())
+    return digest.hexdigest()[:PREVIEW_ID_CHARS]
+
+
+def _content_hash(message: BaseMessage) -> str:
+    return hashlib.sha256(message_text(message).encode("utf-8", "surrogatepass")).hexdigest()[:16]

@@ -1,0 +1,86 @@
+"""Compression events on the LangGraph custom stream (SPEC 6.7): ``started`` once per model call, then
+exactly one of ``completed`` or ``failed``. Payloads are JSON-serializable primitives."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from langchain.agents.middleware import ModelRequest
+from langgraph.config import get_stream_writer
+
+from context_engine.compaction.tool_results import FailedToolResult, SavedToolResult
+from context_engine.events import (
+    COMPLETED,
+    EVENT_TYPE,
+    FAILED,
+    LEVEL_COMPACTION,
+    STARTED,
+    compression_event,
+    describe_error,
+)
+
+Writer = Callable[[Any], None]
+
+
+def stream_writer(request: ModelRequest) -> Writer | None:
+    """The request's stream writer; ``None`` outside a graph (events are then simply not sent)."""
+    runtime = getattr(request, "runtime", None)
+    writer = getattr(runtime, "stream_writer", None)
+    if writer is not None:
+        return writer
+    try:
+        return get_stream_writer()
+    except RuntimeError:
+        return None
+
+
+class Emitter:
+    """The events of one model call; tracks what the ``failed`` event should report."""
+
+    def __init__(self, writer: Writer | None, *, before_tokens: int) -> None:
+        self.writer = writer
+        self.level = LEVEL_COMPACTION
+        self.before_tokens = before_tokens
+        self.after_tokens: int | None = None
+        self.saved_files: dict[str, None] = {}  # ordered set of paths
+        self.failed_files: list[dict[str, str]] = []
+        self.started = False
+        self.finished = False
+
+    def record_files(self, saved: Iterable[SavedToolResult], failed: Iterable[FailedToolResult]) -> None:
+        self.saved_files.update(dict.fromkeys(record.path for record in saved))
+        for record in failed:
+            self.failed_files.append({"path": record.path, "tool": record.tool_name, "error": record.error})
+
+    def start(self, *, level: str) -> None:
+        if self.started:
+            return
+        self.started, self.level = True, level
+        self._emit(STARTED)
+
+    def complete(self, *, level: str, after_tokens: int, **extra: Any) -> None:
+        self.level, self.after_tokens, self.finished = level, after_tokens, True
+        self._emit(COMPLETED, **self._files(), **extra)
+
+    def fail(self, exc: BaseException) -> None:
+        """Emit ``failed`` unless nothing was started or the call already ended."""
+        if not self.started or self.finished:
+            return
+        self.finished = True
+        self._emit(FAILED, **self._files(), error=describe_error(exc))
+
+    def _files(self) -> dict[str, Any]:
+        return {"saved_files": list(self.saved_files), "failed_files": list(self.failed_files)}
+
+    def _emit(self, status: str, **extra: Any) -> None:
+        if self.writer is None:
+            return
+        payload = compression_event(
+            status=status,
+            level=self.level,
+            before_tokens=self.before_tokens,
+            after_tokens=self.after_tokens,
+            **extra,
+        )
+        self.writer({"type": EVENT_TYPE, **payload})

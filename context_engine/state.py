@@ -1,0 +1,83 @@
+"""The agent state compression reads and writes, in one home: every key, the summary event type, the
+pure reducers and the state schemas the two middlewares add to the agent state."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, NotRequired, TypedDict
+
+from langchain.agents.middleware import AgentState
+from langchain.agents.middleware.types import PrivateStateAttr
+from langchain_core.messages import HumanMessage
+
+SUMMARY_EVENT_KEY = "_summarization_event"
+SESSION_ID_KEY = "_summarization_session_id"
+PINNED_IDS_KEY = "pinned_message_ids"  # in the summary event: messages before the cutoff kept verbatim
+
+SUMMARY_EVENTS_KEY = "_summary_events"
+TOKEN_USAGE_KEY = "token_usage"
+SUMMARY_USAGE_KEY = "summary_model_usage"
+MAX_SUMMARY_EVENTS = 10
+# The run config's ``configurable`` key carrying the thread's pinned message ids (read at run start).
+PINNED_IDS_CONFIG_KEY = "pinned_message_ids"
+SUMMARY_CALLS_KEY = "_summary_calls"  # the spend guard's ledger: [{at, input_tokens}] of the last hour
+
+__all__ = [
+    "PINNED_IDS_KEY",
+    "CompressionState",
+    "SummarizationEvent",
+    "TokenUsageState",
+    "MAX_SUMMARY_EVENTS",
+    "PINNED_IDS_CONFIG_KEY",
+    "SESSION_ID_KEY",
+    "SUMMARY_CALLS_KEY",
+    "SUMMARY_EVENTS_KEY",
+    "SUMMARY_EVENT_KEY",
+    "SUMMARY_USAGE_KEY",
+    "TOKEN_USAGE_KEY",
+    "merge_token_usage",
+    "push_summary_event",
+]
+
+
+class SummarizationEvent(TypedDict):
+    cutoff_index: int  # global index into state messages: messages[cutoff_index:] are kept verbatim
+    summary_message: HumanMessage
+    file_path: str | None
+    # Pinned messages before the cutoff, shown verbatim right after the summary (issue 14).
+    pinned_message_ids: NotRequired[list[str]]
+
+
+def merge_token_usage(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Shallow merge, so the two middlewares (and manual compression) can each write their own keys in
+    the same step; a key written as ``None`` is dropped (that is how stale fields are cleared)."""
+    merged = dict(left or {})
+    for key, value in (right or {}).items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+def push_summary_event(
+    history: list[SummarizationEvent | None] | None, previous: SummarizationEvent | None
+) -> list[SummarizationEvent | None]:
+    """The bounded undo history (newest last) after ``previous`` is replaced; ``None`` stands for
+    "no summary yet", so undoing the first summary restores the raw conversation."""
+    return [*(history or ()), previous][-MAX_SUMMARY_EVENTS:]
+
+
+class CompressionState(AgentState):
+    # PrivateStateAttr: kept in checkpoints, left out of the graph's input and output schemas.
+    _summarization_event: Annotated[NotRequired[SummarizationEvent | None], PrivateStateAttr]
+    _summarization_session_id: Annotated[NotRequired[str | None], PrivateStateAttr]
+    _summary_events: Annotated[NotRequired[list[SummarizationEvent | None]], PrivateStateAttr]
+    # The spend guard's ledger of summary calls in the last hour: [{"at": iso, "input_tokens": n}].
+    _summary_calls: Annotated[NotRequired[list[dict[str, Any]]], PrivateStateAttr]
+    # Reducer last: LangGraph only looks at the final Annotated item.
+    token_usage: Annotated[NotRequired[dict[str, Any]], merge_token_usage]
+
+
+class TokenUsageState(AgentState):
+    token_usage: Annotated[NotRequired[dict[str, Any]], merge_token_usage]

@@ -1,0 +1,210 @@
+"""The summary step shared by automatic (in-run) and manual compression: append the span to the
+history file, ask the model for a strict summary, and build the ``_summarization_event`` update."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from context_engine.compaction.media import offload_media
+from context_engine.config import CompressionConfig
+from context_engine.errors import StoreError, SummaryError
+from context_engine.state import (
+    SESSION_ID_KEY,
+    SUMMARY_CALLS_KEY,
+    SUMMARY_EVENT_KEY,
+    SUMMARY_EVENTS_KEY,
+    SUMMARY_USAGE_KEY,
+    TOKEN_USAGE_KEY,
+    SummarizationEvent,
+    push_summary_event,
+)
+from context_engine.steps import Blocking, Steps, Summarize
+from context_engine.store import ResultStore
+from context_engine.summary.fold_plan import fold_identifiers, receipt_paths
+from context_engine.summary.history import (
+    build_summarization_event,
+    build_summary_message,
+    format_summary_prompt,
+    history_path,
+    new_session_id,
+    render_history_section,
+    summary_text,
+)
+from context_engine.summary.identifiers import LossReport, better_summary
+from context_engine.summary.loss import fold_loss_report, read_saved_texts, repair_prompt
+from context_engine.summary.spend_guard import record_call
+from context_engine.tokens.messages import TokenProfile, estimate_message, estimate_text, with_estimate
+from context_engine.tokens.usage import add_usage
+
+SUMMARY_INPUT_SHARE = 0.75  # of the context window, for the summary call's input
+
+
+@dataclass(frozen=True)
+class SummaryOutcome:
+    event: SummarizationEvent
+    session_id: str
+    file_path: str
+    usage: dict[str, Any] | None
+    loss: LossReport = field(default_factory=LossReport)
+    calls: tuple[int, ...] = ()  # input tokens (estimated) of each summary call made: 1, or 2 with a repair
+    repaired: bool = False  # the repair pass's summary was kept
+    summary_tokens: int = 0  # the summary message's estimate (what a preview goes by next time)
+
+    def loss_report(self) -> dict[str, Any]:
+        """The loss report as the event and the audit record carry it."""
+        return {**self.loss.as_dict(), "repair_calls": len(self.calls) - 1, "repaired": self.repaired}
+
+
+def session_id_from(value: Any) -> str:
+    """The state's session id when it is a safe one, else a new one."""
+    if isinstance(value, str):
+        try:
+            history_path(value)
+        except ValueError:
+            pass
+        else:
+            return value
+    return new_session_id()
+
+
+def tail_cap(config: CompressionConfig, *, overflowed_at: int | None = None) -> int:
+    """Most tokens the verbatim tail may keep after a summary: half of T, or of what the provider
+    just rejected as too long when that is smaller (SPEC 6 step 4)."""
+    limit = config.trigger_tokens if overflowed_at is None else min(config.trigger_tokens, overflowed_at)
+    return limit // 2
+
+
+def summary_budget(config: CompressionConfig, *, overflowed_at: int | None = None) -> int:
+    """Input tokens for the summary call: most of the window (room left for the summary itself),
+    at most half of what the provider just rejected as too long."""
+    window = config.context_window
+    budget = int(window * SUMMARY_INPUT_SHARE) if window else config.trigger_tokens
+    return budget if overflowed_at is None else min(budget, overflowed_at // 2)
+
+
+def summarize_span(
+    to_summarize: Sequence[BaseMessage],
+    *,
+    state: Mapping[str, Any],
+    previous: Mapping[str, Any] | None,
+    local_cutoff: int,
+    config: CompressionConfig,
+    store: ResultStore,
+    profile: TokenProfile,
+    budget: int,
+    now: datetime,
+    kept: Sequence[BaseMessage] = (),
+    pinned: Sequence[BaseMessage] = (),
+    lead: int = 1,
+) -> Steps[SummaryOutcome]:
+    """Inline media saved first (neither the history file nor the summary model ever receives base64),
+    then the summary, then its history section (required), then the summary's loss report and (when the
+    agent allows it and identifiers were lost) one repair call; any failure raises before state changes.
+
+    The section is written only once a valid summary exists, so a failed or interrupted summary leaves
+    no history file or section behind. ``kept`` is what stays verbatim after the summary (pinned
+    messages and the tail); ``pinned`` those of them from before the cutoff, recorded in the event;
+    ``lead`` see ``global_cutoff``."""
+    media = yield Blocking(partial(offload_media, to_summarize, store=store))
+    if media.failed:
+        raise StoreError(f"Could not save inline media before summarizing: {media.failed[0].error}")
+    to_summarize = media.messages
+    session_id = session_id_from(state.get(SESSION_ID_KEY))
+    file_path = history_path(session_id)
+    prompt = format_summary_prompt(
+        to_summarize, prompt=config.summary_prompt, max_tokens=budget, profile=profile
+    )
+    calls = [estimate_text(prompt, profile)]
+    reply = yield Summarize(prompt)
+    text = summary_text(reply)
+    section = render_history_section(to_summarize, now=now)
+    yield Blocking(partial(store.append_text, file_path, section))
+    usage = _usage(reply)
+    identifiers = fold_identifiers(to_summarize)
+    saved = (
+        (yield Blocking(partial(read_saved_texts, store, receipt_paths(to_summarize)))) if identifiers else []
+    )
+    loss = fold_loss_report(to_summarize, summary=text, kept=kept, saved_texts=saved, identifiers=identifiers)
+    repaired = False
+    if config.repair_pass and loss.lost:
+        second = repair_prompt(prompt, loss.lost_identifiers)
+        calls.append(estimate_text(second, profile))
+        retry = yield Summarize(second)
+        usage = add_usage(usage, _usage(retry)) if usage or _usage(retry) else None
+        try:
+            retry_text = summary_text(retry)
+        except SummaryError:
+            retry_text = ""  # an empty repair keeps the first summary
+        if retry_text:
+            retry_loss = fold_loss_report(
+                to_summarize, summary=retry_text, kept=kept, saved_texts=saved, identifiers=identifiers
+            )
+            if better_summary(loss, retry_loss):
+                text, loss, repaired = retry_text, retry_loss, True
+    event = build_summarization_event(
+        previous=previous,
+        local_cutoff=local_cutoff,
+        summary_message=with_estimate(build_summary_message(text, file_path=file_path), profile),
+        file_path=file_path,
+        lead=lead,
+        pinned_ids=[m.id for m in pinned if m.id],
+    )
+    return SummaryOutcome(
+        event=event,
+        session_id=session_id,
+        file_path=file_path,
+        usage=usage,
+        loss=loss,
+        calls=tuple(calls),
+        repaired=repaired,
+        summary_tokens=estimate_message(event["summary_message"], profile),
+    )
+
+
+def _usage(reply: Any) -> dict[str, Any] | None:
+    usage = getattr(reply, "usage_metadata", None)
+    return dict(usage) if usage else None
+
+
+def summary_update(
+    state: Mapping[str, Any], outcome: SummaryOutcome, previous: Mapping[str, Any] | None, *, now: datetime
+) -> dict[str, Any]:
+    """The state update that makes ``outcome`` the model-visible history (undo history kept bounded),
+    with the summary calls entered in the spend guard's ledger."""
+    ledger = state.get(SUMMARY_CALLS_KEY)
+    for tokens in outcome.calls:
+        ledger = record_call(ledger, now=now, input_tokens=tokens)
+    return {
+        SUMMARY_EVENT_KEY: outcome.event,
+        SESSION_ID_KEY: outcome.session_id,
+        SUMMARY_EVENTS_KEY: push_summary_event(state.get(SUMMARY_EVENTS_KEY), previous),  # type: ignore[arg-type]
+        SUMMARY_CALLS_KEY: ledger,
+        TOKEN_USAGE_KEY: {
+            SUMMARY_USAGE_KEY: add_usage(
+                (state.get(TOKEN_USAGE_KEY) or {}).get(SUMMARY_USAGE_KEY),
+                {**(outcome.usage or {}), "calls": len(outcome.calls) or 1},
+            )
+        },
+    }
+
+
+def drop_update(
+    state: Mapping[str, Any],
+    *,
+    event: SummarizationEvent,
+    session_id: str,
+    previous: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The state update of a drop (the spend guard held a summary back and the view did not fit):
+    like a summary's, with no summary call to count."""
+    return {
+        SUMMARY_EVENT_KEY: event,
+        SESSION_ID_KEY: session_id,
+        SUMMARY_EVENTS_KEY: push_summary_event(state.get(SUMMARY_EVENTS_KEY), previous),  # type: ignore[arg-type]
+    }

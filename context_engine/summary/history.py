@@ -1,0 +1,281 @@
+"""Summaries and their history: history-file sections, the summary message and prompt, strict summary
+validation, the ``_summarization_event`` (with its global cutoff) and effective-message reconstruction.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+import uuid
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from langchain_core.messages import BaseMessage, HumanMessage, get_buffer_string
+
+from context_engine.compaction.previews import generic_preview
+from context_engine.errors import EmptySummaryError, ErrorSummaryError, SummaryError
+from context_engine.formats import (
+    CONVERSATION_HISTORY_DIR,
+    DEFAULT_SUMMARY_PROMPT,
+    HISTORY_FILE_TEMPLATE,
+    HISTORY_SECTION_TEMPLATE,
+    SESSION_ID_PREFIX,
+    SUMMARY_MARKER_KEY,
+    SUMMARY_MARKER_VALUE,
+    SUMMARY_MESSAGE_NO_FILE_TEMPLATE,
+    SUMMARY_MESSAGE_TEMPLATE,
+)
+from context_engine.state import PINNED_IDS_KEY, SummarizationEvent
+from context_engine.summary.cutoff import is_summary_message
+from context_engine.summary.error_texts import error_summary_shape
+from context_engine.tokens.messages import DEFAULT_PROFILE, TokenProfile, estimate_message, estimate_text
+
+MESSAGES_PLACEHOLDER = "{messages}"
+_SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,128}")
+
+__all__ = [
+    "build_summarization_event",
+    "build_summary_message",
+    "effective_messages",
+    "format_summary_prompt",
+    "global_cutoff",
+    "history_path",
+    "is_summary_message",
+    "new_session_id",
+    "render_history_section",
+    "summary_text",
+    "valid_event",
+    "validate_summary_prompt",
+]
+
+
+# --- history file ------------------------------------------------------------------------------
+
+
+def new_session_id() -> str:
+    return f"{SESSION_ID_PREFIX}{uuid.uuid4().hex}"
+
+
+def history_path(session_id: str) -> str:
+    """``outputs/conversation_history/<session_id>.md``; rejects ids that are not ``[A-Za-z0-9_-]``."""
+    if not _SESSION_ID_RE.fullmatch(session_id or ""):
+        raise ValueError(f"Unsafe summarization session id: {session_id!r}")
+    return HISTORY_FILE_TEMPLATE.format(directory=CONVERSATION_HISTORY_DIR, session_id=session_id)
+
+
+def render_history_section(messages: Sequence[BaseMessage], *, now: datetime | None = None) -> str:
+    """A timestamped section for the history file; earlier summary messages are left out."""
+    kept = [m for m in messages if not is_summary_message(m)]
+    timestamp = (now or datetime.now(UTC)).isoformat()
+    return HISTORY_SECTION_TEMPLATE.format(
+        timestamp=timestamp, messages=get_buffer_string(kept, format="xml")
+    )
+
+
+# --- summary message and event -----------------------------------------------------------------
+
+
+def build_summary_message(summary: str, *, file_path: str | None) -> HumanMessage:
+    if file_path:
+        content = SUMMARY_MESSAGE_TEMPLATE.format(file_path=file_path, summary=summary)
+    else:
+        content = SUMMARY_MESSAGE_NO_FILE_TEMPLATE.format(summary=summary)
+    return HumanMessage(content=content, additional_kwargs={SUMMARY_MARKER_KEY: SUMMARY_MARKER_VALUE})
+
+
+def global_cutoff(previous: Mapping[str, Any] | None, local_cutoff: int, *, lead: int = 1) -> int:
+    """The state index for a cutoff found in effective messages, whose first ``lead`` entries (the
+    previous summary and the pinned messages it kept) stand before ``messages[previous cutoff:]``."""
+    if not previous:
+        return local_cutoff
+    return int(previous["cutoff_index"]) + local_cutoff - lead
+
+
+def build_summarization_event(
+    *,
+    previous: Mapping[str, Any] | None,
+    local_cutoff: int,
+    summary_message: HumanMessage,
+    file_path: str | None,
+    lead: int = 1,
+    pinned_ids: Sequence[str] = (),
+) -> SummarizationEvent:
+    event: SummarizationEvent = {
+        "cutoff_index": global_cutoff(previous, local_cutoff, lead=lead),
+        "summary_message": summary_message,
+        "file_path": file_path,
+    }
+    if pinned_ids:
+        event[PINNED_IDS_KEY] = list(pinned_ids)
+    return event
+
+
+def valid_event(event: Any) -> Mapping[str, Any] | None:
+    """A well-formed ``_summarization_event`` from state, else None (a malformed one hides nothing)."""
+    if not isinstance(event, Mapping):
+        return None
+    cutoff, summary = event.get("cutoff_index"), event.get("summary_message")
+    if isinstance(cutoff, int) and cutoff >= 0 and isinstance(summary, BaseMessage):
+        return event
+    return None
+
+
+def effective_messages(messages: Sequence[BaseMessage], event: Mapping[str, Any] | None) -> list[BaseMessage]:
+    """What the model sees: ``[summary, *pinned, *messages[cutoff:]]`` after a summary, else all
+    messages; ``pinned`` are the messages before the cutoff that the event keeps verbatim, in order.
+
+    A malformed event (no summary message, a cutoff that is not a non-negative int) is ignored and all
+    messages are returned. A cutoff past the end keeps only the summary: it still stands for them.
+    """
+    if not event:
+        return list(messages)
+    summary = event.get("summary_message")
+    cutoff = event.get("cutoff_index")
+    if not isinstance(summary, BaseMessage) or not isinstance(cutoff, int) or cutoff < 0:
+        return list(messages)
+    pinned = event.get(PINNED_IDS_KEY)
+    if pinned and isinstance(pinned, list):
+        keep = set(pinned)
+        return [summary, *(m for m in messages[:cutoff] if m.id in keep), *messages[cutoff:]]
+    return [summary, *messages[cutoff:]]
+
+
+# --- summary prompt and result -----------------------------------------------------------------
+
+
+def validate_summary_prompt(prompt: str) -> None:
+    """Raise ``ValueError`` unless ``{messages}`` is the prompt's one and only placeholder.
+
+    Exactly ``{messages}``, once: no format spec (``{messages:>99999999999}`` would allocate gigabytes),
+    no conversion (``{messages!r}``), no attribute or index access (``{messages.__class__}``), no other
+    name. Literal braces are doubled (``{{ }}``).
+    """
+    try:
+        fields = [
+            (name, spec, conversion)
+            for _literal, name, spec, conversion in string.Formatter().parse(prompt)
+            if name is not None
+        ]
+    except ValueError as exc:
+        raise ValueError(
+            f"The summary prompt does not parse ({exc}): double any literal braces, {{{{ }}}}."
+        ) from exc
+    if not fields:
+        raise ValueError("The summary prompt must contain {messages}.")
+    for name, spec, conversion in fields:
+        if name != "messages" or spec or conversion is not None:
+            shown = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+            raise ValueError(
+                f"The summary prompt may use {{messages}} exactly as written, nothing else: {shown} is not "
+                "allowed (double literal braces: {{ }})."
+            )
+    if len(fields) > 1:
+        raise ValueError("The summary prompt must contain {messages} exactly once.")
+
+
+XML_TAG_TOKENS = 8  # <message type="...">, </message> and the separating newline
+
+
+def _fill(prompt: str, rendered: str) -> str:
+    try:
+        validate_summary_prompt(prompt)
+    except ValueError:  # a stored prompt from before validation: substitute literally, never format
+        return prompt.replace(MESSAGES_PLACEHOLDER, rendered).rstrip()
+    return prompt.format(messages=rendered).rstrip()
+
+
+def format_summary_prompt(
+    messages: Sequence[BaseMessage],
+    *,
+    prompt: str = DEFAULT_SUMMARY_PROMPT,
+    max_tokens: int | None = None,
+    profile: TokenProfile = DEFAULT_PROFILE,
+) -> str:
+    """The summarizer's input: ``prompt`` filled with the messages as XML, trimmed to ``max_tokens``.
+
+    Trimming keeps a leading earlier summary and then the most recent messages that fit; if not even
+    the latest message fits, a HEAD/MIDDLE/TAIL preview of it is used. Raises ``SummaryError`` when
+    there is nothing to summarize or the prompt alone exceeds the budget.
+    """
+    if not messages:
+        raise SummaryError("There is no conversation history to summarize.")
+    # Render and estimate the whole history only when it may fit: the messages' own (stored) estimates
+    # say at no cost when it cannot, and rendering 1,000 messages to learn that was the slow part.
+    if max_tokens is None or sum(estimate_message(m, profile) for m in messages) <= max_tokens:
+        filled = _fill(prompt, get_buffer_string(messages, format="xml"))
+        if max_tokens is None or estimate_text(filled, profile) <= max_tokens:
+            return filled
+    budget = max_tokens - estimate_text(_fill(prompt, ""), profile) - 1
+    if budget <= 0:
+        raise SummaryError("The summary prompt alone exceeds the summarizer's input budget.")
+
+    # Parts are rendered and costed from the newest back, only as far as the budget reaches.
+    parts: dict[int, str] = {}
+    costs: dict[int, int] = {}
+
+    def part(index: int) -> str:
+        if index not in parts:
+            parts[index] = get_buffer_string([messages[index]], format="xml")
+        return parts[index]
+
+    def cost(index: int) -> int:
+        # The message's own estimate (stored, or cached since compaction) plus its XML tags: choosing
+        # what fits never re-reads the text; the filled prompt is checked exactly below.
+        if index not in costs:
+            costs[index] = estimate_message(messages[index], profile) + XML_TAG_TOKENS
+        return costs[index]
+
+    last = len(messages) - 1
+    lead = [0] if is_summary_message(messages[0]) and last > 0 and cost(0) <= budget // 2 else []
+    spent = sum(cost(i) for i in lead)
+    kept: list[int] = []
+    for index in range(last, len(lead) - 1, -1):
+        if spent + cost(index) > budget:
+            break
+        kept.insert(0, index)
+        spent += cost(index)
+
+    room = budget
+    while True:
+        if kept:
+            body = "\n".join(part(i) for i in lead + kept)
+        else:  # not even the latest message fits whole: a preview of it
+            lead_cost = sum(cost(i) for i in lead)
+            latest = generic_preview(part(last), limit_tokens=max(room - lead_cost, 0), profile=profile)
+            body = "\n".join([*(part(i) for i in lead), latest]) if latest else ""
+        if body:
+            filled = _fill(prompt, body)
+            over = estimate_text(filled, profile) - max_tokens
+            if over <= 0:
+                return filled
+        else:
+            over = 0
+        # Over budget (the costs are estimates): drop the oldest kept messages worth the excess, then
+        # the earlier summary, then shrink.
+        if len(kept) > 1:
+            dropped = cost(kept.pop(0))
+            while len(kept) > 1 and dropped < over:
+                dropped += cost(kept.pop(0))
+        elif lead:
+            lead = []
+        elif kept:
+            kept = []
+        elif room > 0:
+            room = int(room * 0.9)
+        else:
+            raise SummaryError("No part of the conversation fits the summarizer's input budget.")
+
+
+def summary_text(response: BaseMessage | str) -> str:
+    """The stripped summary text of a model response; raises ``EmptySummaryError`` when empty and
+    ``ErrorSummaryError`` when it is an error's text: neither may ever become the thread's history."""
+    text = response if isinstance(response, str) else str(response.text)
+    text = text.strip()
+    if not text:
+        raise EmptySummaryError("The summary model returned an empty summary.")
+    if shape := error_summary_shape(text):
+        raise ErrorSummaryError(
+            f"The summary model answered with an error instead of a summary ({shape}): {text[:300]}"
+        )
+    return text

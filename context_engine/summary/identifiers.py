@@ -1,0 +1,269 @@
+"""Identifiers a summary must not silently drop, and the loss report of one summary (issue 14 item 3).
+
+One extractor finds URLs, file paths, e-mail addresses, UUIDs, hashes, ticket-style ids
+(``ABC-1234``), record ids (``"user_id": "mia_li_3668"``, ``ZFA04Y``) and numbers with units
+(``12.5 MB``, ``300ms``, ``$1,200``). The loss report checks the identifiers of the folded messages
+against the summary, what stays verbatim in the model's view, and the saved tool-result files.
+Pure: text in, counts out.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from context_engine.lru import LRU
+
+KIND_URL = "url"
+KIND_EMAIL = "email"
+KIND_UUID = "uuid"
+KIND_HASH = "hash"
+KIND_TICKET = "ticket"
+KIND_RECORD_ID = "record_id"
+KIND_PATH = "path"
+KIND_QUANTITY = "quantity"
+
+LOST_LIST_MAX = 50  # lost identifiers kept in the audit record (the counts are always complete)
+MAX_IDENTIFIER_CHARS = 200
+MIN_IDENTIFIER_CHARS = 4
+
+_TRAILING = ".,;:!?'\")]}>"
+# Several patterns open with a lookahead on their first character: it changes no match, and lets the
+# regex engine pass over most positions at once (about twice as fast on the shared trajectories).
+_URL = re.compile(r"\bhttps?://[^\s\"'<>()\[\]{}\\|^`]+", re.I)
+_EMAIL = re.compile(
+    r"(?<![\w.+-])[A-Za-z0-9][A-Za-z0-9._%+-]*@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}\b"
+)
+_UUID = re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b")
+# Git short hashes up to SHA-256: hex with at least one digit and one letter (so neither a plain
+# number nor an English word like "deadbeef" or "facade" counts).
+_HASH = re.compile(r"(?=[0-9a-f])(?<![\w-])(?=[0-9a-f]*[0-9])(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}(?![\w-])")
+_TICKET = re.compile(
+    r"(?=[A-Z])(?<![\w-])(?!(?:SHA|UTF|ISO|GPT|MD|CP|TLS|SSL|HTTP)-)[A-Z][A-Z0-9]{1,9}-\d{1,7}(?![\w-])"
+)
+# Upper-case codes with letters and digits (reservation / flight / order codes): ZFA04Y, HAT001.
+_CODE = re.compile(r"(?=[A-Z0-9])(?<![\w-])(?=[A-Z0-9]*\d)(?=[A-Z0-9]*[A-Z])[A-Z0-9]{6,20}(?![\w-])")
+# Values of id-named keys in JSON or key=value text: "user_id": "mia_li_3668", id=42a.
+# The key is the whole word before the value: letters-and-underscore parts ending in the id word
+# (``user_id``, ``orderNumber`` is not); the regex finds the id word, ``_keyed_prefix_ok`` the rest.
+_KEYED_ID = re.compile(
+    r"""(?=[iksrn])(?:id|ids|key|sku|ref|number)["']?\s*[:=]\s*["']([^"'\s,}\]]{3,80})["']""",
+    re.I,
+)
+_KEY_PREFIX = re.compile(r"(?:[A-Za-z]+_)*", re.I)
+_PATH = re.compile(
+    r"(?<![\w.:/@-])(?:~|\.{1,2})?/?(?:[\w.-]+/)+[\w.-]*[\w-](?:\.[A-Za-z][A-Za-z0-9]{0,7})?(?![\w/])"
+)
+_FILE_EXTENSIONS = (
+    "py|pyi|js|jsx|ts|tsx|mjs|cjs|json|jsonl|yaml|yml|toml|ini|cfg|conf|md|rst|txt|csv|tsv|html|htm|css|"
+    "scss|xml|sql|sh|bash|zsh|go|rs|java|kt|scala|c|h|cc|cpp|hpp|cs|rb|php|swift|m|pony|lock|log|ipynb|"
+    "pdf|png|jpg|jpeg|gif|svg|zip|gz|tar|whl|env|dockerfile|traj|patch|diff"
+)
+# A dotted name standing alone; it is a file name when its last part is a known extension (checked in
+# Python: one scan instead of the regex engine trying every extension at every word).
+_DOTTED_NAME = re.compile(r"(?<![\w./-])[\w-]+(?:\.[\w-]+)+(?![\w/.-])")
+_EXTENSIONS = frozenset(_FILE_EXTENSIONS.split("|"))
+_UNITS = (
+    "ms|us|µs|ns|s|sec|secs|seconds?|mins?|minutes?|h|hrs?|hours?|days?|weeks?|months?|years?|"
+    "B|KB|MB|GB|TB|KiB|MiB|GiB|TiB|kB|bytes?|tokens?|chars?|characters?|lines?|rows?|"
+    "px|em|rem|pt|%|kg|g|mg|lb|lbs|km|m|cm|mm|mi|ft|in|°C|°F|K|Hz|kHz|MHz|GHz|"
+    "USD|EUR|GBP|CNY|JPY|dollars?|euros?|x"
+)
+_QUANTITY = re.compile(
+    rf"(?=[$€£¥\d])(?<![\w.])(?:[$€£¥]\s?\d[\d,]*(?:\.\d+)?|\d[\d,]*(?:\.\d+)?\s?(?:{_UNITS}))(?![\w])",
+)
+_SPACES = re.compile(r"\s+")
+
+
+def _clean(value: str) -> str:
+    return value.rstrip(_TRAILING)
+
+
+def _is_path(value: str) -> bool:
+    # A path needs a directory part and either an extension or an absolute / relative root; "and/or"
+    # and "km/h" are not paths.
+    if "/" not in value.strip("/") or not re.search(r"[A-Za-z]", value):
+        return False  # "17/09/2025" is a date
+    head = value.lstrip("~.")
+    last = value.rsplit("/", 1)[-1]
+    return head.startswith("/") or "." in last or value.count("/") >= 2
+
+
+def _keyed_prefix_ok(text: str, start: int) -> bool:
+    """Whether the word run that ends at ``start`` (before an id word) is empty or ``[A-Za-z]+_``
+    parts, so the key is a whole word such as ``id``, ``user_id`` or ``Order_REF``."""
+    begin = start
+    while begin and (text[begin - 1].isalnum() or text[begin - 1] == "_"):  # what ``\w`` matches
+        begin -= 1
+    return _KEY_PREFIX.fullmatch(text, begin, start) is not None
+
+
+def extract_identifiers(text: str) -> dict[str, str]:
+    """The identifiers in ``text``, each mapped to its kind, in order of first appearance.
+
+    URLs and e-mail addresses are taken first and their characters are not searched again, so a URL's
+    path is not also reported as a file path.
+    """
+    found: dict[str, str] = {}
+    if not text:
+        return found
+
+    def add(value: str, kind: str) -> None:
+        value = _clean(value)
+        if MIN_IDENTIFIER_CHARS <= len(value) <= MAX_IDENTIFIER_CHARS and value not in found:
+            found[value] = kind
+
+    # Each pattern is skipped where the character it cannot match without is absent (a quick ``in``).
+    rest = text
+    for pattern, kind, needle in ((_URL, KIND_URL, "://"), (_EMAIL, KIND_EMAIL, "@")):
+        if needle in rest:
+            for match in pattern.finditer(rest):
+                add(match.group(0), kind)
+            rest = pattern.sub(" ", rest)
+    if "-" in rest:
+        for match in _UUID.finditer(rest):
+            add(match.group(0), KIND_UUID)
+        rest = _UUID.sub(" ", rest)
+    if "/" in rest:
+        for match in _PATH.finditer(rest):
+            if _is_path(match.group(0)):
+                add(match.group(0), KIND_PATH)
+    if "." in rest:
+        for match in _DOTTED_NAME.finditer(rest):
+            name = match.group(0)
+            if name.rsplit(".", 1)[1].lower() in _EXTENSIONS:
+                add(name, KIND_PATH)
+    for match in _HASH.finditer(rest):
+        add(match.group(0), KIND_HASH)
+    if "-" in rest:
+        for match in _TICKET.finditer(rest):
+            add(match.group(0), KIND_TICKET)
+    for match in _KEYED_ID.finditer(rest):
+        if _keyed_prefix_ok(rest, match.start()):
+            add(match.group(1), KIND_RECORD_ID)
+    for match in _CODE.finditer(rest):
+        add(match.group(0), KIND_RECORD_ID)
+    for match in _QUANTITY.finditer(rest):
+        add(_SPACES.sub(" ", match.group(0)), KIND_QUANTITY)
+    return found
+
+
+class Haystack:
+    """Texts an identifier is looked up in: exact substring, case-insensitive for the kinds whose case
+    carries no meaning, and spacing-insensitive for quantities ("12 MB" matches "12MB")."""
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        self.text = "\n".join(t for t in texts if t)
+        self._lower: str | None = None
+        self._squeezed: str | None = None
+
+    def __contains__(self, item: tuple[str, str]) -> bool:
+        value, kind = item
+        if not self.text:
+            return False
+        if value in self.text:
+            return True
+        if kind in (KIND_EMAIL, KIND_UUID, KIND_HASH, KIND_URL):
+            if self._lower is None:
+                self._lower = self.text.lower()
+            return value.lower() in self._lower
+        if kind == KIND_QUANTITY:
+            if self._squeezed is None:
+                self._squeezed = _SPACES.sub("", self.text)
+            return _SPACES.sub("", value) in self._squeezed
+        return False
+
+
+@dataclass(frozen=True)
+class LossReport:
+    """Where each identifier of the folded messages ended up after a summary (or a drop)."""
+
+    total: int = 0
+    in_summary: int = 0
+    in_view: int = 0  # not in the summary, but still verbatim in the model's view (tail, pinned)
+    in_saved_file: int = 0  # only in a saved tool-result file (readable with read_file)
+    lost: int = 0  # only in the conversation-history file
+    lost_identifiers: tuple[str, ...] = ()
+    lost_kinds: dict[str, int] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "total": self.total,
+            "in_summary": self.in_summary,
+            "in_view": self.in_view,
+            "in_saved_file": self.in_saved_file,
+            "lost": self.lost,
+            "lost_identifiers": list(self.lost_identifiers),
+            "lost_kinds": dict(self.lost_kinds),
+        }
+
+
+# The loss report of a compression that folded nothing (compaction, no-op, undo): nothing was lost.
+NO_LOSS: dict[str, Any] = {**LossReport().as_dict(), "repair_calls": 0, "repaired": False}
+
+
+# Identifiers per text (by its digest): a manual compression extracts what its preview just did.
+_extracted = LRU(4096)
+
+
+def clear_cache() -> None:
+    _extracted.clear()
+
+
+def identifiers_of(texts: Iterable[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for text in texts:
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        extracted = _extracted.get(key)
+        if extracted is None:
+            extracted = extract_identifiers(text)
+            _extracted.put(key, extracted)
+        for value, kind in extracted.items():
+            found.setdefault(value, kind)
+    return found
+
+
+def loss_report(
+    identifiers: dict[str, str],
+    *,
+    summary: str,
+    kept: Iterable[str] = (),
+    saved: Iterable[str] = (),
+    limit: int = LOST_LIST_MAX,
+) -> LossReport:
+    """Classify each identifier: in the summary, else still in view, else in a saved file, else lost."""
+    in_summary = Haystack([summary])
+    in_view = Haystack(kept)
+    in_saved = Haystack(saved)
+    counts = {"summary": 0, "view": 0, "saved": 0}
+    lost: list[str] = []
+    lost_kinds: dict[str, int] = {}
+    for value, kind in identifiers.items():
+        item = (value, kind)
+        if item in in_summary:
+            counts["summary"] += 1
+        elif item in in_view:
+            counts["view"] += 1
+        elif item in in_saved:
+            counts["saved"] += 1
+        else:
+            lost.append(value)
+            lost_kinds[kind] = lost_kinds.get(kind, 0) + 1
+    return LossReport(
+        total=len(identifiers),
+        in_summary=counts["summary"],
+        in_view=counts["view"],
+        in_saved_file=counts["saved"],
+        lost=len(lost),
+        lost_identifiers=tuple(lost[:limit]),
+        lost_kinds=lost_kinds,
+    )
+
+
+def better_summary(first: LossReport, second: LossReport) -> int:
+    """0 when the first summary is at least as good as the second (fewer lost identifiers wins; a tie
+    keeps the first), else 1."""
+    return 1 if second.lost < first.lost else 0

@@ -1,0 +1,1 @@
+"""Token measurement: text estimation, per-tokenizer profiles, message and request estimates, calibration to reported usage, provider-usage arithmetic."""
