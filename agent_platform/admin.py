@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils.html import format_html_join
 from django.utils.translation import gettext_lazy as _
 
+from agent_platform.calibration.selectors import calibration_for
 from agent_platform.knowledge import admin as knowledge_admin  # noqa: F401  (registers KB admin)
 from agent_platform.models import (
     CAPABILITY_CHOICES,
@@ -25,10 +26,8 @@ from agent_platform.models import (
     ModelEndpoint,
 )
 from agent_platform.services import api_token_revoke
-from compression.selectors import calibration_for
 from context_engine.config import TOKENS_PER_K
 from context_engine.tokens.messages import profile_for_model
-from conversations.services.pressure import conversation_pressure_retune
 
 TUNE_COMPRESSION_PERMISSION = "agent_platform.tune_compression"
 MANAGE_ENDPOINTS_PERMISSION = "agent_platform.manage_model_endpoints"
@@ -103,13 +102,6 @@ class AgentAdmin(admin.ModelAdmin):
             "count": f"{calibration.observations:,}",
             "profile": profile,
         }
-
-    def save_model(self, request: HttpRequest, obj: Agent, form: forms.ModelForm, change: bool) -> None:
-        before = Agent.objects.get(pk=obj.pk).effective_trigger if change else None
-        super().save_model(request, obj, form, change)
-        if change and obj.effective_trigger != before:
-            # Every figure on every page follows the new trigger now, not at the next run.
-            conversation_pressure_retune(agent=obj)
 
     def get_readonly_fields(self, request: HttpRequest, obj: Agent | None = None) -> tuple[str, ...]:
         readonly = ("trigger_display", "calibration_display")

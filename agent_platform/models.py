@@ -386,4 +386,5 @@ class ApiToken(models.Model):
 
 
 # Knowledge-base models live in their own module; importing them here registers them with the app.
+from agent_platform.calibration.models import TokenCalibration  # noqa: E402, F401
 from agent_platform.knowledge.models import Chunk, Document, KnowledgeBase  # noqa: E402, F401

@@ -10,10 +10,10 @@ from django.utils.translation import ngettext
 from agent_platform.admin_base import AuditAdmin
 from compression.bulk import bulk_compress_selected
 from compression.models import CompressionRecord
+from compression.panels import reason_text
 from compression.tasks import bulk_compress_start
 from conversations.admin import ConversationAdmin
 from conversations.models import Conversation
-from conversations.panels import reason_text
 
 
 @admin.register(CompressionRecord)

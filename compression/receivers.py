@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from compression.calibration import calibration_record
+from agent_platform.calibration.services import calibration_record
 from compression.services.records import compression_record_from_event
 from conversations.models import AgentRun
 

@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Exists, F, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
-from compression.models import CompressionRecord, TokenCalibration
+from compression.models import CompressionRecord
+from context_engine.events import LEVEL_UNDO
 from context_engine.policy.pressure import pressure_now
 from context_engine.state import TOKEN_USAGE_KEY
-from context_engine.tokens.calibration import NEUTRAL, Calibration
-from context_engine.tokens.messages import model_key, profile_for_model
 from conversations.models import AgentRun, Conversation
 
 if TYPE_CHECKING:
@@ -66,18 +65,6 @@ def conversation_is_busy(conversation: Conversation) -> bool:
     return bool(conversation.has_active_run) or conversation.latest_run_status == AgentRun.Status.INTERRUPTED
 
 
-def calibration_for(*, model_name: str | None) -> Calibration:
-    """The stored calibration of ``model_name`` under its profile (neutral until it reports usage)."""
-    row = (
-        TokenCalibration.objects.filter(
-            model_key=model_key(model_name), profile=profile_for_model(model_name).name
-        )
-        .values_list("factor", "observations")
-        .first()
-    )
-    return Calibration(*row) if row else NEUTRAL
-
-
 SUMMARY_HINT_RECORDS = 20
 
 
@@ -108,3 +95,29 @@ def meter_tokens(*, agent: Agent, values: Mapping[str, Any]) -> int | None:
         context_window=agent.resolved_context_window,
     )
     return figures.get("next_llm_input_tokens")
+
+
+def compression_latest(*, conversation: Conversation) -> dict[str, object] | None:
+    """The thread's newest compression (automatic, manual, bulk or undo) as the page shows it; an undo
+    shows as the ``undo`` level, as its live event does."""
+    record = (
+        CompressionRecord.objects.filter(conversation=conversation).order_by("-created_at", "-id").first()
+    )
+    if record is None:
+        return None
+    return {
+        "status": record.status,
+        "trigger": record.trigger,
+        "level": LEVEL_UNDO if record.trigger == LEVEL_UNDO else record.level,
+        "outcome": record.outcome,
+        "reason": record.reason,
+        "reason_detail": record.reason_detail,
+        "before_tokens": record.before_tokens,
+        "after_tokens": record.after_tokens,
+        "compressed_messages": record.compressed_messages,
+        "file_path": record.file_path,
+        "saved_files": record.saved_files,
+        "error": record.error,
+        "loss_report": record.loss_report,
+        "created_at": record.created_at,
+    }

@@ -1,4 +1,5 @@
-"""Page fragments of thread maintenance: the preview a user sees before "Compress context" folds."""
+"""Page fragments of thread maintenance: the compression card of a live state, and the preview a user
+sees before "Compress context" folds."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from agent_platform.errors import ApplicationError, NotFound
+from compression.panels import compression_status_from
 from compression.services import thread_compress_preview
+from conversations.selectors import thread_get
 
 
 @login_required
@@ -26,3 +29,20 @@ def fragment_compress_preview(request: HttpRequest, thread_id: uuid.UUID) -> Htt
             request, "compression/_compress_preview.html", {"error": exc.message}, status=exc.status
         )
     return render(request, "compression/_compress_preview.html", {"preview": preview, "thread_id": thread_id})
+
+
+@login_required
+@require_GET
+def fragment_compression(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    """The card for a transient live state (``?status=started``, or ``?status=failed&error=...`` for a
+    request that failed before the server recorded anything); recorded outcomes come with the state.
+    Missing, deleted and foreign threads all answer 404 (no existence leak)."""
+    try:
+        conversation = thread_get(thread_id=thread_id, user=request.user)
+    except NotFound as exc:
+        raise Http404(exc.message) from exc
+    return render(
+        request,
+        "compression/_compression_status.html",
+        {"conversation": conversation, "compression": compression_status_from(request.GET.dict())},
+    )

@@ -1,8 +1,12 @@
-"""A thread's workdir files go when its row goes (admin deletion, or its owner's account deleted).
+"""Receivers of the threads' side of other models' changes.
 
-A receiver rather than a service call because cascades delete rows without calling any service; the
-files are removed after the transaction commits, so a rolled-back deletion keeps them. A thread its
-owner deletes is only hidden (the admin can restore it): its files stay until the row is deleted.
+- A thread's workdir files go when its row goes (admin deletion, or its owner's account deleted). A
+  receiver rather than a service call because cascades delete rows without calling any service; the
+  files are removed after the transaction commits, so a rolled-back deletion keeps them. A thread its
+  owner deletes is only hidden (the admin can restore it): its files stay until the row is deleted.
+- An agent whose effective trigger changed (the admin retuned it) has every thread's stored pressure
+  recomputed, so every figure on every page follows the new trigger now, not at the next run. A
+  receiver because ``agent_platform`` (a lower floor) saves agents and must not call up into threads.
 """
 
 from __future__ import annotations
@@ -10,12 +14,14 @@ from __future__ import annotations
 import logging
 
 from django.db import transaction
-from django.db.models.signals import post_delete
+from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
 
+from agent_platform.models import Agent
 from agent_platform.workdir import Workdir
 from agent_platform.workdir_storage import STORAGE_ERRORS
 from conversations.models import Conversation
+from conversations.services.pressure import conversation_pressure_retune
 
 logger = logging.getLogger(__name__)
 
@@ -36,3 +42,16 @@ def workdir_purge(*, thread_id: str) -> int:
         return 0
     logger.info("removed %d workdir files of deleted thread %s", removed, thread_id)
     return removed
+
+
+@receiver(pre_save, sender=Agent, dispatch_uid="conversations.agent_trigger_before")
+def _remember_trigger_before(sender, instance: Agent, raw: bool = False, **kwargs) -> None:
+    previous = None if raw or instance.pk is None else Agent.objects.filter(pk=instance.pk).first()
+    instance._trigger_before = previous.effective_trigger if previous else None
+
+
+@receiver(post_save, sender=Agent, dispatch_uid="conversations.agent_pressure_retune")
+def _retune_on_trigger_change(sender, instance: Agent, created: bool, raw: bool = False, **kwargs) -> None:
+    before = getattr(instance, "_trigger_before", None)
+    if not created and not raw and before is not None and instance.effective_trigger != before:
+        conversation_pressure_retune(agent=instance)

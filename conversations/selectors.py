@@ -16,7 +16,6 @@ from agent_platform.models import Agent
 from agent_platform.runtime.graph import state_repository_for
 from agent_platform.workdir import workdir_for
 from context_engine.errors import StoreError
-from context_engine.events import LEVEL_UNDO
 from context_engine.formats import LARGE_TOOL_RESULTS_DIR, MEDIA_DIR
 from context_engine.state import TOKEN_USAGE_KEY
 from conversations.access import threads_visible_to
@@ -213,30 +212,12 @@ def thread_compressing(*, thread_id: object) -> bool:
     return cache.get(COMPRESSING_KEY.format(thread_id=thread_id)) is not None
 
 
-def compression_latest(*, conversation: Conversation) -> dict[str, object] | None:
-    """The thread's newest compression (automatic, manual, bulk or undo) as the page shows it.
-
-    Read through the reverse relation of ``compression.CompressionRecord``, so this app never imports
-    compression's models; an undo shows as the ``undo`` level, as its live event does."""
-    record = conversation.compression_records.order_by("-created_at", "-id").first()
-    if record is None:
-        return None
-    return {
-        "status": record.status,
-        "trigger": record.trigger,
-        "level": LEVEL_UNDO if record.trigger == LEVEL_UNDO else record.level,
-        "outcome": record.outcome,
-        "reason": record.reason,
-        "reason_detail": record.reason_detail,
-        "before_tokens": record.before_tokens,
-        "after_tokens": record.after_tokens,
-        "compressed_messages": record.compressed_messages,
-        "file_path": record.file_path,
-        "saved_files": record.saved_files,
-        "error": record.error,
-        "loss_report": record.loss_report,
-        "created_at": record.created_at,
-    }
+def pressure_bin_expression() -> Func:
+    """The pressure bin of a thread, computed by the database: bins of ``PRESSURE_BIN_WIDTH`` from 0,
+    the last one holding the trigger and above (the ratios are stored rounded to 4 decimals; the small
+    epsilon keeps 0.3 in bin 3 despite binary floating point)."""
+    raw = Floor(F("pressure_ratio") / Value(PRESSURE_BIN_WIDTH) + Value(1e-6), output_field=FloatField())
+    return Greatest(Value(0.0), Least(Value(float(PRESSURE_BIN_COUNT - 1)), raw), output_field=FloatField())
 
 
 @dataclass(frozen=True)
@@ -246,14 +227,6 @@ class PressureOverview:
     thread_count: int  # measured threads
     unmeasured_count: int
     agents: list[Agent]
-
-
-def pressure_bin_expression() -> Func:
-    """The pressure bin of a thread, computed by the database: bins of ``PRESSURE_BIN_WIDTH`` from 0,
-    the last one holding the trigger and above (the ratios are stored rounded to 4 decimals; the small
-    epsilon keeps 0.3 in bin 3 despite binary floating point)."""
-    raw = Floor(F("pressure_ratio") / Value(PRESSURE_BIN_WIDTH) + Value(1e-6), output_field=FloatField())
-    return Greatest(Value(0.0), Least(Value(float(PRESSURE_BIN_COUNT - 1)), raw), output_field=FloatField())
 
 
 def thread_pressure_overview(*, user: AbstractBaseUser, agent_slug: str = "", rows: int) -> PressureOverview:

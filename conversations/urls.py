@@ -17,10 +17,5 @@ urlpatterns = [
     path("threads/<uuid:thread_id>/fragments/messages", views.fragment_messages, name="fragment-messages"),
     path("threads/<uuid:thread_id>/fragments/state", views.fragment_state, name="fragment-state"),
     path("threads/<uuid:thread_id>/fragments/stream", views.fragment_stream, name="fragment-stream"),
-    path(
-        "threads/<uuid:thread_id>/fragments/compression",
-        views.fragment_compression,
-        name="fragment-compression",
-    ),
     path("threads/<uuid:thread_id>/files/<path:path>", views.workdir_file, name="workdir-file"),
 ]

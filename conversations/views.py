@@ -2,7 +2,7 @@
 
 Commands go over HTTP (forms, or fetch from ``static/js/thread.js``); events arrive over the thread's
 WebSocket. Each fragment (``_message.html``, ``_state_panel.html``, ``_run_status.html``,
-``_compression_status.html``) renders both on page load and when the page fetches it after an event.
+and the compression panels of ``compression_panels``) renders both on page load and when the page fetches it after an event.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
-from django.template.loader import render_to_string
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -27,7 +26,7 @@ from agent_platform.selectors import agent_list_enabled
 from agent_platform.workdir import workdir_for
 from context_engine.errors import StoreError
 from context_engine.policy.pressure import pressure_now
-from conversations import pages, panels, run_signals, selectors, services
+from conversations import pages, run_signals, selectors, services
 from conversations.access import can_act
 from conversations.attachments import served_type
 from conversations.models import Conversation
@@ -106,16 +105,7 @@ def _state_context(conversation: Conversation, user: Any) -> dict[str, Any]:
         "latest_run": latest_run,
         "busy": busy,
         "question": (state.get("interrupt") or {}).get("question") if state["interrupted"] else None,
-        "compression": panels.compression_card(
-            selectors.compression_latest(conversation=conversation),
-            compressing=bool(state["compressing"]),
-            can_undo=bool(values.get("_summary_events")),
-        ),
-        "memory": panels.memory_from(
-            values,
-            summary_tokens=token_usage.get("summary_message_tokens"),
-            folded_last_seq=selectors.thread_folded_last_seq(conversation=conversation, values=values),
-        ),
+        "values": values,  # the compression panels (``compression_panels`` tag) read them too
     }
 
 
@@ -284,25 +274,7 @@ def fragment_state(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     memory panel, run status); the page swaps each by its id."""
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
     context = _state_context(conversation, request.user)
-    html = "".join(
-        render_to_string(f"conversations/{name}.html", context, request=request)
-        for name in ("_state_panel", "_compression_status", "_memory_panel", "_run_status")
-    )
-    return HttpResponse(html)
-
-
-@login_required
-@require_GET
-@_not_found_as_404
-def fragment_compression(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
-    """The card for a transient live state (``?status=started``, or ``?status=failed&error=...`` for a
-    request that failed before the server recorded anything); recorded outcomes come with the state."""
-    conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
-    return render(
-        request,
-        "conversations/_compression_status.html",
-        {"conversation": conversation, "compression": pages.compression_status_from(request.GET.dict())},
-    )
+    return render(request, "conversations/_state_fragments.html", context)
 
 
 @login_required

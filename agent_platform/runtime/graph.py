@@ -15,6 +15,7 @@ from langchain_core.messages import HumanMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.graph.state import CompiledStateGraph
 
+from agent_platform.calibration.services import calibration_source_for
 from agent_platform.models import Agent
 from agent_platform.runtime import models as chat_models
 from agent_platform.runtime.checkpointer import checkpointer_get
@@ -24,7 +25,6 @@ from agent_platform.runtime.state_repository import AgentStateRepository
 from agent_platform.runtime.subagent import SUBAGENT_EXCLUDED_TOOLS, SUBAGENT_PROMPT_SUFFIX, final_answer
 from agent_platform.tools import build_tools
 from agent_platform.workdir import Workdir, workdir_for
-from compression.calibration import calibration_source_for
 from context_engine.lru import LRU
 from context_engine.tokens.calibration import CalibrationSource
 

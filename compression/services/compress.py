@@ -20,13 +20,14 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
+from agent_platform.calibration.selectors import calibration_for
 from agent_platform.errors import ApplicationError
 from agent_platform.runtime import models as chat_models
 from agent_platform.runtime.graph import state_repository_for
 from agent_platform.workdir import workdir_for
 from compression.errors import CapabilityMissing, SummaryFailed
 from compression.models import CompressionRecord
-from compression.selectors import calibration_for, meter_tokens
+from compression.selectors import meter_tokens
 from compression.services.preview import preview_check
 from compression.services.records import (
     record_complete,

@@ -12,10 +12,11 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Max
 
+from agent_platform.calibration.selectors import calibration_for
 from agent_platform.runtime.graph import state_repository_for
 from agent_platform.workdir import workdir_for
 from compression.errors import CapabilityMissing, StalePreview
-from compression.selectors import calibration_for, meter_tokens, summary_tokens_hint
+from compression.selectors import meter_tokens, summary_tokens_hint
 from context_engine.config import COMPRESSION_CAPABILITY
 from context_engine.manual.preview import FoldPreview, fold_preview, preview_fingerprint
 from context_engine.policy.pressure import usage_overhead

@@ -8,9 +8,10 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.utils import timezone
 
+from agent_platform.calibration.selectors import calibration_for
 from agent_platform.runtime.graph import state_repository_for
 from compression.errors import NothingToUndo
-from compression.selectors import calibration_for, meter_tokens
+from compression.selectors import meter_tokens
 from compression.services.compress import require_idle
 from compression.services.records import record_undo
 from context_engine import errors as context_errors

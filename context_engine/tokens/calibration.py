@@ -2,7 +2,7 @@
 moving average of ``reported prompt tokens / our estimate of the same request``, per model.
 
 Pure: :class:`Calibration` is an immutable value; :class:`CalibrationMemory` holds one in memory, shared
-by the two middlewares of an agent (``compression.calibration`` keeps one per model in a process and
+by the two middlewares of an agent (``agent_platform.calibration.services`` keeps one per model in a process and
 stores the readings).
 """
 

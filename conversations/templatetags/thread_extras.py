@@ -7,11 +7,10 @@ from typing import Any
 
 from django import template
 from django.utils.safestring import SafeString, mark_safe
-from django.utils.translation import gettext as _
 
 from context_engine.compaction.media import media_of
 from context_engine.tokens.messages import format_tokens
-from conversations import pages, panels
+from conversations import pages
 from conversations.markdown import markdown_to_html
 
 register = template.Library()
@@ -83,36 +82,3 @@ def percent(ratio: Any) -> str:
         return f"{float(ratio) * 100:.1f}%"
     except (TypeError, ValueError):
         return "–"
-
-
-@register.filter
-def level_label(level: Any) -> str:
-    """A compression level in the reader's language."""
-    labels = {
-        "compaction": _("compaction"),
-        "summary": _("summary"),
-        "undo": _("undo"),
-    }
-    return str(labels.get(str(level or ""), level or _("summary")))
-
-
-@register.filter
-def outcome_label(outcome: Any) -> str:
-    return panels.outcome_label(outcome)
-
-
-@register.filter
-def trigger_label(trigger: Any) -> str:
-    """Who started a compression, in the reader's language."""
-    labels = {
-        "auto": _("automatic, during a run"),
-        "manual": _("requested on the page or the API"),
-        "bulk": _("bulk compaction"),
-        "undo": _("undo"),
-    }
-    return str(labels.get(str(trigger or ""), trigger or ""))
-
-
-@register.filter
-def reason_words(reason: Any) -> str:
-    return panels.reason_text(reason)

@@ -171,7 +171,7 @@ def test_change_page_says_when_the_window_caps_the_trigger(client, admin_user, a
 
 
 def test_agent_page_shows_the_model_calibration_read_only(client, admin_user, agent):
-    from compression.models import TokenCalibration
+    from agent_platform.calibration.models import TokenCalibration
     from context_engine.tokens.messages import model_key, profile_for_model
 
     client.force_login(admin_user)

@@ -121,8 +121,8 @@ def test_the_offline_agent_gets_the_offline_model(agent):
 def test_reported_prompt_tokens_calibrate_the_model_for_every_later_run(
     user, openai_agent, openai_stub, django_capture_on_commit_callbacks
 ):
+    from agent_platform.calibration.models import TokenCalibration
     from agent_platform.runtime.graph import state_repository_for
-    from compression.models import TokenCalibration
     from context_engine.tokens.messages import ESTIMATE_KEY
 
     readings: list[int] = []

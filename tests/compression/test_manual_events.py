@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from compression.panels import compression_card
+from compression.selectors import compression_latest
 from context_engine.outcomes import NO_CHANGE as OUTCOME_NO_CHANGE
 from context_engine.outcomes import SUMMARIZED as OUTCOME_SUMMARIZED
-from conversations.panels import compression_card
-from conversations.selectors import compression_latest
 from tests.compression._agent_fakes import ScriptedChatModel
 from tests.compression._threads import conversation_messages, repository_for, seed_state
 

@@ -9,6 +9,7 @@ from django.urls import reverse
 from langchain_core.messages import AIMessage, HumanMessage
 
 from compression.models import CompressionRecord
+from compression.panels import reason_text
 from compression.services.records import compression_record_from_event
 from context_engine import outcomes
 from context_engine.config import CompressionConfig
@@ -16,7 +17,6 @@ from context_engine.middleware import CompressionMiddleware
 from context_engine.store import MemoryStore
 from context_engine.tokens.messages import estimate_message, profile_for_model
 from conversations.models import AgentRun
-from conversations.panels import reason_text
 from tests.compression._agent_fakes import Handler, ScriptedChatModel, conversation, make_request
 from tests.compression._threads import compact, conversation_messages, seed_state
 

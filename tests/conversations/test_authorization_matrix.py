@@ -124,7 +124,7 @@ MATRIX: dict[str, Route] = {
     "conversations:fragment-messages": Route("GET", f"{THREAD}/fragments/messages", PAGE_READ, SEEING),
     "conversations:fragment-state": Route("GET", f"{THREAD}/fragments/state", PAGE_READ),
     "conversations:fragment-stream": Route("GET", f"{THREAD}/fragments/stream", PAGE_READ),
-    "conversations:fragment-compression": Route(
+    "compression:fragment-compression": Route(
         "GET", f"{THREAD}/fragments/compression?status=completed", PAGE_READ
     ),
     "conversations:workdir-file": Route("GET", f"{THREAD}/files/notes/mark.md", PAGE_READ, SEEING),

@@ -37,7 +37,7 @@ def test_another_users_thread_is_404_on_every_page(client, other_user, thread):
         client.get(detail_url(thread)),
         client.get(state_url(thread)),
         client.get(reverse("conversations:fragment-messages", kwargs=kwargs)),
-        client.get(reverse("conversations:fragment-compression", kwargs=kwargs) + "?status=started"),
+        client.get(reverse("compression:fragment-compression", kwargs=kwargs) + "?status=started"),
         client.post(reverse("conversations:message-send", kwargs=kwargs), {"content": "hi"}),
         client.post(reverse("conversations:question-answer", kwargs=kwargs), {"answer": "x"}),
         client.post(reverse("conversations:thread-delete", kwargs=kwargs)),

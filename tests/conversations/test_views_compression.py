@@ -12,7 +12,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_compression_fragment_renders_the_transient_states_of_an_event(owner_client, thread):
-    url = reverse("conversations:fragment-compression", kwargs={"thread_id": thread.thread_id})
+    url = reverse("compression:fragment-compression", kwargs={"thread_id": thread.thread_id})
     html = owner_client.get(url, {"status": "started"}).content.decode()
     assert 'data-status="started"' in html and "Compressing context" in html
     html = owner_client.get(url, {"status": "failed", "error": "<b>boom</b>"}).content.decode()

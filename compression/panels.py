@@ -1,8 +1,10 @@
-"""The context panel's compression card and memory panel, and compression outcomes in words (for the
-card, the admin list and the API): projections of records and checkpoint values, no ORM, no request."""
+"""The thread page's compression panels (the compression card, its loss line and the memory panel) and
+compression outcomes in words (for the card, the admin list and the API): projections of records,
+events and checkpoint values, no ORM, no request. ``compression_panels`` (template tags) renders them."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -12,9 +14,81 @@ from django.utils.translation import gettext as _
 
 from context_engine import outcomes
 from context_engine.tokens.messages import format_tokens
-from conversations.pages import LossLine, as_int, loss_line_from, workdir_path
+from conversations.pages import as_int, workdir_path
+
+# The transient states a live event's fields render; recorded outcomes come from the records.
+COMPRESSION_STATUSES = ("started", "failed")
 
 # --- the compression card and the memory panel ---------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CompressionStatus:
+    status: str
+    level: str = ""
+    before_tokens: int | None = None
+    after_tokens: int | None = None
+    error: str = ""
+    reason: str = ""
+    file_path: str = ""
+    loss: LossLine | None = None
+
+
+@dataclass(frozen=True)
+class LossLine:
+    """The loss report as the compression card shows it."""
+
+    total: int
+    kept: int  # in the summary or still verbatim in view
+    in_saved_file: int
+    lost: int
+    lost_identifiers: tuple[str, ...]
+    repaired: bool
+
+
+LOSS_LIST_SHOWN = 10
+
+
+def loss_line_from(value: Any) -> LossLine | None:
+    """A loss report (a dict, or its JSON from a query string) reduced to the card's line; ``None``
+    when nothing was folded."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    if not isinstance(value, Mapping) or not as_int(value.get("total")):
+        return None
+    lost = value.get("lost_identifiers")
+    return LossLine(
+        total=as_int(value.get("total")) or 0,
+        kept=(as_int(value.get("in_summary")) or 0) + (as_int(value.get("in_view")) or 0),
+        in_saved_file=as_int(value.get("in_saved_file")) or 0,
+        lost=as_int(value.get("lost")) or 0,
+        lost_identifiers=tuple(str(i)[:200] for i in lost[:LOSS_LIST_SHOWN])
+        if isinstance(lost, list)
+        else (),
+        repaired=value.get("repaired") is True or value.get("repaired") == "true",
+    )
+
+
+def compression_status_from(data: Mapping[str, Any] | None) -> CompressionStatus | None:
+    """A compression event or manual-compression result reduced to what the status line shows."""
+    if not data:
+        return None
+    status = str(data.get("status") or "")
+    if status not in COMPRESSION_STATUSES:
+        return None
+    return CompressionStatus(
+        status=status,
+        level=str(data.get("level") or ""),
+        before_tokens=as_int(data.get("before_tokens")),
+        after_tokens=as_int(data.get("after_tokens")),
+        error=str(data.get("error") or data.get("message") or "")[:500],
+        reason=str(data.get("reason") or "")[:200],
+        file_path=workdir_path(data.get("file_path")),
+        loss=loss_line_from(data.get("loss_report")),
+    )
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,5 @@
-"""A model's stored calibration (``TokenCalibration``, SPEC 4): the one writer of the table, and the
-in-memory calibration the middlewares of every agent on that model share in a process.
+"""The one writer of the stored calibration, and the in-memory calibration the middlewares of every
+agent on that model share in a process.
 
 The arithmetic is pure (``context_engine.tokens.calibration``). In a run, ``TokenUsageMiddleware`` applies
 each reading to the shared in-memory value at once (the next call's trigger decision uses it); the run
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from compression.models import TokenCalibration
-from compression.selectors import calibration_for
+from agent_platform.calibration.models import TokenCalibration
+from agent_platform.calibration.selectors import calibration_for
 from context_engine.lru import LRU
 from context_engine.tokens.calibration import Calibration, CalibrationMemory
 from context_engine.tokens.messages import model_key, profile_for_model

@@ -1,0 +1,70 @@
+"""The thread page's compression panels as a template tag: the compression card and the memory panel,
+read from the records and the checkpoint values the page already loaded (so their figures agree with
+the meter beside them), and compression words (levels, outcomes, triggers, reasons) as filters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.utils.translation import gettext as _
+
+from compression import panels
+from compression.selectors import compression_latest
+from conversations.selectors import thread_folded_last_seq
+
+register = template.Library()
+
+
+@register.inclusion_tag("compression/_compression_panels.html", takes_context=True)
+def compression_panels(context: template.Context) -> dict[str, Any]:
+    """The card and the memory panel of ``conversation``, from the page's ``values`` (checkpoint),
+    ``state`` (busy flags) and ``token_usage``; ``can_act`` shows the owner's controls."""
+    conversation, values = context["conversation"], context.get("values") or {}
+    state, token_usage = context.get("state") or {}, context.get("token_usage") or {}
+    return {
+        **context.flatten(),
+        "compression": panels.compression_card(
+            compression_latest(conversation=conversation),
+            compressing=bool(state.get("compressing")),
+            can_undo=bool(values.get("_summary_events")),
+        ),
+        "memory": panels.memory_from(
+            values,
+            summary_tokens=token_usage.get("summary_message_tokens"),
+            folded_last_seq=thread_folded_last_seq(conversation=conversation, values=values),
+        ),
+    }
+
+
+@register.filter
+def level_label(level: Any) -> str:
+    """A compression level in the reader's language."""
+    labels = {
+        "compaction": _("compaction"),
+        "summary": _("summary"),
+        "undo": _("undo"),
+    }
+    return str(labels.get(str(level or ""), level or _("summary")))
+
+
+@register.filter
+def outcome_label(outcome: Any) -> str:
+    return panels.outcome_label(outcome)
+
+
+@register.filter
+def trigger_label(trigger: Any) -> str:
+    """Who started a compression, in the reader's language."""
+    labels = {
+        "auto": _("automatic, during a run"),
+        "manual": _("requested on the page or the API"),
+        "bulk": _("bulk compaction"),
+        "undo": _("undo"),
+    }
+    return str(labels.get(str(trigger or ""), trigger or ""))
+
+
+@register.filter
+def reason_words(reason: Any) -> str:
+    return panels.reason_text(reason)
