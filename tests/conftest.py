@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.support.fixtures", "tests.support.s3"]
+pytest_plugins = ["tests.support.fixtures", "tests.support.engine_fixtures", "tests.support.s3"]
 
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
@@ -41,10 +41,14 @@ def _redis_up() -> bool:
         return False
 
 
-def _missing_service(item: pytest.Item) -> str | None:
-    from django.conf import settings
+def _postgres_configured() -> bool:
+    from django.conf import settings  # only here: the context engine's tests run without Django
 
-    if item.get_closest_marker("postgres") and "postgresql" not in settings.DATABASES["default"]["ENGINE"]:
+    return "postgresql" in settings.DATABASES["default"]["ENGINE"]
+
+
+def _missing_service(item: pytest.Item) -> str | None:
+    if item.get_closest_marker("postgres") and not _postgres_configured():
         return "needs PostgreSQL (set DATABASE_URL)"
     if item.get_closest_marker("redis") and not _redis_up():
         return "needs Redis (set REDIS_URL)"

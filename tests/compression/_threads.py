@@ -10,37 +10,10 @@ from typing import Any
 import httpx
 import openai
 from django.core.management import call_command
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import BaseMessage
 
 from agent_platform.runtime.state_repository import AgentStateRepository
 from compression.models import CompressionRecord
-
-SUMMARY = "## SESSION INTENT\nKeep the context small."
-USAGE = {"input_tokens": 100, "output_tokens": 20, "total_tokens": 120}
-
-
-def conversation_messages(turns: int, *, big_result_chars: int = 6000) -> list[BaseMessage]:
-    """``turns`` question/tool-call/tool-result/answer rounds with stable ids and large tool results."""
-    messages: list[BaseMessage] = []
-    for n in range(turns):
-        call_id = f"call_{n}"
-        messages += [
-            HumanMessage(content=f"Question {n}: what does document {n} say about compression?", id=f"h{n}"),
-            AIMessage(
-                content="",
-                id=f"a{n}",
-                tool_calls=[{"id": call_id, "name": "query_kb", "args": {"query": f"doc {n}"}}],
-            ),
-            ToolMessage(
-                content=f"Result {n}: https://example.com/doc/{n} "
-                + ("lorem ipsum dolor " * big_result_chars)[:big_result_chars],
-                tool_call_id=call_id,
-                name="query_kb",
-                id=f"t{n}",
-            ),
-            AIMessage(content=f"Document {n} says compression keeps context small.", id=f"r{n}"),
-        ]
-    return messages
 
 
 def repository_for(conversation) -> AgentStateRepository:

@@ -16,17 +16,9 @@ from django.core.management import CommandError, call_command
 from compression.management.commands.compact_threads import parse_duration
 from compression.models import CompressionRecord
 from conversations.models import AgentRun, Conversation
-from tests.compression._agent_fakes import ScriptedChatModel
-from tests.compression._threads import (
-    SUMMARY,
-    USAGE,
-    bulk_records,
-    compact,
-    compact_text,
-    selected,
-    snapshot,
-    workdir_files,
-)
+from tests.compression._threads import bulk_records, compact, compact_text, selected, snapshot, workdir_files
+from tests.context_engine.chats import SUMMARY, USAGE
+from tests.context_engine.fakes import ScriptedChatModel
 
 pytestmark = pytest.mark.django_db
 

@@ -8,12 +8,8 @@ import pytest
 from compression.bulk import bulk_compress_one
 from compression.models import CompressionRecord
 from conversations.models import AgentRun
-from tests.compression._threads import (
-    SUMMARY,
-    bulk_records,
-    connection_error,
-    snapshot,
-)
+from tests.compression._threads import bulk_records, connection_error, snapshot
+from tests.context_engine.chats import SUMMARY
 
 pytestmark = pytest.mark.django_db
 

@@ -20,8 +20,8 @@ from django.conf import settings
 from django.db import connection
 
 from compression.models import CompressionRecord
-from tests.compression._agent_fakes import ScriptedChatModel
 from tests.compression._threads import compact, repository_for
+from tests.context_engine.fakes import ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parents[2]
 CELERY = Path(sys.executable).with_name("celery")

@@ -13,8 +13,9 @@ from conversations.errors import ThreadBusy
 from conversations.models import Message
 from conversations.selectors import thread_compressing
 from conversations.services import message_intake
-from tests.compression._agent_fakes import ScriptedChatModel
-from tests.compression._threads import conversation_messages, repository_for, seed_state
+from tests.compression._threads import repository_for, seed_state
+from tests.context_engine.chats import conversation_messages
+from tests.context_engine.fakes import ScriptedChatModel
 from tests.support.locks import wait_for_lock_waiters
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]

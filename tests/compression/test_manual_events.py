@@ -9,8 +9,9 @@ from compression.panels import compression_card
 from compression.selectors import compression_latest
 from context_engine.outcomes import NO_CHANGE as OUTCOME_NO_CHANGE
 from context_engine.outcomes import SUMMARIZED as OUTCOME_SUMMARIZED
-from tests.compression._agent_fakes import ScriptedChatModel
-from tests.compression._threads import conversation_messages, repository_for, seed_state
+from tests.compression._threads import repository_for, seed_state
+from tests.context_engine.chats import conversation_messages
+from tests.context_engine.fakes import ScriptedChatModel
 
 pytestmark = pytest.mark.django_db
 

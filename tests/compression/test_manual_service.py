@@ -11,14 +11,9 @@ from compression.models import CompressionRecord
 from context_engine.state import SUMMARY_EVENT_KEY
 from context_engine.summary.history import effective_messages
 from conversations.models import AgentRun, Conversation
-from tests.compression._agent_fakes import ScriptedChatModel
-from tests.compression._threads import (
-    compress_request,
-    conversation_messages,
-    repository_for,
-    seed_state,
-    workdir_files,
-)
+from tests.compression._threads import compress_request, repository_for, seed_state, workdir_files
+from tests.context_engine.chats import conversation_messages
+from tests.context_engine.fakes import ScriptedChatModel
 
 pytestmark = pytest.mark.django_db
 

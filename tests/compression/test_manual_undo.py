@@ -10,11 +10,8 @@ from compression.models import CompressionRecord
 from context_engine.state import SUMMARY_EVENT_KEY
 from context_engine.summary.history import effective_messages
 from conversations.models import AgentRun, Conversation
-from tests.compression._threads import (
-    compress_request,
-    conversation_messages,
-    seed_state,
-)
+from tests.compression._threads import compress_request, seed_state
+from tests.context_engine.chats import conversation_messages
 
 pytestmark = pytest.mark.django_db
 

@@ -9,7 +9,8 @@ import pytest
 
 from context_engine.policy.pressure import pressure_now
 from context_engine.tokens.calibration import NEUTRAL, Calibration
-from tests.compression._threads import conversation_messages, repository_for, seed_state
+from tests.compression._threads import repository_for, seed_state
+from tests.context_engine.chats import conversation_messages
 from tests.conversations.page_support import usage_at
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("keep_four")]

@@ -17,8 +17,9 @@ from context_engine.middleware import CompressionMiddleware
 from context_engine.store import MemoryStore
 from context_engine.tokens.messages import estimate_message, profile_for_model
 from conversations.models import AgentRun
-from tests.compression._agent_fakes import Handler, ScriptedChatModel, conversation, make_request
-from tests.compression._threads import compact, conversation_messages, seed_state
+from tests.compression._threads import compact, seed_state
+from tests.context_engine.chats import conversation_messages
+from tests.context_engine.fakes import Handler, ScriptedChatModel, conversation, make_request
 
 PROFILE = profile_for_model(None)
 

@@ -14,8 +14,9 @@ from compression.services import conversation_compress, thread_compress, thread_
 from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY
 from context_engine.summary.history import effective_messages
 from conversations.services import message_pin, message_unpin, thread_create
-from tests.compression._agent_fakes import ScriptedChatModel
-from tests.compression._threads import conversation_messages, repository_for, seed_state, transcript_for
+from tests.compression._threads import repository_for, seed_state, transcript_for
+from tests.context_engine.chats import conversation_messages
+from tests.context_engine.fakes import ScriptedChatModel
 
 pytestmark = pytest.mark.django_db
 RULE = "Use metric units only; ticket OPS-4711."

@@ -11,14 +11,9 @@ from context_engine.state import SUMMARY_EVENT_KEY
 from context_engine.summary.history import effective_messages
 from conversations.models import Message
 from conversations.services import message_append, message_pin
-from tests.compression._agent_fakes import ScriptedChatModel
-from tests.compression._threads import (
-    conversation_messages,
-    repository_for,
-    seed_state,
-    transcript_for,
-    workdir_files,
-)
+from tests.compression._threads import repository_for, seed_state, transcript_for, workdir_files
+from tests.context_engine.chats import conversation_messages
+from tests.context_engine.fakes import ScriptedChatModel
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("keep_four")]
 INSTRUCTION = "Keep every answer under 100 words; ticket OPS-4711."

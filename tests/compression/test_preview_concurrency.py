@@ -16,8 +16,9 @@ from context_engine.state import SUMMARY_EVENT_KEY
 from conversations.models import Message
 from conversations.services import message_append, thread_create
 from conversations.services.threads import thread_lock
-from tests.compression._agent_fakes import ScriptedChatModel
-from tests.compression._threads import conversation_messages, repository_for, seed_state
+from tests.compression._threads import repository_for, seed_state
+from tests.context_engine.chats import conversation_messages
+from tests.context_engine.fakes import ScriptedChatModel
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
 

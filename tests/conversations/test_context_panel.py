@@ -10,7 +10,8 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from compression.models import CompressionRecord
 from conversations.services import message_append
-from tests.compression._threads import conversation_messages, seed_state
+from tests.compression._threads import seed_state
+from tests.context_engine.chats import conversation_messages
 from tests.conversations.page_support import usage_at, write_token_usage
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("keep_four")]

@@ -6,7 +6,8 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from conversations.models import MessagePin
-from tests.compression._threads import conversation_messages, seed_state, transcript_for
+from tests.compression._threads import seed_state, transcript_for
+from tests.context_engine.chats import conversation_messages
 
 pytestmark = pytest.mark.django_db
 

@@ -8,7 +8,8 @@ from langchain_core.messages import HumanMessage
 
 from compression.models import CompressionRecord
 from conversations.services import message_pin
-from tests.compression._threads import conversation_messages, seed_state, transcript_for
+from tests.compression._threads import seed_state, transcript_for
+from tests.context_engine.chats import conversation_messages
 
 pytestmark = pytest.mark.django_db
 

@@ -20,7 +20,11 @@ def openai_stub():
 @pytest.fixture(scope="session", autouse=True)
 def _checkpointer_lifecycle(request):
     """Close this process's checkpointer before the test database is dropped (PostgreSQL refuses to
-    drop a database in use). Its tables come with the test database: ``migrate`` creates them."""
+    drop a database in use). Its tables come with the test database: ``migrate`` creates them. Nothing
+    to do where Django is not loaded (the context engine's tests run without it)."""
+    if not request.config.pluginmanager.hasplugin("django"):
+        yield
+        return
     from django.conf import settings
 
     from agent_platform.runtime.checkpointer import checkpointer_close

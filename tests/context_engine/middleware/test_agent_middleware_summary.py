@@ -17,7 +17,7 @@ from context_engine.formats import (
 from context_engine.state import SESSION_ID_KEY, SUMMARY_EVENT_KEY
 from context_engine.store import MemoryStore
 from context_engine.summary.history import effective_messages
-from tests.compression._agent_fakes import (
+from tests.context_engine.fakes import (
     Handler,
     ScriptedChatModel,
     conversation,
@@ -25,7 +25,7 @@ from tests.compression._agent_fakes import (
     statuses,
     tool_turn,
 )
-from tests.compression._middleware_support import (
+from tests.context_engine.middleware.support import (
     MODES,
     call_mw,
     history_files,

@@ -12,7 +12,7 @@ from context_engine.middleware import CompressionMiddleware, TokenUsageMiddlewar
 from context_engine.store import MemoryStore
 from context_engine.tokens.calibration import Calibration, CalibrationMemory
 from context_engine.tokens.messages import ESTIMATE_KEY, ESTIMATOR_NAME, estimate_messages, profile_for_model
-from tests.compression._agent_fakes import SYSTEM, ScriptedChatModel
+from tests.context_engine.fakes import SYSTEM, ScriptedChatModel
 
 
 @tool

@@ -2,7 +2,7 @@
 point (SPEC 4): characters/4 would fire far too late on the Chinese one.
 
 Real sizes are cl100k token counts measured offline with ``bench/tokenizers.py`` (``count_cl100k``)
-over ``_cjk_chats.thread(...)`` with ``_cjk_chats.real_size`` (tiktoken is not a test dependency):
+over ``cjk_chats.thread(...)`` with ``cjk_chats.real_size`` (tiktoken is not a test dependency):
 ``REAL_*[i]`` is the real size of the first ``i + 1`` messages.
 """
 
@@ -13,8 +13,8 @@ import pytest
 from context_engine.config import CompressionConfig
 from context_engine.middleware import CompressionMiddleware
 from context_engine.store import MemoryStore
-from tests.compression._agent_fakes import Handler, ScriptedChatModel, make_request
-from tests.compression._cjk_chats import thread
+from tests.context_engine.cjk_chats import thread
+from tests.context_engine.fakes import Handler, ScriptedChatModel, make_request
 
 REAL_ZH = [
     50,

@@ -23,7 +23,7 @@ from context_engine.store import MemoryStore
 from context_engine.summary.cutoff import is_summary_message
 from context_engine.summary.history import effective_messages
 from context_engine.summary.spend_guard import REASON_CALLS, SpendLimits
-from tests.compression._agent_fakes import Handler, ScriptedChatModel, conversation, make_request, tool_turn
+from tests.context_engine.fakes import Handler, ScriptedChatModel, conversation, make_request, tool_turn
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 MODES = pytest.mark.parametrize("mode", ["sync", "async"])

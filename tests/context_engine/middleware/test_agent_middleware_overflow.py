@@ -15,7 +15,7 @@ from context_engine.middleware import CompressionMiddleware, TokenUsageMiddlewar
 from context_engine.policy.overflow import is_context_overflow
 from context_engine.state import SUMMARY_EVENT_KEY
 from context_engine.store import MemoryStore
-from tests.compression._agent_fakes import SYSTEM, conversation
+from tests.context_engine.fakes import SYSTEM, conversation
 
 OPENAI = {
     "error": {

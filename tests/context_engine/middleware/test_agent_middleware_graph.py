@@ -3,7 +3,6 @@ custom-stream events, the nostream summary call, token usage, and the runtime's 
 
 from __future__ import annotations
 
-import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.tools import tool
@@ -17,7 +16,7 @@ from context_engine.state import SESSION_ID_KEY, SUMMARY_EVENT_KEY
 from context_engine.store import MemoryStore
 from context_engine.tokens.calibration import Calibration
 from context_engine.tokens.messages import ESTIMATOR_NAME, estimate_message, estimate_messages
-from tests.compression._agent_fakes import SYSTEM, ScriptedChatModel
+from tests.context_engine.fakes import SYSTEM, ScriptedChatModel
 
 SUMMARY_TEXT = "## SESSION INTENT\nSECRET-SUMMARY-TEXT"
 USAGE = {"input_tokens": 100, "output_tokens": 10, "total_tokens": 110}
@@ -169,35 +168,3 @@ async def test_async_graph_run_compacts_and_summarizes():
     state = await agent.aget_state(_thread("t4"))
     assert SUMMARY_EVENT_KEY in state.values and any(e["level"] == "summary" for e in events)
     assert any(p.startswith("outputs/conversation_history/") for p in store.files)
-
-
-@pytest.mark.django_db
-def test_factories_build_both_middlewares_from_the_agent_and_the_runtime_wires_them(tmp_path, settings):
-    from agent_platform.models import Agent
-    from agent_platform.runtime.graph import agent_middleware
-    from agent_platform.runtime.middleware import compression_middleware_for, token_usage_middleware_for
-    from context_engine.tokens.messages import profile_for_model
-
-    agent = Agent.objects.create(
-        name="Researcher",
-        slug="researcher",
-        model_name="qwen-plus",
-        summary_threshold=96,
-        summary_keep_messages=7,
-        summary_prompt="Mine: {messages}",
-        context_window=200_000,
-    )
-    store, model = MemoryStore(), ScriptedChatModel()
-    compression = compression_middleware_for(agent=agent, workdir=store, model=model)
-    assert isinstance(compression, CompressionMiddleware)  # yuxi 1
-    assert compression.config.trigger_tokens == 96 * 1024 and compression.config.keep_messages == 7
-    assert (
-        compression.config.tool_result_token_limit == 300
-        and compression.config.summary_prompt == "Mine: {messages}"
-    )
-    assert compression.store is store and compression.summary_model is model
-    assert compression.profile is profile_for_model("qwen-plus")
-    usage = token_usage_middleware_for(agent=agent)
-    assert isinstance(usage, TokenUsageMiddleware) and usage.config.trigger_tokens == 96 * 1024
-    stack = agent_middleware(agent=agent, conversation=None, workdir=store, model=model)
-    assert [type(m) for m in stack] == [CompressionMiddleware, TokenUsageMiddleware]

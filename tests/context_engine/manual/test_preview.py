@@ -12,7 +12,7 @@ from context_engine.manual.preview import fold_preview, preview_fingerprint
 from context_engine.store import MemoryStore, StagedStore
 from context_engine.summary.fold_plan import plan_fold
 from context_engine.tokens.messages import DEFAULT_PROFILE
-from tests.compression._threads import conversation_messages
+from tests.context_engine.chats import conversation_messages
 
 CONFIG = CompressionConfig(trigger_tokens=4096, keep_messages=4, tool_result_token_limit=50)
 

@@ -9,7 +9,7 @@ from context_engine.formats import CONVERSATION_HISTORY_DIR, LARGE_TOOL_RESULTS_
 from context_engine.middleware import CompressionMiddleware
 from context_engine.store import MemoryStore
 from context_engine.tokens.messages import estimate_messages
-from tests.compression._agent_fakes import ScriptedChatModel
+from tests.context_engine.fakes import ScriptedChatModel
 
 WINDOW = 32_000
 

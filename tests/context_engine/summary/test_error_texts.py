@@ -1,18 +1,12 @@
-"""A summary that is an error's text is a failed summary: one list of the real shapes, each pinned; on
-the manual path a 502 ``summary_failed`` with state unchanged, a ``failed`` event, a failed audit record
-and no history section left behind."""
+"""A summary that is an error's text is a failed summary: one list of the real shapes, each pinned."""
 
 from __future__ import annotations
 
 import pytest
 
-from compression.models import CompressionRecord
 from context_engine.errors import ErrorSummaryError
-from context_engine.state import SUMMARY_EVENT_KEY
 from context_engine.summary.error_texts import error_summary_shape
 from context_engine.summary.history import summary_text
-from tests.compression._agent_fakes import ScriptedChatModel
-from tests.compression._threads import conversation_messages, repository_for, seed_state, workdir_files
 
 LANGCHAIN_429 = (
     "Error generating summary: Error code: 429 - {'error': {'message': 'Rate limit reached for gpt-4o-mini "
@@ -80,35 +74,3 @@ def test_every_real_error_shape_is_recognised_and_refused_as_a_summary(shape, te
 def test_summaries_that_mention_errors_are_summaries(text):
     assert error_summary_shape(text) is None
     assert summary_text(text) == text
-
-
-@pytest.mark.django_db
-def test_manual_compression_refuses_an_error_as_summary(
-    client, user, agent, monkeypatch, django_capture_on_commit_callbacks
-):
-    from conversations.services import thread_create
-
-    agent.summary_keep_messages = 4
-    agent.save()
-    thread = thread_create(user=user, agent_slug=agent.slug)
-    model = ScriptedChatModel(summaries=[LANGCHAIN_429])
-    monkeypatch.setattr("agent_platform.runtime.models.chat_model_for", lambda agent: model)
-    sent: list[dict] = []
-    monkeypatch.setattr("conversations.events._send", lambda thread_id, event, **_kw: sent.append(event))
-    seed_state(thread, conversation_messages(5))
-    before = repository_for(thread).get_values()
-    client.force_login(user)
-
-    with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(f"/api/threads/{thread.thread_id}/compress")
-
-    assert response.status_code == 502 and response.json()["code"] == "summary_failed"
-    assert "error instead of a summary" in response.json()["message"]
-    after = repository_for(thread).get_values()
-    assert after == before and SUMMARY_EVENT_KEY not in after
-    record = CompressionRecord.objects.get(conversation=thread)
-    assert record.status == "failed" and "rate_limit_exceeded" in record.error
-    statuses = [e["status"] for e in sent if e["type"] == "compression"]
-    assert statuses == ["started", "failed"]
-    # A failed summary leaves no history section behind.
-    assert not [path for path in workdir_files(thread) if "conversation_history" in path]

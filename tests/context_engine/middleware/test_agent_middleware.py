@@ -19,7 +19,7 @@ from context_engine.formats import (
 from context_engine.middleware import CompressionMiddleware
 from context_engine.store import MemoryStore
 from context_engine.tokens.messages import estimate_text, profile_for_model
-from tests.compression._agent_fakes import (
+from tests.context_engine.fakes import (
     Handler,
     ScriptedChatModel,
     conversation,
@@ -27,7 +27,7 @@ from tests.compression._agent_fakes import (
     statuses,
     tool_turn,
 )
-from tests.compression._middleware_support import (
+from tests.context_engine.middleware.support import (
     MODES,
     call_mw,
     history_files,

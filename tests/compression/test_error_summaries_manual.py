@@ -1,0 +1,45 @@
+"""On the manual path a summary that is an error's text is a failed summary: a 502 ``summary_failed``
+with state unchanged, a ``failed`` event, a failed audit record and no history section left behind."""
+
+from __future__ import annotations
+
+import pytest
+
+from compression.models import CompressionRecord
+from context_engine.state import SUMMARY_EVENT_KEY
+from tests.compression._threads import repository_for, seed_state, workdir_files
+from tests.context_engine.chats import conversation_messages
+from tests.context_engine.fakes import ScriptedChatModel
+from tests.context_engine.summary.test_error_texts import LANGCHAIN_429
+
+
+@pytest.mark.django_db
+def test_manual_compression_refuses_an_error_as_summary(
+    client, user, agent, monkeypatch, django_capture_on_commit_callbacks
+):
+    from conversations.services import thread_create
+
+    agent.summary_keep_messages = 4
+    agent.save()
+    thread = thread_create(user=user, agent_slug=agent.slug)
+    model = ScriptedChatModel(summaries=[LANGCHAIN_429])
+    monkeypatch.setattr("agent_platform.runtime.models.chat_model_for", lambda agent: model)
+    sent: list[dict] = []
+    monkeypatch.setattr("conversations.events._send", lambda thread_id, event, **_kw: sent.append(event))
+    seed_state(thread, conversation_messages(5))
+    before = repository_for(thread).get_values()
+    client.force_login(user)
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(f"/api/threads/{thread.thread_id}/compress")
+
+    assert response.status_code == 502 and response.json()["code"] == "summary_failed"
+    assert "error instead of a summary" in response.json()["message"]
+    after = repository_for(thread).get_values()
+    assert after == before and SUMMARY_EVENT_KEY not in after
+    record = CompressionRecord.objects.get(conversation=thread)
+    assert record.status == "failed" and "rate_limit_exceeded" in record.error
+    statuses = [e["status"] for e in sent if e["type"] == "compression"]
+    assert statuses == ["started", "failed"]
+    # A failed summary leaves no history section behind.
+    assert not [path for path in workdir_files(thread) if "conversation_history" in path]
