@@ -30,9 +30,9 @@ from context_engine.config import CompressionConfig
 from context_engine.formats import LARGE_TOOL_RESULTS_DIR, REPAIR_IDENTIFIER_LINE
 from context_engine.manual.apply import force_summarize
 from context_engine.manual.preview import fold_preview
+from context_engine.policy.trigger import tail_cap
 from context_engine.steps import run_sync
 from context_engine.store import MemoryStore, StagedStore
-from context_engine.summary.call import tail_cap
 from context_engine.summary.fold_plan import message_text, plan_fold
 from context_engine.summary.identifiers import identifiers_of
 from context_engine.tokens.messages import profile_for_model

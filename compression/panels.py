@@ -13,6 +13,7 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from context_engine import outcomes
+from context_engine.state import SUMMARY_EVENT_KEY
 from context_engine.tokens.messages import format_tokens
 from conversations.pages import as_int, workdir_path
 
@@ -176,7 +177,7 @@ def memory_from(
     """What the model works from, given the checkpoint ``values`` and the transcript seq of the last
     message the summary folded (``conversations.selectors.thread_memory`` looks it up)."""
     messages = list(values.get("messages") or [])
-    event = values.get("_summarization_event")
+    event = values.get(SUMMARY_EVENT_KEY)
     summary = event.get("summary_message") if isinstance(event, Mapping) else None
     cutoff = event.get("cutoff_index") if isinstance(event, Mapping) else None
     if summary is None or not isinstance(cutoff, int):

@@ -17,7 +17,7 @@ from agent_platform.runtime.graph import state_repository_for
 from agent_platform.workdir import workdir_for
 from context_engine.errors import StoreError
 from context_engine.formats import LARGE_TOOL_RESULTS_DIR, MEDIA_DIR
-from context_engine.state import TOKEN_USAGE_KEY
+from context_engine.state import SUMMARY_EVENT_KEY, TOKEN_USAGE_KEY
 from conversations.access import threads_visible_to
 from conversations.errors import ThreadNotFound
 from conversations.models import AgentRun, Conversation, Message, MessagePin
@@ -177,7 +177,7 @@ def thread_folded_last_seq(*, conversation: Conversation, values: dict) -> int |
     """The transcript seq of the last message the current summary folded (None without a summary):
     what the memory panel needs beyond the checkpoint ``values``."""
     messages = list(values.get("messages") or [])
-    event = values.get("_summarization_event")
+    event = values.get(SUMMARY_EVENT_KEY)
     cutoff = event.get("cutoff_index") if isinstance(event, dict) else None
     folded_last_seq = None
     if isinstance(cutoff, int) and cutoff > 0:

@@ -20,9 +20,9 @@ from compression.selectors import meter_tokens, summary_tokens_hint
 from context_engine.config import COMPRESSION_CAPABILITY
 from context_engine.manual.preview import FoldPreview, fold_preview, preview_fingerprint
 from context_engine.policy.pressure import usage_overhead
+from context_engine.policy.trigger import tail_cap
 from context_engine.state import TOKEN_USAGE_KEY
 from context_engine.store import StagedStore
-from context_engine.summary.call import tail_cap
 from context_engine.summary.fold_plan import plan_fold
 from context_engine.tokens.messages import profile_for_model
 from conversations.models import Conversation

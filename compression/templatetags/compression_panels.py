@@ -11,6 +11,7 @@ from django.utils.translation import gettext as _
 
 from compression import panels
 from compression.selectors import compression_latest
+from context_engine.state import SUMMARY_EVENTS_KEY
 from conversations.selectors import thread_folded_last_seq
 
 register = template.Library()
@@ -27,7 +28,7 @@ def compression_panels(context: template.Context) -> dict[str, Any]:
         "compression": panels.compression_card(
             compression_latest(conversation=conversation),
             compressing=bool(state.get("compressing")),
-            can_undo=bool(values.get("_summary_events")),
+            can_undo=bool(values.get(SUMMARY_EVENTS_KEY)),
         ),
         "memory": panels.memory_from(
             values,

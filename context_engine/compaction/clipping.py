@@ -19,7 +19,7 @@ from context_engine.compaction.tool_results import (
 from context_engine.errors import OffloadError
 from context_engine.formats import RECEIPT_UNKNOWN_TOOL
 from context_engine.store import ResultStore
-from context_engine.tokens.messages import DEFAULT_PROFILE, TokenProfile, estimate_message
+from context_engine.tokens.messages import DEFAULT_PROFILE, TokenProfile, messages_tokens
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,7 @@ def clip_overflow_tail(
     """
     start = trailing_tool_batch_start(messages)
     batch = messages[start:]
-    if not batch or sum(estimate_message(m, profile) for m in batch) < max_tokens:
+    if not batch or messages_tokens(batch, profile) < max_tokens:
         return ClipResult(messages if isinstance(messages, list) else list(messages))
     names = {
         call["id"]: call.get("name") or ""

@@ -8,7 +8,7 @@ strict summary → history file (required) → ``_summarization_event`` update. 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -19,20 +19,16 @@ from langchain_core.messages import BaseMessage
 from context_engine import outcomes
 from context_engine.config import CompressionConfig
 from context_engine.errors import NothingToUndo
+from context_engine.policy.trigger import summary_budget, tail_cap
 from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, SUMMARY_EVENTS_KEY
 from context_engine.steps import Blocking, Steps
 from context_engine.store import ResultStore, StagedStore
-from context_engine.summary.call import (
-    summarize_span,
-    summary_budget,
-    summary_update,
-    tail_cap,
-)
+from context_engine.summary.call import summarize_span, summary_update
 from context_engine.summary.fold_plan import plan_fold
 from context_engine.summary.history import effective_messages, valid_event
 from context_engine.summary.spend_guard import guard_check
 from context_engine.tokens.calibration import NEUTRAL, Calibration
-from context_engine.tokens.messages import TokenProfile, estimate_message
+from context_engine.tokens.messages import TokenProfile, messages_tokens
 
 STATUS_COMPLETED = "completed"
 STATUS_NO_OP = "no_op"
@@ -79,10 +75,6 @@ class ManualCompression:
             "reason_detail": self.reason_detail,
         }
         return body
-
-
-def messages_tokens(messages: Sequence[BaseMessage], profile: TokenProfile) -> int:
-    return sum(estimate_message(m, profile) for m in messages)
 
 
 def force_summarize(

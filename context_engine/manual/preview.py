@@ -16,17 +16,12 @@ from langchain_core.messages import BaseMessage
 
 from context_engine.config import CompressionConfig
 from context_engine.formats import SUMMARY_MESSAGE_TEMPLATE
-from context_engine.summary.fold_plan import (
-    FoldPlan,
-    fold_identifiers,
-    message_text,
-    messages_tokens,
-    receipt_paths,
-)
+from context_engine.state import PINNED_IDS_KEY, SUMMARY_EVENT_KEY
+from context_engine.summary.fold_plan import FoldPlan, fold_identifiers, message_text, receipt_paths
 from context_engine.summary.identifiers import loss_report
 from context_engine.summary.loss import read_saved_texts
 from context_engine.tokens.calibration import NEUTRAL, Calibration
-from context_engine.tokens.messages import estimate_text
+from context_engine.tokens.messages import estimate_text, messages_tokens
 
 PREVIEW_ID_CHARS = 32
 AT_RISK_LIST_MAX = 50
@@ -145,7 +140,7 @@ def preview_fingerprint(
     digest = hashlib.sha256()
     for message in values.get("messages") or []:
         digest.update(f"{message.id}\x1f{_content_hash(message)}\x1e".encode())
-    event = values.get("_summarization_event")
+    event = values.get(SUMMARY_EVENT_KEY)
     if isinstance(event, Mapping):
         summary = event.get("summary_message")
         digest.update(
@@ -153,7 +148,7 @@ def preview_fingerprint(
                 [
                     event.get("cutoff_index"),
                     _content_hash(summary) if isinstance(summary, BaseMessage) else None,
-                    event.get("pinned_message_ids"),
+                    event.get(PINNED_IDS_KEY),
                 ],
                 default=str,
             ).encode()

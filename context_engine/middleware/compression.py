@@ -21,7 +21,6 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langgraph.config import get_config
 
-from context_engine import outcomes
 from context_engine.compaction.clipping import clip_overflow_tail
 from context_engine.config import CompressionConfig
 from context_engine.errors import CompressionError
@@ -29,19 +28,20 @@ from context_engine.events import LEVEL_COMPACTION, LEVEL_SUMMARY
 from context_engine.middleware.emitter import Emitter, stream_writer
 from context_engine.middleware.measure import request_overhead
 from context_engine.middleware.memo import CompactionMemo, MessageTotals
-from context_engine.middleware.responses import with_update
-from context_engine.middleware.spend_branch import held_back
-from context_engine.policy.overflow import is_context_overflow
+from context_engine.middleware.responses import send_fallback, send_fitting, with_update
+from context_engine.policy import trigger as policy
+from context_engine.policy.overflow import held_back_too_long, is_context_overflow
 from context_engine.state import PINNED_IDS_CONFIG_KEY, SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, CompressionState
 from context_engine.steps import Blocking, CallModel, Steps, run_async, run_sync
 from context_engine.store import ResultStore
-from context_engine.summary.call import summarize_span, summary_budget, summary_update, tail_cap
-from context_engine.summary.fold_plan import fold_split, messages_tokens, view_lead
+from context_engine.summary.call import drop_update, summarize_span, summary_update
+from context_engine.summary.dropping import drop_cutoff, drop_span
+from context_engine.summary.fold_plan import fold_split, view_lead
 from context_engine.summary.history import effective_messages, valid_event
 from context_engine.summary.pins import pinned_closure, restore_pinned
-from context_engine.summary.spend_guard import guard_check
+from context_engine.summary.spend_guard import GuardDecision, guard_check
 from context_engine.tokens.calibration import Calibration, CalibrationMemory, CalibrationSource
-from context_engine.tokens.messages import TokenProfile, estimate_message, profile_for_model
+from context_engine.tokens.messages import TokenProfile, messages_tokens, profile_for_model
 
 TRIED_COMPACTION = "saving large tool results to files"
 
@@ -54,9 +54,6 @@ class _Compacted:
     pinned: frozenset[str] = frozenset()  # pin closure over the view
 
 
-# How much of the model's window a request held back by the spend guard may fill before the oldest
-# messages are dropped from view (room for the reply and for estimate error).
-HELD_BACK_WINDOW_SHARE = 0.9
 _utcnow = partial(datetime.now, UTC)
 
 
@@ -109,7 +106,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         overhead = request_overhead(request, self.profile)
         before = self._calibration().corrected(overhead + self._effective_totals.total(effective))
         overflowed_at: int | None = None
-        if before < trigger:
+        if not policy.needs_compression(before, trigger=trigger):
             try:
                 return (
                     yield CallModel(request if previous is None else request.override(messages=effective))
@@ -118,7 +115,13 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                 if not is_context_overflow(exc):
                     raise
                 overflowed_at = before
-        emitter = Emitter(stream_writer(request), before_tokens=before)
+        emitter = Emitter(
+            stream_writer(request),
+            before_tokens=before,
+            trigger_tokens=trigger,
+            overhead_tokens=overhead,
+            profile=self.profile,
+        )
         emitter.start(level=LEVEL_COMPACTION if overflowed_at is None else LEVEL_SUMMARY)
         try:
             return (yield from self._compress(request, effective, previous, overhead, overflowed_at, emitter))
@@ -157,7 +160,9 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         emitter.record_files([r for r in compacted.saved if r.message_id not in pinned], compacted.failed)
         view = restore_pinned(effective, compacted.messages, pinned) if pinned else compacted.messages
         emitter.after_tokens = after = self._calibration().corrected(overhead + self._view_totals.total(view))
-        if overflowed_at is None and after < self.config.trigger_tokens:
+        if policy.compaction_suffices(
+            after, trigger=self.config.trigger_tokens, overflowed=overflowed_at is not None
+        ):
             try:
                 response = yield CallModel(request.override(messages=view))
             except Exception as exc:
@@ -165,10 +170,10 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                     raise
                 overflowed_at = after
             else:
-                emitter.complete(
+                emitter.sent(
                     level=LEVEL_COMPACTION,
                     after_tokens=after,
-                    **self.ended(LEVEL_COMPACTION, after, view, overhead),
+                    messages=view,
                 )
                 return _Compacted(view, overflowed_at, response, pinned)
         return _Compacted(view, overflowed_at, None, pinned)
@@ -185,7 +190,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         verbatim, then send; or, when the spend guard holds the summary back, send without one."""
         config, view, overflowed_at = self.config, compacted.view, compacted.overflowed_at
         # The kept tail stays within half the budget: half of T, or of what the provider just rejected.
-        kept_cap = self._raw(tail_cap(config, overflowed_at=overflowed_at))  # in our estimate's units
+        kept_cap = self._raw(policy.tail_cap(config, overflowed_at=overflowed_at))  # in our estimate's units
         lead = view_lead(request.messages, view, previous["cutoff_index"] if previous else None)
         split = fold_split(
             view,
@@ -211,36 +216,36 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             emitter.record_files(clip.saved, clip.failed)
             preserved, replacements = clip.messages, clip.replacements
 
-        if cutoff <= 0:  # nothing to summarize: the compacted (and clipped) view is all we can do
-            response = yield from self._send_compressed(
-                request,
-                preserved,
-                overhead,
-                tried=f"{TRIED_COMPACTION}; there was no older history to summarize",
-            )
-            after = self.estimate(overhead, preserved)
-            # Nothing could be folded: if the request is still at or above T, it goes out flagged so.
-            emitter.complete(
-                level=LEVEL_COMPACTION,
-                after_tokens=after,
-                **self.ended(LEVEL_COMPACTION, after, preserved, overhead),
-            )
-            return with_update(response, {}, replacements)
-
         state = request.state or {}
         now = self.now()
-        budget = self._raw(summary_budget(config, overflowed_at=overflowed_at))
-        decision = guard_check(
+        budget = self._raw(policy.summary_budget(config, overflowed_at=overflowed_at))
+        guard = guard_check(
             state.get(SUMMARY_CALLS_KEY),
             limits=config.spend,
             now=now,
             input_tokens=min(messages_tokens(split.folded, self.profile), budget),
         )
-        if not decision.allowed:
+        step = policy.summary_step(cutoff=cutoff, guard_allowed=guard.allowed)
+        if step is policy.SummaryStep.NOTHING_TO_FOLD:  # the compacted (and clipped) view is all we can do
+            response = yield from send_fitting(
+                request,
+                preserved,
+                estimate=partial(self.estimate, overhead, preserved),
+                context_window=config.context_window,
+                tried=f"{TRIED_COMPACTION}; there was no older history to summarize",
+            )
+            after = self.estimate(overhead, preserved)
+            # Nothing could be folded: if the request is still at or above T, it goes out flagged so.
+            emitter.sent(
+                level=LEVEL_COMPACTION,
+                after_tokens=after,
+                messages=preserved,
+            )
+            return with_update(response, {}, replacements)
+        if step is policy.SummaryStep.HELD_BACK:
             held = [*view[:cutoff], *preserved]
             return (
-                yield from held_back(
-                    self,
+                yield from self._held_back(
                     request,
                     held,
                     pinned=compacted.pinned,
@@ -248,7 +253,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                     previous=previous,
                     overhead=overhead,
                     emitter=emitter,
-                    decision=decision,
+                    guard=guard,
                     replacements=replacements,
                 )
             )
@@ -273,7 +278,16 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             # Fail closed: no state change, no error text in any message.
             emitter.fail(exc)
             fallback = [*view[:cutoff], *preserved]
-            return (yield from self._fallback(request, fallback, overhead, overflowed_at, exc))
+            return (
+                yield from send_fallback(
+                    request,
+                    fallback,
+                    tokens=self.estimate(overhead, fallback),
+                    context_window=config.context_window,
+                    overflowed_at=overflowed_at,
+                    cause=exc,
+                )
+            )
 
         event = outcome.event
         final = [event["summary_message"], *split.kept_pinned, *preserved]
@@ -281,12 +295,18 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             f"{TRIED_COMPACTION}, then a summary of the {len(split.folded)} oldest messages, keeping "
             f"{len(split.kept_pinned) + len(preserved)}"
         )
-        response = yield from self._send_compressed(request, final, overhead, tried=tried)
+        response = yield from send_fitting(
+            request,
+            final,
+            estimate=partial(self.estimate, overhead, final),
+            context_window=config.context_window,
+            tried=tried,
+        )
         after = self.estimate(overhead, final)
-        emitter.complete(
+        emitter.sent(
             level=LEVEL_SUMMARY,
             after_tokens=after,
-            **self.ended(LEVEL_SUMMARY, after, final, overhead),
+            messages=final,
             cutoff_index=event["cutoff_index"],
             compressed_messages=len(split.folded),
             pinned_messages=len(split.kept_pinned),
@@ -307,62 +327,64 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         pinned = configurable.get(PINNED_IDS_CONFIG_KEY)
         return pinned if isinstance(pinned, list | tuple | set | frozenset) else ()
 
-    def window_limit(self, overflowed_at: int | None) -> int | None:
-        """Tokens a request may take before the provider would reject it (with room for the reply)."""
-        window = self.config.context_window
-        limits = [int(window * HELD_BACK_WINDOW_SHARE)] if window else []
-        if overflowed_at is not None:
-            limits.append(int(overflowed_at * HELD_BACK_WINDOW_SHARE))
-        return min(limits) if limits else None
-
-    def _send_compressed(
-        self, request: ModelRequest, messages: list[BaseMessage], overhead: int, *, tried: str
-    ) -> Steps[ModelResponse]:
-        """Send the compressed request. A provider that still finds it too long fails the turn with the
-        platform's own account (how far over, what was tried), never the provider's raw error."""
-        try:
-            return (yield CallModel(request.override(messages=messages)))
-        except Exception as exc:
-            if not is_context_overflow(exc):
-                raise
-            tokens = self.estimate(overhead, messages)
-            raise CompressionError(still_too_long(tokens, self.config.context_window, tried=tried)) from exc
-
-    def _fallback(
+    def _held_back(
         self,
         request: ModelRequest,
         view: list[BaseMessage],
-        overhead: int,
+        *,
+        pinned: frozenset[str],
         overflowed_at: int | None,
-        cause: Exception,
-    ) -> Steps[ModelResponse]:
-        """After a failed summary: go on with the compacted view if it can fit, else a clear error."""
+        previous: Mapping[str, Any] | None,
+        overhead: int,
+        emitter: Emitter,
+        guard: GuardDecision,
+        replacements: Sequence[BaseMessage],
+    ) -> Steps[ModelResponse | ExtendedModelResponse]:
+        """The spend guard held the summary back (issue 14 item 4): send the compacted view; only if it
+        would overflow the window, first drop the oldest unpinned messages from view (saved to the
+        history file first, a fixed note in their place: no model call)."""
         tokens = self.estimate(overhead, view)
-        window = self.config.context_window
-        fits = (window is None or tokens < window) and (overflowed_at is None or tokens < overflowed_at)
-        if not fits:
-            raise CompressionError(_too_large(cause, tokens, window)) from cause
-        try:
-            return (yield CallModel(request.override(messages=view)))
-        except Exception as exc:
-            if is_context_overflow(exc):
-                raise CompressionError(_too_large(cause, tokens, window)) from exc
-            raise
-
-    def ended(self, folded: str, after: int, sent: Sequence[BaseMessage], overhead: int) -> dict[str, Any]:
-        """The event's ``outcome`` and, when the request still reached the trigger, its ``reason_detail``."""
-        outcome, reason = outcomes.ended(
-            folded=folded,
-            after_tokens=after,
-            sent=sent,
-            overhead_tokens=overhead,
-            trigger_tokens=self.config.trigger_tokens,
-            profile=self.profile,
+        limit = policy.window_limit(context_window=self.config.context_window, overflowed_at=overflowed_at)
+        if policy.held_back_fits(tokens, limit=limit):
+            response = yield CallModel(request.override(messages=view))
+            emitter.sent(
+                level=LEVEL_COMPACTION,
+                after_tokens=tokens,
+                messages=view,
+                spend_guard=guard.as_dict(),
+            )
+            return with_update(response, {}, replacements)
+        cutoff = drop_cutoff(view, pinned_ids=pinned, max_tokens=limit - overhead, profile=self.profile)
+        if cutoff <= 0:
+            raise CompressionError(held_back_too_long(guard.reason, tokens))
+        state = request.state or {}
+        plan, loss = yield from drop_span(
+            view,
+            cutoff=cutoff,
+            pinned_ids=pinned,
+            state=state,
+            previous=previous,
+            lead=view_lead(request.messages, view, previous["cutoff_index"] if previous else None),
+            now=self.now(),
+            store=self.store,
         )
-        return {"outcome": outcome, "reason_detail": reason}
+        response = yield CallModel(request.override(messages=plan.final))
+        after = self.estimate(overhead, plan.final)
+        emitter.sent(
+            level=LEVEL_COMPACTION,
+            after_tokens=after,
+            messages=plan.final,
+            cutoff_index=plan.event["cutoff_index"],
+            dropped_messages=len(plan.dropped),
+            file_path=plan.file_path,
+            spend_guard=guard.as_dict(),
+            loss_report={**loss.as_dict(), "repair_calls": 0, "repaired": False},
+        )
+        update = drop_update(state, event=plan.event, session_id=plan.session_id, previous=previous)
+        return with_update(response, update, replacements)
 
     def estimate(self, overhead: int, messages: Sequence[BaseMessage]) -> int:
-        raw = overhead + sum(estimate_message(m, self.profile) for m in messages)
+        raw = overhead + messages_tokens(messages, self.profile)
         return self._calibration().corrected(raw)
 
     def _calibration(self) -> Calibration:
@@ -371,28 +393,3 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
     def _raw(self, tokens: int) -> int:
         """A budget in the model's tokens, in our uncorrected estimate's units."""
         return int(tokens / self._calibration().factor)
-
-
-def _too_large(cause: Exception, tokens: int, window: int | None) -> str:
-    limit = f"the model's context window ({window} tokens)" if window else "the model's context window"
-    return (
-        f"Context compression failed ({type(cause).__name__}) and the conversation "
-        f"(about {tokens} tokens) does not fit {limit}."
-    )
-
-
-def still_too_long(tokens: int, window: int | None, *, tried: str) -> str:
-    """The run's error when even the compressed request overflows: plain words, the platform's figures."""
-    if window and tokens > window:
-        size = f"about {tokens:,} tokens, {tokens - window:,} over the model's context window of {window:,}"
-    elif window:
-        size = (
-            f"about {tokens:,} tokens by the platform's estimate, which the model's server counted as over "
-            f"its context window of {window:,}"
-        )
-    else:
-        size = f"about {tokens:,} tokens, which the model's server counted as over its context window"
-    return (
-        f"This conversation is too long for the model even after compression ({size}). Tried: {tried}. "
-        "Start a new thread, or send less at once."
-    )

@@ -3,12 +3,14 @@ exactly one of ``completed`` or ``failed``. Payloads are JSON-serializable primi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from langchain.agents.middleware import ModelRequest
+from langchain_core.messages import BaseMessage
 from langgraph.config import get_stream_writer
 
+from context_engine import outcomes
 from context_engine.compaction.tool_results import FailedToolResult, SavedToolResult
 from context_engine.events import (
     COMPLETED,
@@ -19,6 +21,7 @@ from context_engine.events import (
     compression_event,
     describe_error,
 )
+from context_engine.tokens.messages import DEFAULT_PROFILE, TokenProfile
 
 Writer = Callable[[Any], None]
 
@@ -36,10 +39,20 @@ def stream_writer(request: ModelRequest) -> Writer | None:
 
 
 class Emitter:
-    """The events of one model call; tracks what the ``failed`` event should report."""
+    """The events of one model call; tracks what the ``failed`` event should report. With the call's
+    trigger, overhead and profile it also says how a compression ended (``outcomes.ended``)."""
 
-    def __init__(self, writer: Writer | None, *, before_tokens: int) -> None:
+    def __init__(
+        self,
+        writer: Writer | None,
+        *,
+        before_tokens: int,
+        trigger_tokens: int = 0,
+        overhead_tokens: int = 0,
+        profile: TokenProfile = DEFAULT_PROFILE,
+    ) -> None:
         self.writer = writer
+        self.trigger_tokens, self.overhead_tokens, self.profile = trigger_tokens, overhead_tokens, profile
         self.level = LEVEL_COMPACTION
         self.before_tokens = before_tokens
         self.after_tokens: int | None = None
@@ -62,6 +75,19 @@ class Emitter:
     def complete(self, *, level: str, after_tokens: int, **extra: Any) -> None:
         self.level, self.after_tokens, self.finished = level, after_tokens, True
         self._emit(COMPLETED, **self._files(), **extra)
+
+    def sent(self, *, level: str, after_tokens: int, messages: Sequence[BaseMessage], **extra: Any) -> None:
+        """``completed`` for a request that went out as ``messages``, with its ``outcome`` and, when it
+        still reached the trigger, its ``reason_detail``."""
+        outcome, reason = outcomes.ended(
+            folded=level,
+            after_tokens=after_tokens,
+            sent=messages,
+            overhead_tokens=self.overhead_tokens,
+            trigger_tokens=self.trigger_tokens,
+            profile=self.profile,
+        )
+        self.complete(level=level, after_tokens=after_tokens, outcome=outcome, reason_detail=reason, **extra)
 
     def fail(self, exc: BaseException) -> None:
         """Emit ``failed`` unless nothing was started or the call already ended."""

@@ -26,8 +26,8 @@ from context_engine.tokens.calibration import CalibrationMemory, CalibrationSour
 from context_engine.tokens.messages import (
     ESTIMATOR_NAME,
     TokenProfile,
-    estimate_message,
     estimate_tools,
+    messages_tokens,
     profile_for_model,
     with_estimate,
 )
@@ -115,7 +115,7 @@ class TokenUsageMiddleware(AgentMiddleware[TokenUsageState]):
         messages = request.messages
         estimated = request_overhead(request, profile) + self._totals.total(messages)
         produced = response_messages(response)
-        next_input = estimated + sum(estimate_message(m, profile) for m in produced)
+        next_input = estimated + messages_tokens(produced, profile)
         window = config.context_window
         usage = response_usage(produced)
         reported = (usage or {}).get("input_tokens")

@@ -1,4 +1,5 @@
-"""Context-overflow classification: is this model-call exception "the prompt is too long"?
+"""Context-overflow classification: is this model-call exception "the prompt is too long"? And what the
+run says when a request cannot be made to fit.
 
 Covers langchain-core's ``ContextOverflowError``, OpenAI-protocol errors whose ``code`` (or body
 ``error.code``/``type``) says so (openai 3.x keeps the code out of the message, so string checks
@@ -122,3 +123,40 @@ def is_context_overflow(exc: BaseException) -> bool:
         if _is_provider_error(error) and any(phrase in lowered for phrase in PROVIDER_PHRASES):
             return True
     return False
+
+
+# --- what the run says when a request cannot be made to fit ----------------------------------------
+
+
+def summary_failed_too_long(cause: Exception, tokens: int, window: int | None) -> str:
+    """The run's error when a summary failed and the compacted view cannot fit either."""
+    limit = f"the model's context window ({window} tokens)" if window else "the model's context window"
+    return (
+        f"Context compression failed ({type(cause).__name__}) and the conversation "
+        f"(about {tokens} tokens) does not fit {limit}."
+    )
+
+
+def still_too_long(tokens: int, window: int | None, *, tried: str) -> str:
+    """The run's error when even the compressed request overflows: plain words, the platform's figures."""
+    if window and tokens > window:
+        size = f"about {tokens:,} tokens, {tokens - window:,} over the model's context window of {window:,}"
+    elif window:
+        size = (
+            f"about {tokens:,} tokens by the platform's estimate, which the model's server counted as over "
+            f"its context window of {window:,}"
+        )
+    else:
+        size = f"about {tokens:,} tokens, which the model's server counted as over its context window"
+    return (
+        f"This conversation is too long for the model even after compression ({size}). Tried: {tried}. "
+        "Start a new thread, or send less at once."
+    )
+
+
+def held_back_too_long(reason: str, tokens: int) -> str:
+    """The run's error when the spend guard held a summary back and nothing could be dropped to fit."""
+    return (
+        f"The spend guard held a summary back ({reason}) and the conversation "
+        f"(about {tokens} tokens) does not fit the model's context window."
+    )

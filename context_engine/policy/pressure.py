@@ -15,12 +15,11 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from context_engine.manual.apply import messages_tokens
 from context_engine.state import SUMMARY_EVENT_KEY, TOKEN_USAGE_KEY
 from context_engine.summary.cutoff import is_summary_message
 from context_engine.summary.history import effective_messages, valid_event
 from context_engine.tokens.calibration import NEUTRAL, Calibration
-from context_engine.tokens.messages import TokenProfile, estimate_message
+from context_engine.tokens.messages import TokenProfile, estimate_message, messages_tokens
 
 # token_usage fields that describe the last model call; after a compression they no longer hold.
 STALE_CONTEXT_FIELDS = (

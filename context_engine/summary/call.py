@@ -26,13 +26,13 @@ from context_engine.state import (
 )
 from context_engine.steps import Blocking, Steps, Summarize
 from context_engine.store import ResultStore
+from context_engine.summary.dropping import session_id_from
 from context_engine.summary.fold_plan import fold_identifiers, receipt_paths
 from context_engine.summary.history import (
     build_summarization_event,
     build_summary_message,
     format_summary_prompt,
     history_path,
-    new_session_id,
     render_history_section,
     summary_text,
 )
@@ -41,8 +41,6 @@ from context_engine.summary.loss import fold_loss_report, read_saved_texts, repa
 from context_engine.summary.spend_guard import record_call
 from context_engine.tokens.messages import TokenProfile, estimate_message, estimate_text, with_estimate
 from context_engine.tokens.usage import add_usage
-
-SUMMARY_INPUT_SHARE = 0.75  # of the context window, for the summary call's input
 
 
 @dataclass(frozen=True)
@@ -59,33 +57,6 @@ class SummaryOutcome:
     def loss_report(self) -> dict[str, Any]:
         """The loss report as the event and the audit record carry it."""
         return {**self.loss.as_dict(), "repair_calls": len(self.calls) - 1, "repaired": self.repaired}
-
-
-def session_id_from(value: Any) -> str:
-    """The state's session id when it is a safe one, else a new one."""
-    if isinstance(value, str):
-        try:
-            history_path(value)
-        except ValueError:
-            pass
-        else:
-            return value
-    return new_session_id()
-
-
-def tail_cap(config: CompressionConfig, *, overflowed_at: int | None = None) -> int:
-    """Most tokens the verbatim tail may keep after a summary: half of T, or of what the provider
-    just rejected as too long when that is smaller (SPEC 6 step 4)."""
-    limit = config.trigger_tokens if overflowed_at is None else min(config.trigger_tokens, overflowed_at)
-    return limit // 2
-
-
-def summary_budget(config: CompressionConfig, *, overflowed_at: int | None = None) -> int:
-    """Input tokens for the summary call: most of the window (room left for the summary itself),
-    at most half of what the provider just rejected as too long."""
-    window = config.context_window
-    budget = int(window * SUMMARY_INPUT_SHARE) if window else config.trigger_tokens
-    return budget if overflowed_at is None else min(budget, overflowed_at // 2)
 
 
 def summarize_span(

@@ -35,7 +35,7 @@ from context_engine.summary.cutoff import find_cutoff, is_summary_message
 from context_engine.summary.history import effective_messages, valid_event
 from context_engine.summary.identifiers import identifiers_of
 from context_engine.summary.pins import pinned_closure, pinned_tokens, restore_pinned
-from context_engine.tokens.messages import DEFAULT_PROFILE, TokenProfile, estimate_message
+from context_engine.tokens.messages import DEFAULT_PROFILE, TokenProfile, messages_tokens
 
 _RECEIPT_PATH = re.compile(rf"^{re.escape(RECEIPT_PATH_PREFIX)}(\S+)$", re.M)
 
@@ -113,10 +113,6 @@ class FoldPlan:
     @property
     def foldable(self) -> bool:
         return self.split.cutoff > 0
-
-
-def messages_tokens(messages: Sequence[BaseMessage], profile: TokenProfile = DEFAULT_PROFILE) -> int:
-    return sum(estimate_message(m, profile) for m in messages)
 
 
 def plan_fold(

@@ -29,7 +29,13 @@ from context_engine.formats import (
 from context_engine.state import PINNED_IDS_KEY, SummarizationEvent
 from context_engine.summary.cutoff import is_summary_message
 from context_engine.summary.error_texts import error_summary_shape
-from context_engine.tokens.messages import DEFAULT_PROFILE, TokenProfile, estimate_message, estimate_text
+from context_engine.tokens.messages import (
+    DEFAULT_PROFILE,
+    TokenProfile,
+    estimate_message,
+    estimate_text,
+    messages_tokens,
+)
 
 MESSAGES_PLACEHOLDER = "{messages}"
 _SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,128}")
@@ -202,7 +208,7 @@ def format_summary_prompt(
         raise SummaryError("There is no conversation history to summarize.")
     # Render and estimate the whole history only when it may fit: the messages' own (stored) estimates
     # say at no cost when it cannot, and rendering 1,000 messages to learn that was the slow part.
-    if max_tokens is None or sum(estimate_message(m, profile) for m in messages) <= max_tokens:
+    if max_tokens is None or messages_tokens(messages, profile) <= max_tokens:
         filled = _fill(prompt, get_buffer_string(messages, format="xml"))
         if max_tokens is None or estimate_text(filled, profile) <= max_tokens:
             return filled

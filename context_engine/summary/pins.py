@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterable, Sequence
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from context_engine.tokens.messages import DEFAULT_PROFILE, TokenProfile, estimate_message
+from context_engine.tokens.messages import DEFAULT_PROFILE, TokenProfile, messages_tokens
 
 
 def _groups(messages: Sequence[BaseMessage]) -> dict[str, str]:
@@ -69,7 +69,7 @@ def pinned_tokens(
     messages: Iterable[BaseMessage], pinned_ids: Collection[str], profile: TokenProfile = DEFAULT_PROFILE
 ) -> int:
     """Estimated tokens of the pinned messages among ``messages``."""
-    return sum(estimate_message(m, profile) for m in messages if m.id in pinned_ids)
+    return messages_tokens([m for m in messages if m.id in pinned_ids], profile)
 
 
 def pin_room(*, limit_tokens: int, used_tokens: int) -> int:

@@ -301,6 +301,11 @@ def estimate_tools(tools: Sequence[Any], profile: TokenProfile = DEFAULT_PROFILE
     return sum(estimate_tool(t, profile) for t in tools or ())
 
 
+def messages_tokens(messages: Sequence[BaseMessage], profile: TokenProfile = DEFAULT_PROFILE) -> int:
+    """The estimate of ``messages`` alone (no system prompt, tools or reply priming)."""
+    return sum(estimate_message(m, profile) for m in messages)
+
+
 def estimate_messages(
     messages: Sequence[BaseMessage],
     *,

@@ -12,7 +12,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from langchain_core.messages import BaseMessage, HumanMessage
 
 from context_engine.summary.pins import pin_room, pinned_closure
-from context_engine.tokens.messages import estimate_message, profile_for_model
+from context_engine.tokens.messages import estimate_message, messages_tokens, profile_for_model
 from conversations import events
 from conversations.errors import MessageNotFound, PinLimitExceeded
 from conversations.models import Conversation, Message, MessagePin
@@ -87,10 +87,10 @@ def _pinned_tokens(conversation: Conversation, pinned: list[str], *, extra: Mess
     pinned message not in the checkpoint yet counts as its transcript text."""
     if not pinned:
         return 0
-    profile = profile_for_model(conversation.agent.model_name)
+    profile = profile_for_model(conversation.agent.resolved_model_name)
     messages = thread_state_messages(conversation=conversation)
     ids = pinned_closure(messages, pinned)
-    total = sum(estimate_message(m, profile) for m in messages if m.id in ids)
+    total = messages_tokens([m for m in messages if m.id in ids], profile)
     present = {m.id for m in messages}
     missing = [i for i in pinned if i not in present]
     if missing:

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
+from context_engine.steps import Blocking
+from context_engine.store import MemoryStore
 from context_engine.summary.cutoff import is_summary_message
-from context_engine.summary.dropping import build_drop_message, drop_cutoff
+from context_engine.summary.dropping import build_drop_message, drop_cutoff, drop_span, plan_drop
 from context_engine.summary.history import build_summary_message
 from context_engine.tokens.messages import estimate_message
 
@@ -63,3 +67,48 @@ def test_an_earlier_summary_stays_and_the_note_carries_it():
     assert "We fixed ABC-1234." in note.content and f"[{cutoff - 1} earlier messages" in note.content
     fresh = build_drop_message(dropped=3, file_path="x.md", previous_summary=None)
     assert fresh.content.startswith("[3 earlier messages were removed")
+
+
+def test_a_drop_plan_keeps_pins_after_the_note_and_writes_everything_it_drops_to_history():
+    view = _turns(6)
+    pinned = frozenset({"h1"})
+    cutoff = drop_cutoff(view, pinned_ids=pinned, max_tokens=sum(estimate_message(m) for m in view) // 2)
+    plan = plan_drop(
+        view,
+        cutoff=cutoff,
+        pinned_ids=pinned,
+        state={},
+        previous=None,
+        lead=0,
+        now=datetime(2026, 12, 1, tzinfo=UTC),
+    )
+    assert [m.id for m in plan.kept_pinned] == ["h1"]
+    assert plan.final == [plan.note, *plan.kept_pinned, *view[cutoff:]]
+    assert is_summary_message(plan.note) and plan.file_path in str(plan.note.content)
+    assert {m.id for m in plan.dropped} == {m.id for m in view[:cutoff]} - pinned
+    assert all(str(m.content)[:40] in plan.section for m in plan.dropped if m.content)
+    assert plan.event["cutoff_index"] == cutoff and plan.event["pinned_message_ids"] == ["h1"]
+
+
+def test_a_drop_writes_the_history_section_before_anything_is_sent():
+    view, store = _turns(4), MemoryStore()
+    steps = drop_span(
+        view,
+        cutoff=6,
+        pinned_ids=frozenset(),
+        state={},
+        previous=None,
+        lead=0,
+        now=datetime.now(UTC),
+        store=store,
+    )
+    effects = []
+    try:
+        effect = next(steps)
+        while True:
+            effects.append(effect)
+            effect = steps.send(effect.fn())
+    except StopIteration as done:
+        plan, loss = done.value
+    assert isinstance(effects[0], Blocking) and store.read_text(plan.file_path).count("question 0") == 1
+    assert loss.total >= 0 and len(plan.dropped) == 6
