@@ -94,7 +94,7 @@ class AgentAdmin(admin.ModelAdmin):
     @admin.display(description=_("Estimate calibration"))
     def calibration_display(self, obj: Agent) -> str:
         profile = profile_for_model(obj.resolved_model_name).name
-        calibration = calibration_for(model_name=obj.resolved_model_name)
+        calibration = calibration_for(agent=obj)
         if not calibration.observations:
             return _("×1.000: no reported usage yet (profile %(profile)s)") % {"profile": profile}
         return _("×%(factor).3f from %(count)s reported requests (profile %(profile)s)") % {

@@ -1,4 +1,5 @@
-"""Known models: context windows (max input tokens) for models whose admin field is left empty."""
+"""Known models: context windows (max input tokens) for models whose admin field is left empty, looked up
+by ``model_key`` (so ``openai:gpt-4o`` and Ollama's ``qwen2.5:7b`` find their family)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ KNOWN_CONTEXT_WINDOWS: dict[str, int] = {
     "gpt-4": 8_192,
     "gpt-3.5-turbo": 16_385,
     "gpt-5": 272_000,
+    "gpt-oss": 131_072,
     "o1": 200_000,
     "o3": 200_000,
     "o4-mini": 200_000,
@@ -27,8 +29,12 @@ KNOWN_CONTEXT_WINDOWS: dict[str, int] = {
     "qwen3": 131_072,
     "deepseek-chat": 65_536,
     "deepseek-reasoner": 65_536,
+    "deepseek-r1": 131_072,  # the open weights and their distills (Ollama's deepseek-r1:*)
     "llama-3.1": 131_072,
+    "llama3": 8_192,
     "llama3.1": 131_072,
+    "llama3.2": 131_072,
+    "llama3.3": 131_072,
     "mistral-large": 131_072,
 }
 

@@ -1,15 +1,13 @@
-"""Admin-only agent configuration: model endpoints, agents and API tokens."""
+"""Admin-only agent configuration: model endpoints and agents (API tokens: ``api_tokens.models``)."""
 
 from __future__ import annotations
 
 import fnmatch
-import hashlib
 import re
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
-from django.utils import timezone
 from django.utils.translation import gettext_lazy as _
 
 from agent_platform.model_catalog import OFFLINE_MODEL_NAME, context_window_for
@@ -44,6 +42,7 @@ COMPRESSION_FIELDS = (
     "summary_threshold",
     "summary_keep_messages",
     "summary_prompt",
+    "summary_required",
     "summary_tool_result_token_limit",
     "summary_pinned_token_limit",
     "summary_repair_pass",
@@ -207,6 +206,16 @@ class Agent(models.Model):
         default=DEFAULT_SUMMARY_PROMPT,
         help_text=_("Prompt for summaries. Must contain {messages}; other braces must be doubled."),
     )
+    summary_required = models.TextField(
+        verbose_name=_("a summary must contain"),
+        blank=True,
+        default="",
+        help_text=_(
+            "With a custom summary prompt: the lines a valid summary must contain, one per line, in this "
+            "order (e.g. its headings). Empty: a length in proportion to what was folded, and not markup, a "
+            "JSON object or a refusal. The default prompt always requires its five headings."
+        ),
+    )
     summary_tool_result_token_limit = models.PositiveIntegerField(
         verbose_name=_("summary tool result token limit"),
         default=DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
@@ -320,6 +329,7 @@ class Agent(models.Model):
             trigger_tokens=self.effective_trigger,
             keep_messages=self.summary_keep_messages,
             summary_prompt=self.summary_prompt,
+            summary_required=tuple(self.summary_required.splitlines()),
             tool_result_token_limit=self.summary_tool_result_token_limit,
             tool_arg_max_length=settings.COMPRESSION_TOOL_ARG_MAX_LENGTH,
             context_window=self.resolved_context_window,
@@ -342,49 +352,8 @@ def summary_prompt_error(prompt: str | None) -> str | None:
     return None
 
 
-class ApiTokenQuerySet(models.QuerySet):
-    def authenticate(self, raw: str):
-        """The active user owning this raw token, or None; records when it was last used."""
-        token = (
-            self.filter(key_hash=ApiToken.hash(raw), revoked_at__isnull=True, user__is_active=True)
-            .select_related("user")
-            .first()
-        )
-        if token is None:
-            return None
-        self.filter(pk=token.pk).update(last_used_at=timezone.now())
-        return token.user
-
-
-class ApiToken(models.Model):
-    """A bearer token for non-browser clients. Only its SHA-256 is stored."""
-
-    PREFIX = "ap_"
-
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, verbose_name=_("user"), on_delete=models.CASCADE, related_name="api_tokens"
-    )
-    name = models.CharField(verbose_name=_("name"), max_length=100, blank=True)
-    key_hash = models.CharField(verbose_name=_("key hash"), max_length=64, unique=True, editable=False)
-    key_prefix = models.CharField(verbose_name=_("key prefix"), max_length=12, editable=False)
-    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
-    last_used_at = models.DateTimeField(verbose_name=_("last used at"), null=True, blank=True, editable=False)
-    revoked_at = models.DateTimeField(verbose_name=_("revoked at"), null=True, blank=True)
-
-    objects = ApiTokenQuerySet.as_manager()
-
-    class Meta:
-        verbose_name = _("API token")
-        verbose_name_plural = _("API tokens")
-
-    def __str__(self) -> str:
-        return f"{self.key_prefix}… ({self.user})"
-
-    @staticmethod
-    def hash(raw: str) -> str:
-        return hashlib.sha256(raw.encode()).hexdigest()
-
-
-# Knowledge-base models live in their own module; importing them here registers them with the app.
+# API-token and knowledge-base models live in their own modules; importing them here registers them with
+# the app.
+from agent_platform.api_tokens.models import ApiToken, ApiTokenQuerySet  # noqa: E402, F401
 from agent_platform.calibration.models import TokenCalibration  # noqa: E402, F401
 from agent_platform.knowledge.models import Chunk, Document, KnowledgeBase  # noqa: E402, F401

@@ -4,8 +4,10 @@
    ``bench.effectiveness`` through ours (without and with the repair pass), LangChain's and deepagents'
    ``SummarizationMiddleware``, with the same budget and the same summarizer. At each summary, the
    identifiers (``context_engine.summary.identifiers``: URLs, paths, ids, hashes, e-mails, quantities) of the
-   ORIGINAL messages that left the model's view are looked up in the next request the model receives
-   (summary + whatever stayed verbatim). The summarizer is ``bench.peers.FakeSummarizer`` (the first
+   ORIGINAL messages that left the model's view are sorted by the loss report's reach tiers
+   (``Reach``) against the next request the model receives: visible (summary + whatever stayed
+   verbatim), one read (a saved tool-result file the request names), two reads (only in a history file
+   the request names), unreachable. The summarizer is ``bench.peers.FakeSummarizer`` (the first
    400 characters of what it is given) that also follows a must-keep list when its prompt carries one,
    as an instruction-following model does; only our repair pass ever sends such a list.
 2. **Preview accuracy.** On each trajectory's full history, the preview's estimated size after a manual
@@ -27,20 +29,32 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from bench import peers, trajectories
 from bench.common import markdown_table
 from context_engine.config import CompressionConfig
-from context_engine.formats import LARGE_TOOL_RESULTS_DIR, REPAIR_IDENTIFIER_LINE
+from context_engine.formats import REPAIR_IDENTIFIER_LINE
 from context_engine.manual.apply import force_summarize
 from context_engine.manual.preview import fold_preview
 from context_engine.policy.trigger import tail_cap
 from context_engine.steps import run_sync
 from context_engine.store import MemoryStore, StagedStore
 from context_engine.summary.fold_plan import message_text, plan_fold
-from context_engine.summary.identifiers import identifiers_of
+from context_engine.summary.identifiers import (
+    TIER_ONE_READ,
+    TIER_SUMMARY,
+    TIER_TWO_READS,
+    TIER_UNREACHABLE,
+    TIER_VIEW,
+    Reach,
+    identifiers_of,
+)
+from context_engine.summary.loss import named_paths, through_history, view_text
 from context_engine.tokens.messages import profile_for_model
 
 SETUP = peers.Setup(trigger_tokens=8192, keep_messages=10, context_window=32768)
 VARIANTS = ("ours", "ours+repair", "langchain", "deepagents")
 REPAIR_MARKER = "An earlier summary of these messages left out the identifiers below."
 PREVIEW_TARGET = 0.05
+HISTORY_DIR_NAME = (
+    "conversation_history"  # ours: outputs/conversation_history/, deepagents: /conversation_history/
+)
 
 
 class FollowingSummarizer(peers.FakeSummarizer):
@@ -71,13 +85,31 @@ class Survival:
     summary_calls: int = 0
     folded_ids: int = 0
     visible_ids: int = 0
-    recoverable_ids: int = 0  # visible, or in a saved tool-result file (whole-history files not counted)
+    one_read_ids: int = 0  # not visible, in a saved tool-result file the request names
+    two_reads_ids: int = 0  # only through a history file the request names (in it, or a file it names)
+    unreachable_ids: int = 0
     errors: int = 0
     by_kind: dict[str, list[int]] = field(default_factory=dict)  # kind -> [folded, visible]
 
 
 def _visible_ids(request: list[BaseMessage]) -> set[str]:
     return {m.id for m in request if m.id}
+
+
+def _reach(request: list[BaseMessage], files: dict[str, str]) -> Reach:
+    """The tiers of the loss report for a reader of ``request``: a file counts only when the request
+    names its path (``context_engine.summary.loss``: a receipt, the summary, a kept message)."""
+    view = [view_text(m) for m in request]
+    named = {path: text for path, text in files.items() if named_paths([path], view)}
+    history = [text for path, text in named.items() if HISTORY_DIR_NAME in path]
+    saved = [text for path, text in named.items() if HISTORY_DIR_NAME not in path]
+    others = {path: text for path, text in files.items() if HISTORY_DIR_NAME not in path}
+    return Reach(
+        summary="",
+        kept=[message_text(m) for m in request],
+        one_read=saved,
+        two_reads=through_history(history, others),
+    )
 
 
 def survive(traj: trajectories.Trajectory, variant: str, setup: peers.Setup = SETUP) -> Survival:
@@ -112,18 +144,18 @@ def survive(traj: trajectories.Trajectory, variant: str, setup: peers.Setup = SE
             folded = (previous | new_ids) - _visible_ids(request)
             seen |= new_ids
             ids = identifiers_of(originals[i] for i in sorted(folded) if i in originals)
-            after = "\n".join(message_text(m) for m in request)
-            saved = "\n".join(
-                text for path, text in h.files().items() if path.startswith(LARGE_TOOL_RESULTS_DIR)
-            )
+            reach = _reach(request, h.files())
             for value, kind in ids.items():
-                hit = value in after
+                tier = reach.tier(value, kind)
+                hit = tier in (TIER_SUMMARY, TIER_VIEW)
                 counts = out.by_kind.setdefault(kind, [0, 0])
                 counts[0] += 1
                 counts[1] += hit
                 out.folded_ids += 1
                 out.visible_ids += hit
-                out.recoverable_ids += hit or value in saved
+                out.one_read_ids += tier == TIER_ONE_READ
+                out.two_reads_ids += tier == TIER_TWO_READS
+                out.unreachable_ids += tier == TIER_UNREACHABLE
         out.summary_calls = h.summarizer.calls
         out.errors = len(h.errors)
     finally:
@@ -153,7 +185,9 @@ def survival_rows(results: list[Survival]) -> list[dict]:
             "summary_calls": sum(r.summary_calls for r in rs),
             "folded_ids": folded,
             "survived": sum(r.visible_ids for r in rs) / folded if folded else None,
-            "recoverable": sum(r.recoverable_ids for r in rs) / folded if folded else None,
+            "one_read": sum(r.one_read_ids for r in rs) / folded if folded else None,
+            "two_reads": sum(r.two_reads_ids for r in rs) / folded if folded else None,
+            "unreachable": sum(r.unreachable_ids for r in rs) / folded if folded else None,
             "errors": sum(r.errors for r in rs),
         }
         for kind in ("url", "path", "record_id", "hash", "quantity"):
@@ -169,7 +203,9 @@ SURVIVAL_COLUMNS = [
     "summary_calls",
     "folded_ids",
     "survived",
-    "recoverable",
+    "one_read",
+    "two_reads",
+    "unreachable",
     "url",
     "path",
     "record_id",
@@ -185,14 +221,17 @@ def _pct(v) -> str:
 
 def render_survival(results: list[Survival]) -> str:
     rows = survival_rows(results)
-    fmt = {c: _pct for c in ("survived", "recoverable", "url", "path", "record_id", "hash", "quantity")}
+    tiers = ("survived", "one_read", "two_reads", "unreachable")
+    fmt = {c: _pct for c in (*tiers, "url", "path", "record_id", "hash", "quantity")}
     return (
         f"Budget for all: trigger {SETUP.trigger_tokens:,} tokens, keep {SETUP.keep_messages} messages, window "
         f"{SETUP.context_window:,}; {len({r.trajectory for r in results})} trajectories. `survived` = share of the "
         "identifiers of the messages each summary folded that the model still sees in its next request "
-        "(in the summary or kept verbatim); per kind on the right. `recoverable` adds those in a saved "
-        "tool-result file the request names (only ours saves tool results; whole-history files, which hold "
-        "every folded message for ours and deepagents, are not counted). `summary_calls` counts repair calls "
+        "(in the summary or kept verbatim); per kind on the right. The rest by the loss report's tiers: "
+        "`one_read` in a saved tool-result file the request names (only ours saves tool results), "
+        "`two_reads` only through a conversation-history file the request names (ours and deepagents keep one): "
+        "in it, or in a saved file it names, "
+        "`unreachable` neither; the four shares add up to 100%. `summary_calls` counts repair calls "
         "too.\n\n" + markdown_table(rows, SURVIVAL_COLUMNS, fmt)
     )
 

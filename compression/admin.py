@@ -45,15 +45,16 @@ class CompressionRecordAdmin(AuditAdmin):
     def get_readonly_fields(self, request: HttpRequest, obj=None):
         return [*super().get_readonly_fields(request, obj), "lost_identifiers"]
 
-    @admin.display(description=_("Identifiers (summary / saved file / lost)"))
+    @admin.display(description=_("Identifiers (in view / one read / two reads / unreachable)"))
     def identifiers(self, record: CompressionRecord) -> str:
-        """The loss report's counts: of the identifiers in what was folded, where each one ended up."""
-        report = record.loss_report or {}
-        if not report.get("total"):
+        """The loss report's tiers: of the identifiers in what was folded, how far a reader of the view
+        is from each (older records read as ``LossReport.from_dict`` says)."""
+        report = record.loss
+        if not report.total:
             return "–"
-        kept = int(report.get("in_summary") or 0) + int(report.get("in_view") or 0)
-        text = f"{kept} / {report.get('in_saved_file', 0)} / {report.get('lost', 0)} of {report['total']}"
-        return text + (" (repaired)" if report.get("repaired") else "")
+        kept = report.in_summary + report.in_view
+        text = f"{kept} / {report.one_read} / {report.two_reads} / {report.unreachable} of {report.total}"
+        return text + (" (repaired)" if (record.loss_report or {}).get("repaired") else "")
 
     @admin.display(description=_("Lost identifiers"))
     def lost_identifiers(self, record: CompressionRecord) -> str:

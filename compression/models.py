@@ -8,7 +8,7 @@ from django.utils.translation import gettext_lazy as _
 
 from context_engine import outcomes
 from context_engine.events import LEVEL_UNDO
-from context_engine.summary.identifiers import NO_LOSS
+from context_engine.summary.identifiers import NO_LOSS, LossReport
 
 
 def no_loss_report() -> dict:
@@ -83,8 +83,9 @@ class CompressionRecord(models.Model):
     saved_files = models.JSONField(verbose_name=_("saved files"), default=list, blank=True)
     summary_usage = models.JSONField(verbose_name=_("summary usage"), default=dict, blank=True)
     error = models.TextField(verbose_name=_("error"), blank=True)
-    # Where the identifiers of the folded messages went (context_engine.summary.identifiers.LossReport).
-    # Records that folded nothing carry the empty report (nothing lost).
+    # Where the identifiers of the folded messages went, by reach tier (context_engine.summary.identifiers
+    # .LossReport.as_dict; older records carry in_saved_file/lost, read through ``loss``). Records that
+    # folded nothing carry the empty report (nothing lost).
     loss_report = models.JSONField(verbose_name=_("loss report"), default=no_loss_report, blank=True)
     # The spend guard's decision when it held a summary back (context_engine.summary.spend_guard.GuardDecision).
     spend_guard = models.JSONField(verbose_name=_("spend guard"), default=dict, blank=True)
@@ -106,6 +107,11 @@ class CompressionRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.trigger} {self.level} {self.status} on {self.conversation_id}"
+
+    @property
+    def loss(self) -> LossReport:
+        """The loss report's tiers, whichever shape the record was written in."""
+        return LossReport.from_dict(self.loss_report)
 
     @property
     def tokens_saved(self) -> int:

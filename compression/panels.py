@@ -14,6 +14,7 @@ from django.utils.translation import gettext as _
 
 from context_engine import outcomes
 from context_engine.state import SUMMARY_EVENT_KEY
+from context_engine.summary.identifiers import LossReport
 from context_engine.tokens.messages import format_tokens
 from conversations.pages import as_int, workdir_path
 
@@ -37,12 +38,13 @@ class CompressionStatus:
 
 @dataclass(frozen=True)
 class LossLine:
-    """The loss report as the compression card shows it."""
+    """The loss report as the compression card shows it: the reach tiers (``LossReport``)."""
 
     total: int
     kept: int  # in the summary or still verbatim in view
-    in_saved_file: int
-    lost: int
+    one_read: int  # in a saved file the view names
+    two_reads: int  # only in the history file the view names
+    unreachable: int
     lost_identifiers: tuple[str, ...]
     repaired: bool
 
@@ -51,24 +53,23 @@ LOSS_LIST_SHOWN = 10
 
 
 def loss_line_from(value: Any) -> LossLine | None:
-    """A loss report (a dict, or its JSON from a query string) reduced to the card's line; ``None``
-    when nothing was folded."""
+    """A loss report (a dict, or its JSON from a query string; a record from before the tiers reads as
+    ``LossReport.from_dict`` says) reduced to the card's line; ``None`` when nothing was folded."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
         except ValueError:
             return None
-    if not isinstance(value, Mapping) or not as_int(value.get("total")):
+    report = LossReport.from_dict(value)
+    if not report.total:
         return None
-    lost = value.get("lost_identifiers")
     return LossLine(
-        total=as_int(value.get("total")) or 0,
-        kept=(as_int(value.get("in_summary")) or 0) + (as_int(value.get("in_view")) or 0),
-        in_saved_file=as_int(value.get("in_saved_file")) or 0,
-        lost=as_int(value.get("lost")) or 0,
-        lost_identifiers=tuple(str(i)[:200] for i in lost[:LOSS_LIST_SHOWN])
-        if isinstance(lost, list)
-        else (),
+        total=report.total,
+        kept=report.in_summary + report.in_view,
+        one_read=report.one_read,
+        two_reads=report.two_reads,
+        unreachable=report.unreachable,
+        lost_identifiers=tuple(i[:200] for i in report.lost_identifiers[:LOSS_LIST_SHOWN]),
         repaired=value.get("repaired") is True or value.get("repaired") == "true",
     )
 
@@ -216,6 +217,7 @@ def reason_text(reason: Mapping[str, Any] | None) -> str:
         "tokens": format_tokens(reason.get("tokens")),
         "trigger": format_tokens(reason.get("trigger")),
         "messages": reason.get("messages") or 0,
+        "folded": format_tokens(reason.get("folded")),
     }
     texts = {
         outcomes.LATEST_MESSAGE_TOO_LARGE: _(
@@ -235,6 +237,10 @@ def reason_text(reason: Mapping[str, Any] | None) -> str:
             "there is no older history to fold: the recent messages are always kept as they are"
         ),
         outcomes.SPEND_GUARD: _("the hourly allowance for summary calls is used up"),
+        outcomes.SUMMARY_NOT_SMALLER: _(
+            "the summary (%(tokens)s tokens) would not have been smaller than the %(folded)s tokens it "
+            "folds, so nothing was changed"
+        ),
     }
     text = texts.get(code)
     return text % values if text else code

@@ -15,7 +15,6 @@ def record_run_compression(sender: Any, *, run: AgentRun, event: dict[str, Any],
 
 
 def record_usage_reading(sender: Any, *, run: AgentRun, estimated: int, reported: int, **kwargs: Any) -> None:
-    """A reported prompt-token count, against our estimate of the same request: the model's calibration."""
-    calibration_record(
-        model_name=run.conversation.agent.resolved_model_name, estimated=estimated, reported=reported
-    )
+    """A reported prompt-token count, against our estimate of the same request: the calibration of the
+    run's endpoint and model (the agent carries both)."""
+    calibration_record(agent=run.conversation.agent, estimated=estimated, reported=reported)

@@ -34,6 +34,9 @@ class CompressionConfig:
     trigger_tokens: int  # T (SPEC §3), already capped by the context window
     keep_messages: int = DEFAULT_KEEP_MESSAGES
     summary_prompt: str = DEFAULT_SUMMARY_PROMPT
+    # With a custom prompt: the lines a valid summary must contain, in order (empty: the defaults of
+    # ``summary.validation``); the default prompt always requires its five headings.
+    summary_required: tuple[str, ...] = ()
     tool_result_token_limit: int = DEFAULT_TOOL_RESULT_TOKEN_LIMIT  # 0: offload every tool result, no preview
     tool_arg_max_length: int = DEFAULT_TOOL_ARG_MAX_LENGTH
     context_window: int | None = None

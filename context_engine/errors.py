@@ -20,6 +20,10 @@ class EmptySummaryError(SummaryError):
     """The summary model answered with nothing usable."""
 
 
+class NotASummaryError(SummaryError):
+    """The summary model's answer does not read as a summary (``summary.validation``)."""
+
+
 class StoreError(Exception):
     """A file could not be written or read; the caller decides whether that is fatal."""
 
@@ -33,3 +37,16 @@ class OffloadError(Exception):
 
 class CompressionError(RuntimeError):
     """Compression failed and the conversation does not fit the model's context window."""
+
+
+class SummaryNotSmaller(Exception):
+    """The summary (its message, with the pinned messages it keeps) would not be smaller than the
+    messages it folds: a compression never makes the request bigger, so nothing is applied."""
+
+    def __init__(self, *, summary_tokens: int, folded_tokens: int) -> None:
+        super().__init__(
+            f"The summary ({summary_tokens} tokens) would not be smaller than the messages it folds "
+            f"({folded_tokens} tokens), so nothing was applied."
+        )
+        self.summary_tokens = summary_tokens
+        self.folded_tokens = folded_tokens

@@ -88,6 +88,14 @@ SUMMARY_MESSAGE_TEMPLATE = (
 )
 SUMMARY_MESSAGE_NO_FILE_TEMPLATE = "Here is a summary of the conversation to date:\n\n{summary}"
 HISTORY_SECTION_TEMPLATE = "## Summarized at {timestamp}\n\n{messages}\n\n"
+# One message of a history section and of the summarizer's input: its text verbatim, nothing escaped
+# (a URL's ``&`` stays ``&``); an AI message with tool calls nests its text and each call.
+TRANSCRIPT_MESSAGE_TEMPLATE = '<message type="{role}">{content}</message>'
+TRANSCRIPT_CALLS_TEMPLATE = '<message type="{role}">\n{parts}\n</message>'
+TRANSCRIPT_CONTENT_TEMPLATE = "  <content>{content}</content>"
+TRANSCRIPT_TOOL_CALL_TEMPLATE = '  <tool_call id="{id}" name="{name}">{args}</tool_call>'
+TRANSCRIPT_MEDIA_TEMPLATE = '<{kind} {key}="{value}" />'  # a media block by URL or file id
+TRANSCRIPT_SEPARATOR = "\n"
 
 # --- Inline media saved to the workdir (data: URIs, base64 image/file/audio blocks) -----------------
 

@@ -29,6 +29,7 @@ OUTCOMES = (COMPACTED, SUMMARIZED, NO_CHANGE, BUDGET_UNREACHABLE)
 # Reason codes.
 INSUFFICIENT_HISTORY = "insufficient_history"  # no change: the kept recent messages are all there is
 SPEND_GUARD = "spend_guard"  # the hourly summary allowance held the summary back (issue 14)
+SUMMARY_NOT_SMALLER = "summary_not_smaller"  # the summary would not have been smaller than what it folds
 LATEST_MESSAGE_TOO_LARGE = "latest_message_too_large"
 MESSAGE_TOO_LARGE = "message_too_large"
 KEPT_MESSAGES_TOO_LARGE = "kept_messages_too_large"

@@ -10,8 +10,10 @@ from django.utils.translation import gettext_lazy as _
 class TokenCalibration(models.Model):
     """A model's estimate correction, learned from the prompt tokens its provider reports (SPEC 4):
     ``factor`` x our estimate under ``profile`` is what the model is expected to count. One row per
-    model name (as the known-models table reads it) and profile; written only by reported usage."""
+    endpoint, model name (as the known-models table reads it) and profile
+    (``selectors.calibration_key``); written only by reported usage."""
 
+    endpoint_key = models.CharField(_("endpoint"), max_length=500, blank=True, default="")
     model_key = models.CharField(_("model"), max_length=200)
     profile = models.CharField(_("estimator profile"), max_length=50)
     factor = models.FloatField(_("correction factor"), default=1.0)
@@ -23,8 +25,12 @@ class TokenCalibration(models.Model):
         verbose_name = _("token calibration")
         verbose_name_plural = _("token calibrations")
         constraints = [
-            models.UniqueConstraint(fields=["model_key", "profile"], name="tokencalibration_model_profile")
+            models.UniqueConstraint(
+                fields=["endpoint_key", "model_key", "profile"],
+                name="tokencalibration_endpoint_model_profile",
+            )
         ]
 
     def __str__(self) -> str:
-        return f"{self.model_key} ({self.profile}): x{self.factor:.3f} from {self.observations}"
+        where = f"{self.model_key} at {self.endpoint_key}" if self.endpoint_key else self.model_key
+        return f"{where} ({self.profile}): x{self.factor:.3f} from {self.observations}"

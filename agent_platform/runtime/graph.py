@@ -1,7 +1,9 @@
 """Graph assembly, in one place: an Agent's admin configuration plus a thread give a compiled agent.
 
 The middleware stack has named slots (``agent_middleware``); the model, tools, system prompt and
-checkpointer come from the agent and the thread.
+checkpointer come from the agent and the thread. A sub-agent (``task``) shares its parent thread's
+spend-guard ledger: the parent's graph holds one ``SharedLedger`` and lends it to every sub-agent it
+starts (``context_engine.summary.spend_guard`` says how its calls reach the thread's state).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from agent_platform.runtime.subagent import SUBAGENT_EXCLUDED_TOOLS, SUBAGENT_PR
 from agent_platform.tools import build_tools
 from agent_platform.workdir import Workdir, workdir_for
 from context_engine.lru import LRU
+from context_engine.summary.spend_guard import LedgerSource, SharedLedger
 from context_engine.tokens.calibration import CalibrationSource
 
 RECURSION_LIMIT = 50
@@ -49,6 +52,7 @@ def agent_middleware(
     workdir: Workdir,
     model: BaseChatModel,
     calibration: CalibrationSource | None = None,
+    ledger: LedgerSource | None = None,
 ) -> list[AgentMiddleware]:
     """The agent's middleware stack, outermost first. Named slots, filled by the compression work:
 
@@ -59,14 +63,20 @@ def agent_middleware(
        model is actually sent.
 
     Both share ``calibration``, the model's correction learned from reported usage (by default the
-    process's one for the agent's model, read from the table). Sub-agents get a stack of their own
-    built here too (same files and calibration as the parent).
+    process's one for the agent's endpoint and model, read from the table). ``ledger`` keeps the
+    thread's spend-guard ledger (default: the agent's own state). Sub-agents get a stack of their own
+    built here too (same files, calibration and ledger as the parent).
     """
     if calibration is None:
-        calibration = calibration_source_for(agent.resolved_model_name)
+        calibration = calibration_source_for(agent=agent)
     return [
         compression_middleware_for(
-            agent=agent, conversation=conversation, workdir=workdir, model=model, calibration=calibration
+            agent=agent,
+            conversation=conversation,
+            workdir=workdir,
+            model=model,
+            calibration=calibration,
+            ledger=ledger,
         ),
         token_usage_middleware_for(agent=agent, model=model, calibration=calibration),
     ]
@@ -82,12 +92,14 @@ def build_agent_graph(
     workdir: Workdir | None = None,
     tools: list[BaseTool] | None = None,
     calibration: CalibrationSource | None = None,
+    ledger: LedgerSource | None = None,
 ) -> CompiledStateGraph:
     """A compiled ``create_agent`` graph for ``agent`` on ``conversation``'s thread.
 
     ``checkpointer`` defaults to the process's thread checkpointer (sub-agents: none, they keep no
     state). ``model`` defaults to the agent's configured chat model; ``tools`` to the agent's enabled
-    tools plus ``task``. Sub-agents share the parent's workdir and get the same middleware stack.
+    tools plus ``task``. Sub-agents share the parent's workdir and get the same middleware stack;
+    ``ledger`` is the one a sub-agent borrows from its parent (a parent gets a new ``SharedLedger``).
     """
     if checkpointer is _SHARED_CHECKPOINTER:
         checkpointer = False if subagent else checkpointer_get()
@@ -95,9 +107,9 @@ def build_agent_graph(
     workdir = workdir if workdir is not None else workdir_for(conversation)
     # Read from the table here, where the graph is built: a sub-agent (built inside a tool call, on
     # a graph thread) gets its parent's instead.
-    calibration = (
-        calibration if calibration is not None else calibration_source_for(agent.resolved_model_name)
-    )
+    calibration = calibration if calibration is not None else calibration_source_for(agent=agent)
+    if ledger is None and not subagent:
+        ledger = SharedLedger()
     if tools is None:
         tools = agent_tools(
             agent=agent,
@@ -106,6 +118,7 @@ def build_agent_graph(
             model=model,
             subagent=subagent,
             calibration=calibration,
+            ledger=ledger,
         )
     system_prompt = (agent.system_prompt or "") + (SUBAGENT_PROMPT_SUFFIX if subagent else "")
     return create_agent(
@@ -113,7 +126,12 @@ def build_agent_graph(
         tools,
         system_prompt=system_prompt.strip() or None,
         middleware=agent_middleware(
-            agent=agent, conversation=conversation, workdir=workdir, model=model, calibration=calibration
+            agent=agent,
+            conversation=conversation,
+            workdir=workdir,
+            model=model,
+            calibration=calibration,
+            ledger=ledger,
         ),
         checkpointer=checkpointer,
         name=f"{agent.slug}-subagent" if subagent else agent.slug,
@@ -128,6 +146,7 @@ def agent_tools(
     model: BaseChatModel,
     subagent: bool = False,
     calibration: CalibrationSource | None = None,
+    ledger: LedgerSource | None = None,
 ) -> list[BaseTool]:
     tools = build_tools(agent=agent, conversation=conversation, workdir=workdir)
     if subagent:
@@ -135,7 +154,12 @@ def agent_tools(
     if "task" in (agent.tools or []):
         tools.append(
             build_task_tool(
-                agent=agent, conversation=conversation, workdir=workdir, model=model, calibration=calibration
+                agent=agent,
+                conversation=conversation,
+                workdir=workdir,
+                model=model,
+                calibration=calibration,
+                ledger=ledger if isinstance(ledger, SharedLedger) else None,
             )
         )
     return tools
@@ -148,8 +172,10 @@ def build_task_tool(
     workdir: Workdir,
     model: BaseChatModel,
     calibration: CalibrationSource | None = None,
+    ledger: SharedLedger | None = None,
 ) -> BaseTool:
-    """The ``task`` tool: a sub-agent with the parent's model, workdir and middleware stack."""
+    """The ``task`` tool: a sub-agent with the parent's model, workdir and middleware stack, whose
+    summary calls count in the parent thread's ``ledger``."""
 
     @tool("task", parse_docstring=True)
     def task(description: str) -> str:
@@ -165,6 +191,7 @@ def build_task_tool(
             workdir=workdir,
             subagent=True,
             calibration=calibration,
+            ledger=ledger.lend() if ledger is not None else None,
         )
         result = graph.invoke({"messages": [HumanMessage(description)]})
         return final_answer(result.get("messages", []))

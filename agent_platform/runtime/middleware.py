@@ -9,6 +9,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from context_engine.middleware.compression import CompressionMiddleware
 from context_engine.middleware.token_usage import TokenUsageMiddleware
 from context_engine.store import ResultStore
+from context_engine.summary.spend_guard import LedgerSource
 from context_engine.tokens.calibration import CalibrationSource
 from context_engine.tokens.messages import profile_for_model
 
@@ -22,6 +23,7 @@ def compression_middleware_for(
     workdir: ResultStore,
     model: BaseChatModel,
     calibration: CalibrationSource | None = None,
+    ledger: LedgerSource | None = None,
     **_: Any,
 ) -> CompressionMiddleware:
     """Compression for ``agent``: its config, the profile and the calibration of its model;
@@ -34,6 +36,7 @@ def compression_middleware_for(
         summary_model=model,
         profile=profile_for_model(agent.resolved_model_name),
         calibration=calibration,
+        ledger=ledger,
     )
 
 

@@ -1,5 +1,8 @@
 """What a sub-agent (the ``task`` tool) is: the tools it never gets, its prompt suffix, and its answer.
-The tool itself is built with the graph, in ``runtime.graph``."""
+The tool itself is built with the graph, in ``runtime.graph``. A sub-agent's state dies with it, but
+its summary calls are billed to the thread: it borrows the parent's spend-guard ledger
+(``SharedLedger.lend``), counting the thread's calls and adding its own, which the parent writes to the
+thread's state at its next model call."""
 
 from __future__ import annotations
 

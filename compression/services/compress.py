@@ -49,6 +49,7 @@ from context_engine.manual.apply import ManualCompression, force_summarize
 from context_engine.policy.pressure import refreshed_usage, usage_overhead
 from context_engine.state import TOKEN_USAGE_KEY
 from context_engine.steps import run_sync
+from context_engine.summary.call import ledger_update
 from context_engine.tokens.calibration import Calibration
 from context_engine.tokens.messages import profile_for_model
 from conversations import events
@@ -241,8 +242,14 @@ def _compress_locked(
     )
     notice.start(conversation)
 
-    calibration = calibration_for(model_name=agent.resolved_model_name)
-    manual = _run_forced(conversation, values, calibration)
+    calibration = calibration_for(agent=agent)
+    spent: list[int] = []  # the summary calls made: a provider bills them even when they fail
+    try:
+        manual = _run_forced(conversation, values, calibration, spent=spent)
+    except SummaryFailed:
+        if spent:  # only the spend guard's ledger changes; the checkpoint is outside the transaction
+            repository.update(ledger_update(values, spent, now=datetime.now(UTC)))
+        raise
     record_complete(record=record, manual=manual, started_at=started_at)
     if manual.update:
         usage = refreshed_usage(
@@ -258,12 +265,14 @@ def _compress_locked(
         conversation_pressure_update(conversation_id=conversation.pk, token_usage=usage)
         # The checkpoint lives outside this transaction: write it last, so that any failure before it
         # rolls everything back with the state untouched, and only the commit itself can follow it.
-        repository.update({**manual.update, TOKEN_USAGE_KEY: {**manual.update[TOKEN_USAGE_KEY], **usage}})
+        repository.update(
+            {**manual.update, TOKEN_USAGE_KEY: {**manual.update.get(TOKEN_USAGE_KEY, {}), **usage}}
+        )
     return CompressionOutcome(record.result, record)
 
 
 def _run_forced(
-    conversation: Conversation, values: dict[str, Any], calibration: Calibration
+    conversation: Conversation, values: dict[str, Any], calibration: Calibration, *, spent: list[int]
 ) -> ManualCompression:
     """The algorithm with the agent's own model; any failure becomes ``SummaryFailed`` (state unchanged)."""
     agent = conversation.agent
@@ -279,6 +288,7 @@ def _run_forced(
             values.get(TOKEN_USAGE_KEY), profile_for_model(agent.resolved_model_name)
         ),
         before_tokens=meter_tokens(agent=agent, values=values),
+        spent=spent,
     )
     try:
         # Looked up on the module at call time, so a test's stand-in model is the one used.

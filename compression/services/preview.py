@@ -41,7 +41,7 @@ def thread_compress_preview(*, thread_id: uuid.UUID | str, user: AbstractBaseUse
     config = agent.compression_config()
     # The same plan and figures as applying it (``compression.services.compress``) would make.
     profile = profile_for_model(agent.resolved_model_name)
-    calibration = calibration_for(model_name=agent.resolved_model_name)
+    calibration = calibration_for(agent=agent)
     plan = plan_fold(
         values,
         config=config,

@@ -31,7 +31,7 @@ def thread_compress_undo(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) 
         require_idle(conversation)
         repository, agent = state_repository_for(conversation), conversation.agent
         values = repository.get_values()
-        calibration = calibration_for(model_name=agent.resolved_model_name)
+        calibration = calibration_for(agent=agent)
         profile = profile_for_model(agent.resolved_model_name)
         overhead = usage_overhead(values.get(TOKEN_USAGE_KEY), profile)
         try:

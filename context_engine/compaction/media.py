@@ -29,13 +29,28 @@ from context_engine.formats import (
 )
 from context_engine.store import ResultStore
 
-# ``data:<type>[;param=value]*;base64,<payload>``; payloads shorter than this are left alone (a few
-# bytes are cheaper inline than as a receipt, and short matches in prose are rarely real media).
+# ``data:<type>[;param=value]*;base64,<payload>``, in any letter case; payloads shorter than this are
+# left alone (a few bytes are cheaper inline than as a receipt, and short matches in prose are rarely
+# real media).
 MIN_PAYLOAD_CHARS = 64
-_DATA_URI = re.compile(
-    r"data:(?P<mime>[A-Za-z0-9.+-]+/[A-Za-z0-9.+-]+)(?:;[A-Za-z0-9.+-]+=[A-Za-z0-9.+\"-]+)*;base64,"
-    r"(?P<payload>[A-Za-z0-9+/]{" + str(MIN_PAYLOAD_CHARS) + r",}={0,2})"
+_DATA_URI_HEAD = (
+    r"data:(?P<mime>[a-z0-9.+-]+/[a-z0-9.+-]+)(?:;[a-z0-9.+-]+=[a-z0-9.+\"-]+)*;base64,"
+    r"[ \t]*(?:\r?\n[ \t]*)?"  # the payload may start on the next line
 )
+_B64_RUN = r"[A-Za-z0-9+/=]+"
+# In text: the head, then every line of base64 that follows it; ``_payload_end`` decides where the
+# payload really ends (a wrapped payload's lines are full-width but for the last).
+_DATA_URI = re.compile(
+    _DATA_URI_HEAD + r"(?P<payload>" + _B64_RUN + r"(?:[ \t]*\r?\n[ \t]*" + _B64_RUN + r")*)", re.IGNORECASE
+)
+# A whole field (an image or file part's URL): everything after the head is the payload.
+_DATA_URI_FIELD = re.compile(_DATA_URI_HEAD + r"(?P<payload>[A-Za-z0-9+/=\s]+)", re.IGNORECASE)
+_MARKER = re.compile(r"base64,", re.IGNORECASE)
+_B64_LINE = re.compile(_B64_RUN)
+_WHITESPACE = re.compile(r"\s+")
+# Line widths base64 encoders wrap at (PEM 64, MIME 76, and the like); only lines this wide continue.
+WRAP_WIDTHS = range(16, 201)
+_LINE_CLOSERS = frozenset("\r\n\"')]>}`")
 _EXTENSIONS = {
     "image/jpeg": "jpg",
     "image/png": "png",
@@ -97,10 +112,46 @@ def media_receipt(*, path: str, mime_type: str, size: int, sha256: str) -> str:
 
 
 def _decode(payload: str) -> bytes | None:
+    """The bytes of ``payload`` (line breaks and other whitespace inside it ignored), or None."""
     try:
-        return base64.b64decode(payload, validate=True)
+        return base64.b64decode(_WHITESPACE.sub("", payload), validate=True)
     except (binascii.Error, ValueError):
         return None
+
+
+def _ends_its_line(text: str, end: int) -> bool:
+    """Whether only spaces stand between ``end`` and the end of its line (or a closing quote/bracket)."""
+    while end < len(text) and text[end] in " \t":
+        end += 1
+    return end == len(text) or text[end] in _LINE_CLOSERS
+
+
+def _payload_end(text: str, start: int, end: int) -> int:
+    """Where the payload that begins at ``start`` ends, within the run of base64 lines ``[start, end)``.
+
+    One line, unless it is wrapped: then every line is as wide as the widest of the first two (the
+    first may share its line with the ``data:`` head), within ``WRAP_WIDTHS``; a shorter line, or one
+    with ``=`` padding, is the last, and each line without padding must fill its line (so prose after a
+    payload stays prose: a last line followed by words on the same line is taken only when padded).
+    Trailing lines are given back while the whole does not decode."""
+    lines = [(m.start(), m.end()) for m in _B64_LINE.finditer(text, start, end)]
+    taken = lines[:1]
+    if len(lines) > 1 and "=" not in text[slice(*lines[0])]:
+        width = max(lines[0][1] - lines[0][0], lines[1][1] - lines[1][0])
+        if width in WRAP_WIDTHS:
+            for line_start, line_end in lines[1:]:
+                previous = taken[-1]
+                if previous is not taken[0] and previous[1] - previous[0] != width:
+                    break
+                size, padded = line_end - line_start, "=" in text[line_start:line_end]
+                if size > width or not (padded or _ends_its_line(text, line_end)):
+                    break
+                taken.append((line_start, line_end))
+                if padded:
+                    break
+    while len(taken) > 1 and _decode(text[start : taken[-1][1]]) is None:
+        taken.pop()
+    return taken[-1][1] if taken else start
 
 
 class _Pass:
@@ -114,7 +165,7 @@ class _Pass:
 
     def save(self, mime_type: str, payload: str) -> str | None:
         """The receipt for ``payload``, or ``None`` to leave it inline (not base64, or not written)."""
-        data = _decode(payload.strip())
+        data = _decode(payload)
         if data is None or not data:
             return None
         mime_type = mime_type.lower() or "application/octet-stream"
@@ -134,14 +185,20 @@ class _Pass:
 
     def text(self, text: str) -> str:
         def replace(match: re.Match[str]) -> str:
-            return self.save(match["mime"], match["payload"]) or match.group(0)
+            start = match.start("payload")
+            end = _payload_end(text, start, match.end("payload"))
+            payload = text[start:end]
+            if len(_WHITESPACE.sub("", payload)) < MIN_PAYLOAD_CHARS:
+                return match.group(0)
+            receipt = self.save(match["mime"], payload)
+            return match.group(0) if receipt is None else receipt + text[end : match.end()]
 
-        return _DATA_URI.sub(replace, text) if "base64," in text else text
+        return _DATA_URI.sub(replace, text) if _MARKER.search(text) else text
 
     def data_uri(self, uri: Any) -> str | None:
         if not isinstance(uri, str):
             return None
-        match = _DATA_URI.fullmatch(uri.strip())
+        match = _DATA_URI_FIELD.fullmatch(uri.strip())
         return self.save(match["mime"], match["payload"]) if match else None
 
     def block(self, block: Any) -> Any:
@@ -199,7 +256,7 @@ class _Reader(_Pass):
         super().__init__(None, None)
 
     def save(self, mime_type: str, payload: str) -> str | None:
-        data = _decode(payload.strip())
+        data = _decode(payload)
         if not data:
             return None
         mime_type = mime_type.lower() or "application/octet-stream"
@@ -213,7 +270,7 @@ class _Reader(_Pass):
 def media_of(content: str | list[Any]) -> list[SavedMedia]:
     """The inline media in ``content`` and the paths they are saved at (``written`` is always False);
     writes nothing. Lets a page link a transcript message to its saved media."""
-    if isinstance(content, str) and "base64," not in content:
+    if isinstance(content, str) and not _MARKER.search(content):
         return []
     reader = _Reader()
     if isinstance(content, str):
@@ -228,8 +285,8 @@ def has_inline_media(message: BaseMessage) -> bool:
     """A cheap pre-check: ``False`` means the message certainly carries no base64 payload."""
     content = message.content
     if isinstance(content, str):
-        return "base64," in content
-    return any(not isinstance(block, str) or "base64," in block for block in content)
+        return _MARKER.search(content) is not None
+    return any(not isinstance(block, str) or _MARKER.search(block) is not None for block in content)
 
 
 def offload_message_media(

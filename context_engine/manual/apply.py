@@ -18,12 +18,12 @@ from langchain_core.messages import BaseMessage
 
 from context_engine import outcomes
 from context_engine.config import CompressionConfig
-from context_engine.errors import NothingToUndo
-from context_engine.policy.trigger import summary_budget, tail_cap
+from context_engine.errors import NothingToUndo, SummaryNotSmaller
+from context_engine.policy.trigger import raw_within, summary_budget, tail_cap
 from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, SUMMARY_EVENTS_KEY
 from context_engine.steps import Blocking, Steps
 from context_engine.store import ResultStore, StagedStore
-from context_engine.summary.call import summarize_span, summary_update
+from context_engine.summary.call import ledger_update, summarize_span, summary_update
 from context_engine.summary.fold_plan import plan_fold
 from context_engine.summary.history import effective_messages, valid_event
 from context_engine.summary.spend_guard import guard_check
@@ -34,6 +34,7 @@ STATUS_COMPLETED = "completed"
 STATUS_NO_OP = "no_op"
 REASON_INSUFFICIENT_HISTORY = "insufficient_history"
 REASON_SPEND_GUARD = "spend_guard"
+REASON_NOT_SMALLER = "summary_not_smaller"
 
 
 @dataclass(frozen=True)
@@ -88,13 +89,19 @@ def force_summarize(
     calibration: Calibration = NEUTRAL,
     overhead_tokens: int = 0,
     before_tokens: int | None = None,
+    spent: list[int] | None = None,
 ) -> Steps[ManualCompression]:
     """Fold what ``plan_fold`` says (the preview shows the same plan), unless the spend guard holds the
     summary back (a ``no_op`` with reason ``spend_guard``). Token figures are corrected by the model's
     ``calibration``; budgets compared with our own estimates are converted back to their units.
     ``overhead_tokens`` (system prompt, tool schemas: ``pressure.usage_overhead``) is counted in the
     before/after figures, so they are the request sizes the meter shows; ``before_tokens``, when given,
-    is the meter's own figure for the request now (it may be anchored on reported usage)."""
+    is the meter's own figure for the request now (it may be anchored on reported usage). ``spent``
+    receives the input tokens of each summary call made, so a caller can bill a failed one.
+
+    A compression never makes the request bigger: a summary that would not be smaller than what it
+    folds is not applied (a ``no_op`` with reason ``summary_not_smaller``; only the spend guard's
+    ledger records the call)."""
     now = now or datetime.now(UTC)
     staged = StagedStore(store)
     plan = yield Blocking(
@@ -133,7 +140,7 @@ def force_summarize(
             reason_detail=why or {"code": outcomes.INSUFFICIENT_HISTORY},
         )
     split = plan.split
-    budget = int(summary_budget(config) / calibration.factor)
+    budget = raw_within(summary_budget(config), factor=calibration.factor)
     decision = guard_check(
         values.get(SUMMARY_CALLS_KEY),
         limits=config.spend,
@@ -156,20 +163,41 @@ def force_summarize(
     raw_kept = [m for m in plan.effective[: split.cutoff] if m.id in plan.pinned_ids] + plan.effective[
         split.cutoff :
     ]
-    outcome = yield from summarize_span(
-        split.folded,
-        state=values,
-        previous=plan.previous,
-        local_cutoff=split.cutoff,
-        config=config,
-        store=store,
-        profile=profile,
-        budget=budget,
-        now=now,
-        kept=raw_kept,
-        pinned=split.kept_pinned,
-        lead=plan.lead,
-    )
+    spent = spent if spent is not None else []
+    try:
+        outcome = yield from summarize_span(
+            split.folded,
+            state=values,
+            previous=plan.previous,
+            local_cutoff=split.cutoff,
+            config=config,
+            store=store,
+            profile=profile,
+            budget=budget,
+            now=now,
+            kept=raw_kept,
+            pinned=split.kept_pinned,
+            lead=plan.lead,
+            spent=spent,
+            # The request holds the folded messages uncompacted (compaction is view-only).
+            fold_limit=messages_tokens(
+                [m for m in plan.effective[: split.cutoff] if m.id not in plan.pinned_ids], profile
+            ),
+        )
+    except SummaryNotSmaller as exc:
+        return ManualCompression(
+            status=STATUS_NO_OP,
+            before_tokens=before,
+            after_tokens=before,
+            reason=REASON_NOT_SMALLER,
+            update=ledger_update(values, spent, now=now),
+            outcome=outcomes.outcome_of(folded=None, after_tokens=before, trigger_tokens=trigger),
+            reason_detail={
+                "code": outcomes.SUMMARY_NOT_SMALLER,
+                "tokens": exc.summary_tokens,
+                "folded": exc.folded_tokens,
+            },
+        )
     visible = effective_messages(plan.messages, outcome.event)
     after = calibration.corrected(overhead_tokens + messages_tokens(visible, profile))
     ended, why = outcomes.ended(

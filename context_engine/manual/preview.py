@@ -18,8 +18,7 @@ from context_engine.config import CompressionConfig
 from context_engine.formats import SUMMARY_MESSAGE_TEMPLATE
 from context_engine.state import PINNED_IDS_KEY, SUMMARY_EVENT_KEY
 from context_engine.summary.fold_plan import FoldPlan, fold_identifiers, message_text, receipt_paths
-from context_engine.summary.identifiers import loss_report
-from context_engine.summary.loss import read_saved_texts
+from context_engine.summary.loss import fold_loss_report, read_saved_texts
 from context_engine.tokens.calibration import NEUTRAL, Calibration
 from context_engine.tokens.messages import estimate_text, messages_tokens
 
@@ -47,7 +46,7 @@ class FoldPreview:
     identifiers_total: int = 0
     identifiers_at_risk: int = 0
     at_risk: tuple[str, ...] = ()
-    identifiers_in_saved_files: int = 0
+    identifiers_in_saved_files: int = 0  # one read away: in a saved file the view names
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -95,11 +94,14 @@ def fold_preview(
     pinned_tokens = messages_tokens(raw_pinned, plan.profile)
     estimate = summary_estimate(plan, folded_tokens=folded_tokens, hint=summary_hint)
     identifiers = fold_identifiers(split.folded)
-    report = loss_report(
-        identifiers,
+    # Before the model writes it, the summary holds nothing; its message will name the history file.
+    report = fold_loss_report(
+        split.folded,
         summary="",
-        kept=[message_text(m) for m in [*raw_pinned, *raw_tail]],
-        saved=read_saved_texts(plan.store, receipt_paths(split.folded)),
+        kept=[*raw_pinned, *raw_tail],
+        saved_texts=read_saved_texts(plan.store, receipt_paths(split.folded)) if identifiers else {},
+        identifiers=identifiers,
+        history_named=True,
         limit=AT_RISK_LIST_MAX,
     )
     return FoldPreview(
@@ -119,7 +121,7 @@ def fold_preview(
         identifiers_total=report.total,
         identifiers_at_risk=report.lost,
         at_risk=report.lost_identifiers,
-        identifiers_in_saved_files=report.in_saved_file,
+        identifiers_in_saved_files=report.one_read,
     )
 
 

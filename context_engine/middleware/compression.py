@@ -5,7 +5,9 @@ then, if still too large (or the provider reported an overflow), a strict summar
 in ``_summarization_event``; the raw ``messages`` are never deleted. Pinned messages are neither
 compacted nor folded; every summary carries a loss report; the spend guard may hold a summary back,
 and then the request goes out compacted (with the oldest unpinned messages dropped from view only if
-it would not fit the model's window).
+it would not fit the model's window). No request goes out that reaches the window by our raw estimate
+or by the calibrated one (``policy.fits_window``); every summary call made, a failed one included,
+enters the thread's spend-guard ledger.
 """
 
 from __future__ import annotations
@@ -23,23 +25,29 @@ from langgraph.config import get_config
 
 from context_engine.compaction.clipping import clip_overflow_tail
 from context_engine.config import CompressionConfig
-from context_engine.errors import CompressionError
+from context_engine.errors import SummaryNotSmaller
 from context_engine.events import LEVEL_COMPACTION, LEVEL_SUMMARY
 from context_engine.middleware.emitter import Emitter, stream_writer
+from context_engine.middleware.held_back import send_held_back
 from context_engine.middleware.measure import request_overhead
 from context_engine.middleware.memo import CompactionMemo, MessageTotals
-from context_engine.middleware.responses import send_fallback, send_fitting, with_update
+from context_engine.middleware.responses import send_fallback, send_fitting, with_ledger, with_update
+from context_engine.outcomes import SUMMARY_NOT_SMALLER
 from context_engine.policy import trigger as policy
-from context_engine.policy.overflow import held_back_too_long, is_context_overflow
+from context_engine.policy.overflow import is_context_overflow
 from context_engine.state import PINNED_IDS_CONFIG_KEY, SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, CompressionState
 from context_engine.steps import Blocking, CallModel, Steps, run_async, run_sync
 from context_engine.store import ResultStore
-from context_engine.summary.call import drop_update, summarize_span, summary_update
-from context_engine.summary.dropping import drop_cutoff, drop_span
+from context_engine.summary.call import ledger_update, summarize_span, summary_update
 from context_engine.summary.fold_plan import fold_split, view_lead
 from context_engine.summary.history import effective_messages, valid_event
 from context_engine.summary.pins import pinned_closure, restore_pinned
-from context_engine.summary.spend_guard import GuardDecision, guard_check
+from context_engine.summary.spend_guard import (
+    LedgerSource,
+    OwnState,
+    guard_check,
+    thread_ledger,
+)
 from context_engine.tokens.calibration import Calibration, CalibrationMemory, CalibrationSource
 from context_engine.tokens.messages import TokenProfile, messages_tokens, profile_for_model
 
@@ -70,10 +78,14 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         calibration: CalibrationSource | None = None,
         now: Callable[[], datetime] = _utcnow,
         pins: Callable[[], Collection[str]] | None = None,
+        ledger: LedgerSource | None = None,
     ) -> None:
         """``pins`` returns the ids of the thread's pinned messages, once per compression (only at or
-        above ``T``); without it they are read from the run config (``PINNED_IDS_CONFIG_KEY``)."""
+        above ``T``); without it they are read from the run config (``PINNED_IDS_CONFIG_KEY``).
+        ``ledger`` keeps the thread's spend-guard ledger: the agent's own state by default, shared
+        between a parent and its sub-agents otherwise (``spend_guard.SharedLedger``)."""
         super().__init__()
+        self.ledger = ledger if ledger is not None else OwnState()
         self.pins = pins
         self.config = config
         self.store = store
@@ -100,13 +112,20 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
     # --- the shared core ------------------------------------------------------------------------
 
     def _steps(self, request: ModelRequest) -> Steps[ModelResponse | ExtendedModelResponse]:
+        state, ledger = thread_ledger(self.ledger, request.state or {}, now=self.now())
+        return with_ledger((yield from self._call(request.override(state=state))), ledger)  # type: ignore[arg-type]
+
+    def _call(self, request: ModelRequest) -> Steps[ModelResponse | ExtendedModelResponse]:
         trigger = self.config.trigger_tokens
         previous = valid_event((request.state or {}).get(SUMMARY_EVENT_KEY))
         effective = effective_messages(request.messages, previous)
         overhead = request_overhead(request, self.profile)
-        before = self._calibration().corrected(overhead + self._effective_totals.total(effective))
+        raw = overhead + self._effective_totals.total(effective)
+        before = self._calibration().corrected(raw)
         overflowed_at: int | None = None
-        if not policy.needs_compression(before, trigger=trigger):
+        if not policy.needs_compression(
+            before, trigger=trigger, raw=raw, context_window=self.config.context_window
+        ):
             try:
                 return (
                     yield CallModel(request if previous is None else request.override(messages=effective))
@@ -159,9 +178,14 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         compacted = yield Blocking(partial(self._compactor.compact, effective))
         emitter.record_files([r for r in compacted.saved if r.message_id not in pinned], compacted.failed)
         view = restore_pinned(effective, compacted.messages, pinned) if pinned else compacted.messages
-        emitter.after_tokens = after = self._calibration().corrected(overhead + self._view_totals.total(view))
+        raw = overhead + self._view_totals.total(view)
+        emitter.after_tokens = after = self._calibration().corrected(raw)
         if policy.compaction_suffices(
-            after, trigger=self.config.trigger_tokens, overflowed=overflowed_at is not None
+            after,
+            trigger=self.config.trigger_tokens,
+            overflowed=overflowed_at is not None,
+            raw=raw,
+            context_window=self.config.context_window,
         ):
             try:
                 response = yield CallModel(request.override(messages=view))
@@ -170,11 +194,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                     raise
                 overflowed_at = after
             else:
-                emitter.sent(
-                    level=LEVEL_COMPACTION,
-                    after_tokens=after,
-                    messages=view,
-                )
+                emitter.sent(level=LEVEL_COMPACTION, after_tokens=after, messages=view)
                 return _Compacted(view, overflowed_at, response, pinned)
         return _Compacted(view, overflowed_at, None, pinned)
 
@@ -190,7 +210,8 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         verbatim, then send; or, when the spend guard holds the summary back, send without one."""
         config, view, overflowed_at = self.config, compacted.view, compacted.overflowed_at
         # The kept tail stays within half the budget: half of T, or of what the provider just rejected.
-        kept_cap = self._raw(policy.tail_cap(config, overflowed_at=overflowed_at))  # in our estimate's units
+        # In our estimate's units: the tail is cut to T (calibration may move it), not to the window.
+        kept_cap = int(policy.tail_cap(config, overflowed_at=overflowed_at) / self._calibration().factor)
         lead = view_lead(request.messages, view, previous["cutoff_index"] if previous else None)
         split = fold_split(
             view,
@@ -218,7 +239,10 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
 
         state = request.state or {}
         now = self.now()
-        budget = self._raw(policy.summary_budget(config, overflowed_at=overflowed_at))
+        # The summary call's input is cut to the window: in both measures, whatever the calibration.
+        budget = policy.raw_within(
+            policy.summary_budget(config, overflowed_at=overflowed_at), factor=self._calibration().factor
+        )
         guard = guard_check(
             state.get(SUMMARY_CALLS_KEY),
             limits=config.spend,
@@ -227,38 +251,40 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         )
         step = policy.summary_step(cutoff=cutoff, guard_allowed=guard.allowed)
         if step is policy.SummaryStep.NOTHING_TO_FOLD:  # the compacted (and clipped) view is all we can do
+            raw, after = self._sizes(overhead, preserved)
             response = yield from send_fitting(
                 request,
                 preserved,
-                estimate=partial(self.estimate, overhead, preserved),
+                raw=raw,
+                tokens=after,
                 context_window=config.context_window,
                 tried=f"{TRIED_COMPACTION}; there was no older history to summarize",
             )
-            after = self.estimate(overhead, preserved)
             # Nothing could be folded: if the request is still at or above T, it goes out flagged so.
-            emitter.sent(
-                level=LEVEL_COMPACTION,
-                after_tokens=after,
-                messages=preserved,
-            )
+            emitter.sent(level=LEVEL_COMPACTION, after_tokens=after, messages=preserved)
             return with_update(response, {}, replacements)
         if step is policy.SummaryStep.HELD_BACK:
-            held = [*view[:cutoff], *preserved]
             return (
-                yield from self._held_back(
+                yield from send_held_back(
                     request,
-                    held,
+                    [*view[:cutoff], *preserved],
                     pinned=compacted.pinned,
-                    overflowed_at=overflowed_at,
                     previous=previous,
                     overhead=overhead,
+                    overflowed_at=compacted.overflowed_at,
                     emitter=emitter,
                     guard=guard,
                     replacements=replacements,
+                    store=self.store,
+                    profile=self.profile,
+                    calibration=self._calibration(),
+                    context_window=config.context_window,
+                    now=self.now(),
                 )
             )
 
         emitter.level = LEVEL_SUMMARY
+        spent: list[int] = []  # every summary call made, billed even when it fails
         try:
             outcome = yield from summarize_span(
                 split.folded,
@@ -273,21 +299,37 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                 kept=[*split.kept_pinned, *preserved],
                 pinned=split.kept_pinned,
                 lead=lead,
+                spent=spent,
             )
-        except Exception as exc:
-            # Fail closed: no state change, no error text in any message.
-            emitter.fail(exc)
+        except SummaryNotSmaller as exc:
+            # A compression never makes the request bigger: the compacted view goes out, the call is billed.
+            self.ledger.spent(spent, now=now)
             fallback = [*view[:cutoff], *preserved]
-            return (
-                yield from send_fallback(
-                    request,
-                    fallback,
-                    tokens=self.estimate(overhead, fallback),
-                    context_window=config.context_window,
-                    overflowed_at=overflowed_at,
-                    cause=exc,
-                )
+            raw, tokens = self._sizes(overhead, fallback)
+            tried = f"{TRIED_COMPACTION}; a summary would not have been smaller than what it folds"
+            response = yield from send_fitting(
+                request, fallback, raw=raw, tokens=tokens, context_window=config.context_window, tried=tried
             )
+            why = {"code": SUMMARY_NOT_SMALLER, "tokens": exc.summary_tokens, "folded": exc.folded_tokens}
+            emitter.sent(level=LEVEL_COMPACTION, after_tokens=tokens, messages=fallback, why=why)
+            return with_update(response, ledger_update(state, spent, now=now), replacements)
+        except Exception as exc:
+            # Fail closed: no state change but the ledger's, no error text in any message.
+            emitter.fail(exc)
+            self.ledger.spent(spent, now=now)
+            fallback = [*view[:cutoff], *preserved]
+            raw, tokens = self._sizes(overhead, fallback)
+            response = yield from send_fallback(
+                request,
+                fallback,
+                raw=raw,
+                tokens=tokens,
+                context_window=config.context_window,
+                overflowed_at=overflowed_at,
+                cause=exc,
+            )
+            return with_update(response, ledger_update(state, spent, now=now), ())
+        self.ledger.spent(spent, now=now)
 
         event = outcome.event
         final = [event["summary_message"], *split.kept_pinned, *preserved]
@@ -295,14 +337,10 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             f"{TRIED_COMPACTION}, then a summary of the {len(split.folded)} oldest messages, keeping "
             f"{len(split.kept_pinned) + len(preserved)}"
         )
+        raw, after = self._sizes(overhead, final)
         response = yield from send_fitting(
-            request,
-            final,
-            estimate=partial(self.estimate, overhead, final),
-            context_window=config.context_window,
-            tried=tried,
+            request, final, raw=raw, tokens=after, context_window=config.context_window, tried=tried
         )
-        after = self.estimate(overhead, final)
         emitter.sent(
             level=LEVEL_SUMMARY,
             after_tokens=after,
@@ -327,69 +365,10 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         pinned = configurable.get(PINNED_IDS_CONFIG_KEY)
         return pinned if isinstance(pinned, list | tuple | set | frozenset) else ()
 
-    def _held_back(
-        self,
-        request: ModelRequest,
-        view: list[BaseMessage],
-        *,
-        pinned: frozenset[str],
-        overflowed_at: int | None,
-        previous: Mapping[str, Any] | None,
-        overhead: int,
-        emitter: Emitter,
-        guard: GuardDecision,
-        replacements: Sequence[BaseMessage],
-    ) -> Steps[ModelResponse | ExtendedModelResponse]:
-        """The spend guard held the summary back (issue 14 item 4): send the compacted view; only if it
-        would overflow the window, first drop the oldest unpinned messages from view (saved to the
-        history file first, a fixed note in their place: no model call)."""
-        tokens = self.estimate(overhead, view)
-        limit = policy.window_limit(context_window=self.config.context_window, overflowed_at=overflowed_at)
-        if policy.held_back_fits(tokens, limit=limit):
-            response = yield CallModel(request.override(messages=view))
-            emitter.sent(
-                level=LEVEL_COMPACTION,
-                after_tokens=tokens,
-                messages=view,
-                spend_guard=guard.as_dict(),
-            )
-            return with_update(response, {}, replacements)
-        cutoff = drop_cutoff(view, pinned_ids=pinned, max_tokens=limit - overhead, profile=self.profile)
-        if cutoff <= 0:
-            raise CompressionError(held_back_too_long(guard.reason, tokens))
-        state = request.state or {}
-        plan, loss = yield from drop_span(
-            view,
-            cutoff=cutoff,
-            pinned_ids=pinned,
-            state=state,
-            previous=previous,
-            lead=view_lead(request.messages, view, previous["cutoff_index"] if previous else None),
-            now=self.now(),
-            store=self.store,
-        )
-        response = yield CallModel(request.override(messages=plan.final))
-        after = self.estimate(overhead, plan.final)
-        emitter.sent(
-            level=LEVEL_COMPACTION,
-            after_tokens=after,
-            messages=plan.final,
-            cutoff_index=plan.event["cutoff_index"],
-            dropped_messages=len(plan.dropped),
-            file_path=plan.file_path,
-            spend_guard=guard.as_dict(),
-            loss_report={**loss.as_dict(), "repair_calls": 0, "repaired": False},
-        )
-        update = drop_update(state, event=plan.event, session_id=plan.session_id, previous=previous)
-        return with_update(response, update, replacements)
-
-    def estimate(self, overhead: int, messages: Sequence[BaseMessage]) -> int:
+    def _sizes(self, overhead: int, messages: Sequence[BaseMessage]) -> tuple[int, int]:
+        """A request of ``messages``: our raw estimate, and the calibrated one."""
         raw = overhead + messages_tokens(messages, self.profile)
-        return self._calibration().corrected(raw)
+        return raw, self._calibration().corrected(raw)
 
     def _calibration(self) -> Calibration:
         return self.calibration.current()
-
-    def _raw(self, tokens: int) -> int:
-        """A budget in the model's tokens, in our uncorrected estimate's units."""
-        return int(tokens / self._calibration().factor)

@@ -76,9 +76,17 @@ class Emitter:
         self.level, self.after_tokens, self.finished = level, after_tokens, True
         self._emit(COMPLETED, **self._files(), **extra)
 
-    def sent(self, *, level: str, after_tokens: int, messages: Sequence[BaseMessage], **extra: Any) -> None:
+    def sent(
+        self,
+        *,
+        level: str,
+        after_tokens: int,
+        messages: Sequence[BaseMessage],
+        why: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> None:
         """``completed`` for a request that went out as ``messages``, with its ``outcome`` and, when it
-        still reached the trigger, its ``reason_detail``."""
+        still reached the trigger, its ``reason_detail`` (else ``why``, when the caller has one)."""
         outcome, reason = outcomes.ended(
             folded=level,
             after_tokens=after_tokens,
@@ -87,7 +95,9 @@ class Emitter:
             trigger_tokens=self.trigger_tokens,
             profile=self.profile,
         )
-        self.complete(level=level, after_tokens=after_tokens, outcome=outcome, reason_detail=reason, **extra)
+        self.complete(
+            level=level, after_tokens=after_tokens, outcome=outcome, reason_detail=reason or why, **extra
+        )
 
     def fail(self, exc: BaseException) -> None:
         """Emit ``failed`` unless nothing was started or the call already ended."""

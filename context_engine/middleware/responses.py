@@ -3,7 +3,7 @@ platform's own account, never its raw error) and hands back a response carrying 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain.agents.middleware import ExtendedModelResponse, ModelRequest, ModelResponse
@@ -20,32 +20,38 @@ def send_fitting(
     request: ModelRequest,
     messages: list[BaseMessage],
     *,
-    estimate: Callable[[], int],
+    raw: int,
+    tokens: int,
     context_window: int | None,
     tried: str,
 ) -> Steps[ModelResponse]:
-    """Send the compressed request. A provider that still finds it too long fails the turn with the
-    platform's own account (``estimate()``: how far over; ``tried``: what was done), never its raw error."""
+    """Send the compressed request (``raw`` tokens by our estimate, ``tokens`` calibrated) unless either
+    figure reaches the window. A request that cannot fit, or that the provider still finds too long,
+    fails the turn with the platform's own account (how far over; ``tried``: what was done), never the
+    provider's raw error."""
+    if not policy.fits_window(raw, tokens, limit=context_window):
+        raise CompressionError(still_too_long(max(raw, tokens), context_window, tried=tried))
     try:
         return (yield CallModel(request.override(messages=messages)))
     except Exception as exc:
         if not is_context_overflow(exc):
             raise
-        raise CompressionError(still_too_long(estimate(), context_window, tried=tried)) from exc
+        raise CompressionError(still_too_long(tokens, context_window, tried=tried)) from exc
 
 
 def send_fallback(
     request: ModelRequest,
     view: list[BaseMessage],
     *,
+    raw: int,
     tokens: int,
     context_window: int | None,
     overflowed_at: int | None,
     cause: Exception,
 ) -> Steps[ModelResponse]:
-    """After a failed summary (``cause``): go on with the compacted ``view`` (``tokens``) if it can fit,
-    else a clear error."""
-    if not policy.fallback_fits(tokens, context_window=context_window, overflowed_at=overflowed_at):
+    """After a failed summary (``cause``): go on with the compacted ``view`` (``raw`` tokens by our
+    estimate, ``tokens`` calibrated) if it can fit by both, else a clear error."""
+    if not policy.fallback_fits(tokens, raw=raw, context_window=context_window, overflowed_at=overflowed_at):
         raise CompressionError(summary_failed_too_long(cause, tokens, context_window)) from cause
     try:
         return (yield CallModel(request.override(messages=view)))
@@ -69,3 +75,17 @@ def with_update(
     if not update:
         return response
     return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+
+def with_ledger(
+    result: ModelResponse | ExtendedModelResponse, update: dict[str, Any]
+) -> ModelResponse | ExtendedModelResponse:
+    """``result``, also writing the thread's spend-guard ledger ``update`` (sub-agents' calls taken
+    in), unless ``result`` already writes a newer ledger."""
+    if not update:
+        return result
+    if isinstance(result, ExtendedModelResponse):
+        written = result.command.update if isinstance(result.command.update, dict) else {}
+        command = Command(update={**update, **written})
+        return ExtendedModelResponse(model_response=result.model_response, command=command)
+    return ExtendedModelResponse(model_response=result, command=Command(update=update))

@@ -1,14 +1,18 @@
 """Context-overflow classification: is this model-call exception "the prompt is too long"? And what the
 run says when a request cannot be made to fit.
 
-Covers langchain-core's ``ContextOverflowError``, OpenAI-protocol errors whose ``code`` (or body
-``error.code``/``type``) says so (openai 3.x keeps the code out of the message, so string checks
-miss it), and the messages of common OpenAI-compatible servers. Walks ``__cause__``/``__context__``
-so wrapped errors are found. Pure: no network.
+An error is an overflow when it is langchain-core's ``ContextOverflowError``, when its ``code`` (or its
+body's, openai 3.x keeps the code out of the message) says so, when it carries a phrase specific to
+overflow, or by structure: a 400/413/422 from a provider whose body speaks of tokens, context, length or
+the prompt against a limit, with a figure (the wording of providers we have never seen). The body may be
+an object, a string, or a JSON list of objects (Gemini's OpenAI-compatible endpoint). Rate limits and
+auth errors never are, even when they mention tokens. Walks ``__cause__``/``__context__`` so wrapped
+errors are found. Pure: no network.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -21,16 +25,17 @@ except ImportError:  # pragma: no cover
 
 OVERFLOW_CODES = frozenset(
     {
-        "context_length_exceeded",  # OpenAI, vLLM, DeepSeek, most OpenAI-compatible servers
+        "context_length_exceeded",  # OpenAI, Azure OpenAI, vLLM, DeepSeek, most OpenAI-compatible servers
         "context_window_exceeded",
         "exceed_context_size_error",  # llama.cpp server
         "model_context_window_exceeded",
+        "model_max_prompt_tokens_exceeded",  # GitHub Copilot
     }
 )
 # Phrases specific enough to classify any exception in the chain.
 OVERFLOW_PHRASES = (
     "context_length_exceeded",
-    "maximum context length",  # OpenAI / vLLM / DeepSeek: "This model's maximum context length is ..."
+    "maximum context length",  # OpenAI / vLLM / DeepSeek / Mistral: "... maximum context length is ..."
     "exceeds the available context size",  # llama.cpp
     "exceed_context_size_error",
     "prompt is too long",  # Anthropic, langchain-openai's own check
@@ -46,6 +51,9 @@ OVERFLOW_PHRASES = (
     "exceeds the maximum number of tokens allowed",  # Gemini
     "exceeds model context length",
     "longer than the model's context length",
+    "maximum prompt length",  # xAI: "This model's maximum prompt length is 131072 but the request ..."
+    "exceeded model token limit",  # Moonshot / Kimi: "Your request exceeded model token limit: 262144"
+    "exceed context limit",  # Anthropic: "input length and `max_tokens` exceed context limit: ..."
     # vLLM's engine-level checks: "The decoder prompt (length 9000) is longer than the maximum model
     # length of 8192", and V1's "Input prompt (9000 tokens) is too long and exceeds limit of 8192".
     "is longer than the maximum model length",
@@ -57,7 +65,28 @@ OVERFLOW_PHRASES = (
 # Looser phrases, trusted only on errors that came from a provider (HTTP status or SDK error).
 PROVIDER_PHRASES = ("context length", "too many tokens", "context window")
 PROVIDER_STATUSES = frozenset({400, 413, 422})
+# A rate limit ("tokens per min (TPM): Limit 30000, Requested 45000") or an auth error is never an
+# overflow, whatever it mentions: compressing would not make the retry succeed.
+NEVER_OVERFLOW_STATUSES = frozenset({401, 403, 429})
 _MAX_CHAIN = 32
+
+# The structural rule (see the module docstring). Output-size parameters are blanked first, so that
+# "max_tokens is too large: 10000. This model supports at most 4096 completion tokens" stays a
+# parameter error, while "input length and `max_tokens` exceed context limit: 197626 + 8192 > 200000"
+# is still read as the overflow it is.
+_OUTPUT_SIZE = re.compile(r"\bmax_\w*tokens\b|\b(?:completion|output|generated|new|reasoning)[ _]tokens?\b")
+_SIZE_WORD = re.compile(r"\b(?:tokens?|context|length|prompt)\b")
+_LIMIT_WORD = re.compile(
+    r"exceed|maximum|\bmax\b|limit|too (?:long|large|many)|at most|(?:less|greater|more|longer|larger) than"
+    r"|[<>]=?|(?:should|must) be"
+)
+_FIGURE = re.compile(r"\d{3,}|\d{1,3}(?:,\d{3})+")  # token limits and counts: hundreds and up
+_RATE_LIMIT = re.compile(r"rate.?limit|per min|\btpm\b|\brpm\b|quota")
+_SDK_PREFIX = re.compile(r"^error code: \d+ - ")
+# Where the words of an error body live: flat, under ``error`` (an object, a string or a list), in
+# OpenRouter's ``metadata.raw``, FastAPI's ``detail``.
+_BODY_KEYS = ("code", "type", "message", "status", "detail", "raw", "error", "errors", "metadata")
+_MAX_BODY_DEPTH = 5
 
 
 def _chain(exc: BaseException) -> Iterator[BaseException]:
@@ -80,20 +109,20 @@ def _status(exc: BaseException) -> int | None:
     return status if isinstance(status, int) else None
 
 
-def _body_fields(body: Any) -> Iterator[str]:
-    """``code``, ``type`` and ``message`` strings of an error body (flat or under ``error``)."""
+def _body_fields(body: Any, depth: int = 0) -> Iterator[str]:
+    """The strings of an error body (``code``, ``type``, ``message``...), however it is nested: an
+    object, a string, or a list of either (Gemini answers ``[{"error": {...}}]``)."""
     if isinstance(body, str):
         yield body
+    elif depth >= _MAX_BODY_DEPTH:
         return
-    if not isinstance(body, Mapping):
-        return
-    for layer in (body, body.get("error")):
-        if isinstance(layer, Mapping):
-            for key in ("code", "type", "message"):
-                if isinstance(layer.get(key), str):
-                    yield layer[key]
-        elif isinstance(layer, str):
-            yield layer
+    elif isinstance(body, Mapping):
+        for key in _BODY_KEYS:
+            if key in body:
+                yield from _body_fields(body[key], depth + 1)
+    elif isinstance(body, list | tuple):
+        for item in body[:8]:
+            yield from _body_fields(item, depth + 1)
 
 
 def _codes(exc: BaseException) -> Iterator[str]:
@@ -104,9 +133,26 @@ def _codes(exc: BaseException) -> Iterator[str]:
 
 
 def _is_provider_error(exc: BaseException) -> bool:
+    status = _status(exc)
+    if status in NEVER_OVERFLOW_STATUSES:
+        return False
     if _OpenAIAPIError is not None and isinstance(exc, _OpenAIAPIError):
         return True
-    return _status(exc) in PROVIDER_STATUSES
+    return status in PROVIDER_STATUSES
+
+
+def _says_too_long(exc: BaseException) -> bool:
+    """The structural rule: a 400/413/422 whose body speaks of the input's size against a limit, with
+    a figure, and is not a rate limit."""
+    if _status(exc) not in PROVIDER_STATUSES:
+        return False
+    body = getattr(exc, "body", None)
+    texts = list(_body_fields(body)) if body is not None else [str(exc)]
+    text = _SDK_PREFIX.sub("", " ".join(texts).lower())
+    if _RATE_LIMIT.search(text):
+        return False
+    text = _OUTPUT_SIZE.sub(" ", text)
+    return bool(_SIZE_WORD.search(text) and _LIMIT_WORD.search(text) and _FIGURE.search(text))
 
 
 def is_context_overflow(exc: BaseException) -> bool:
@@ -121,6 +167,8 @@ def is_context_overflow(exc: BaseException) -> bool:
         if any(phrase in lowered for phrase in OVERFLOW_PHRASES):
             return True
         if _is_provider_error(error) and any(phrase in lowered for phrase in PROVIDER_PHRASES):
+            return True
+        if _says_too_long(error):
             return True
     return False
 

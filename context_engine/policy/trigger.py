@@ -6,8 +6,11 @@ oldest messages dropped; after a failed summary the compacted view goes out only
 middleware carries these out (``context_engine.middleware.compression``); the manual path and the
 preview share the budgets (``tail_cap``, ``summary_budget``).
 
-Sizes compared with ``T`` or the window are in the model's tokens (calibrated); the budgets returned
-here are too, and callers convert them to estimate units where they cut by our estimate."""
+Sizes compared with ``T`` are in the model's tokens (calibrated); the budgets returned here are too, and
+callers convert them to estimate units where they cut by our estimate. The window is another matter:
+calibration moves the trigger, never the window check, so a request goes to the model only when
+neither our raw estimate nor the calibrated one reaches the window (``fits_window``), and a budget cut
+to the window is cut in both measures (``raw_within``)."""
 
 from __future__ import annotations
 
@@ -30,15 +33,39 @@ class SummaryStep(StrEnum):
     SUMMARIZE = "summarize"
 
 
-def needs_compression(tokens: int, *, trigger: int, overflowed: bool = False) -> bool:
-    """At or above ``T`` (SPEC 6: ``>=``), or the provider already said the request is too long."""
-    return overflowed or tokens >= trigger
+def needs_compression(
+    tokens: int,
+    *,
+    trigger: int,
+    overflowed: bool = False,
+    raw: int | None = None,
+    context_window: int | None = None,
+) -> bool:
+    """At or above ``T`` (SPEC 6: ``>=``), or the provider already said the request is too long, or it
+    does not fit the window by our raw estimate (``raw``, defaults to ``tokens``) or the calibrated one."""
+    return (
+        overflowed
+        or tokens >= trigger
+        or not fits_window(tokens if raw is None else raw, tokens, limit=context_window)
+    )
 
 
-def compaction_suffices(tokens: int, *, trigger: int, overflowed: bool) -> bool:
-    """The compacted view goes out as it is: below ``T``, and nothing overflowed yet (after an overflow
-    a compacted view is never retried as is: it is summarized to fit what the provider accepted)."""
-    return not overflowed and tokens < trigger
+def compaction_suffices(
+    tokens: int,
+    *,
+    trigger: int,
+    overflowed: bool,
+    raw: int | None = None,
+    context_window: int | None = None,
+) -> bool:
+    """The compacted view goes out as it is: below ``T``, within the window by both measures (``raw``
+    defaults to ``tokens``), and nothing overflowed yet (after an overflow a compacted view is never
+    retried as is: it is summarized to fit what the provider accepted)."""
+    return (
+        not overflowed
+        and tokens < trigger
+        and fits_window(tokens if raw is None else raw, tokens, limit=context_window)
+    )
 
 
 def summary_step(*, cutoff: int, guard_allowed: bool) -> SummaryStep:
@@ -75,15 +102,44 @@ def window_limit(*, context_window: int | None, overflowed_at: int | None) -> in
     return min(limits) if limits else None
 
 
-def held_back_fits(tokens: int, *, limit: int | None) -> bool:
-    """A view whose summary was held back goes out whole when it is under the window limit (or no
-    limit is known); otherwise its oldest unpinned messages are dropped from view first."""
-    return limit is None or tokens < limit
+def fits_window(raw: int, calibrated: int, *, limit: int | None) -> bool:
+    """May a request of ``raw`` tokens by our own estimate (``calibrated`` once corrected by the model's
+    calibration) go to a window of ``limit`` tokens? Only when neither figure reaches it (a calibration
+    learned from a misreporting provider must never send a request our estimate says is too long);
+    always when no limit is known."""
+    return limit is None or max(raw, calibrated) < limit
 
 
-def fallback_fits(tokens: int, *, context_window: int | None, overflowed_at: int | None) -> bool:
-    """After a failed summary the compacted view goes out only if it can fit: under the window and
-    under what the provider already rejected."""
-    return (context_window is None or tokens < context_window) and (
-        overflowed_at is None or tokens < overflowed_at
-    )
+def send_limit(*, context_window: int | None, overflowed_at: int | None = None) -> int | None:
+    """The window a compressed request must stay under: the model's, and what the provider already
+    rejected as too long; None when neither is known."""
+    limits = [limit for limit in (context_window, overflowed_at) if limit is not None]
+    return min(limits) if limits else None
+
+
+def raw_within(limit: int, *, factor: float) -> int:
+    """The most tokens by our raw estimate that a request may take so that neither that figure nor its
+    calibrated one (``round(raw * factor)``) reaches ``limit``."""
+    return max(min(limit - 1, int((limit - 1) / factor)), 0)
+
+
+def held_back_fits(tokens: int, *, limit: int | None, raw: int | None = None) -> bool:
+    """A view whose summary was held back goes out whole when it is under the window limit by both
+    measures (``raw`` defaults to ``tokens``), or no limit is known; otherwise its oldest unpinned
+    messages are dropped from view first."""
+    return fits_window(tokens if raw is None else raw, tokens, limit=limit)
+
+
+def fallback_fits(
+    tokens: int, *, context_window: int | None, overflowed_at: int | None, raw: int | None = None
+) -> bool:
+    """After a failed summary the compacted view goes out only if it can fit, by both measures (``raw``
+    defaults to ``tokens``): under the window and under what the provider already rejected."""
+    limit = send_limit(context_window=context_window, overflowed_at=overflowed_at)
+    return fits_window(tokens if raw is None else raw, tokens, limit=limit)
+
+
+def summary_shrinks(*, summary_tokens: int, folded_tokens: int) -> bool:
+    """A compression never makes the request bigger: a summary is applied only when its message is
+    smaller than the messages it folds (the pinned messages it keeps are in the request either way)."""
+    return summary_tokens < folded_tokens

@@ -13,7 +13,8 @@ from langchain_core.messages import BaseMessage
 
 from context_engine.compaction.media import offload_media
 from context_engine.config import CompressionConfig
-from context_engine.errors import StoreError, SummaryError
+from context_engine.errors import StoreError, SummaryError, SummaryNotSmaller
+from context_engine.policy.trigger import summary_shrinks
 from context_engine.state import (
     SESSION_ID_KEY,
     SUMMARY_CALLS_KEY,
@@ -39,7 +40,14 @@ from context_engine.summary.history import (
 from context_engine.summary.identifiers import LossReport, better_summary
 from context_engine.summary.loss import fold_loss_report, read_saved_texts, repair_prompt
 from context_engine.summary.spend_guard import record_call
-from context_engine.tokens.messages import TokenProfile, estimate_message, estimate_text, with_estimate
+from context_engine.summary.validation import summary_rule
+from context_engine.tokens.messages import (
+    TokenProfile,
+    estimate_message,
+    estimate_text,
+    messages_tokens,
+    with_estimate,
+)
 from context_engine.tokens.usage import add_usage
 
 
@@ -73,6 +81,8 @@ def summarize_span(
     kept: Sequence[BaseMessage] = (),
     pinned: Sequence[BaseMessage] = (),
     lead: int = 1,
+    spent: list[int] | None = None,
+    fold_limit: int | None = None,
 ) -> Steps[SummaryOutcome]:
     """Inline media saved first (neither the history file nor the summary model ever receives base64),
     then the summary, then its history section (required), then the summary's loss report and (when the
@@ -81,7 +91,11 @@ def summarize_span(
     The section is written only once a valid summary exists, so a failed or interrupted summary leaves
     no history file or section behind. ``kept`` is what stays verbatim after the summary (pinned
     messages and the tail); ``pinned`` those of them from before the cutoff, recorded in the event;
-    ``lead`` see ``global_cutoff``."""
+    ``lead`` see ``global_cutoff``. ``spent`` receives the input tokens of each summary call as it is
+    made, so a caller can enter a failed one in the spend guard's ledger too (a provider bills it).
+    A summary whose message is not smaller than what it folds (``to_summarize``, or ``fold_limit`` when
+    the caller's request holds those messages in a smaller form) raises ``SummaryNotSmaller`` before the
+    history section is written."""
     media = yield Blocking(partial(offload_media, to_summarize, store=store))
     if media.failed:
         raise StoreError(f"Could not save inline media before summarizing: {media.failed[0].error}")
@@ -91,9 +105,25 @@ def summarize_span(
     prompt = format_summary_prompt(
         to_summarize, prompt=config.summary_prompt, max_tokens=budget, profile=profile
     )
-    calls = [estimate_text(prompt, profile)]
+    calls = spent if spent is not None else []
+    calls.append(estimate_text(prompt, profile))
     reply = yield Summarize(prompt)
-    text = summary_text(reply)
+    rule = summary_rule(
+        prompt=config.summary_prompt,
+        required=config.summary_required,
+        folded_chars=sum(len(message.text) for message in to_summarize),
+    )
+    text = summary_text(reply, rule)
+    folded_tokens = messages_tokens(to_summarize, profile)
+    if fold_limit is not None:
+        folded_tokens = min(folded_tokens, fold_limit)
+
+    def summary_size(candidate: str) -> int:
+        return estimate_message(build_summary_message(candidate, file_path=file_path), profile)
+
+    if not summary_shrinks(summary_tokens=summary_size(text), folded_tokens=folded_tokens):
+        # Before the history section is written: a summary that is not applied leaves nothing behind.
+        raise SummaryNotSmaller(summary_tokens=summary_size(text), folded_tokens=folded_tokens)
     section = render_history_section(to_summarize, now=now)
     yield Blocking(partial(store.append_text, file_path, section))
     usage = _usage(reply)
@@ -101,22 +131,34 @@ def summarize_span(
     saved = (
         (yield Blocking(partial(read_saved_texts, store, receipt_paths(to_summarize)))) if identifiers else []
     )
-    loss = fold_loss_report(to_summarize, summary=text, kept=kept, saved_texts=saved, identifiers=identifiers)
+    # The summary message names the history file the section was just appended to.
+    loss = fold_loss_report(
+        to_summarize, summary=text, kept=kept, saved_texts=saved, identifiers=identifiers, history_named=True
+    )
     repaired = False
     if config.repair_pass and loss.lost:
         second = repair_prompt(prompt, loss.lost_identifiers)
         calls.append(estimate_text(second, profile))
-        retry = yield Summarize(second)
+        try:
+            retry = yield Summarize(second)
+        except Exception:  # a failed repair call keeps the valid first summary
+            retry = None
         usage = add_usage(usage, _usage(retry)) if usage or _usage(retry) else None
         try:
-            retry_text = summary_text(retry)
+            retry_text = summary_text(retry, rule) if retry is not None else ""
         except SummaryError:
-            retry_text = ""  # an empty repair keeps the first summary
+            retry_text = ""  # a repair that is not a summary keeps the first one
         if retry_text:
             retry_loss = fold_loss_report(
-                to_summarize, summary=retry_text, kept=kept, saved_texts=saved, identifiers=identifiers
+                to_summarize,
+                summary=retry_text,
+                kept=kept,
+                saved_texts=saved,
+                identifiers=identifiers,
+                history_named=True,
             )
-            if better_summary(loss, retry_loss):
+            shrinks = summary_shrinks(summary_tokens=summary_size(retry_text), folded_tokens=folded_tokens)
+            if shrinks and better_summary(loss, retry_loss):
                 text, loss, repaired = retry_text, retry_loss, True
     event = build_summarization_event(
         previous=previous,
@@ -148,14 +190,11 @@ def summary_update(
 ) -> dict[str, Any]:
     """The state update that makes ``outcome`` the model-visible history (undo history kept bounded),
     with the summary calls entered in the spend guard's ledger."""
-    ledger = state.get(SUMMARY_CALLS_KEY)
-    for tokens in outcome.calls:
-        ledger = record_call(ledger, now=now, input_tokens=tokens)
     return {
         SUMMARY_EVENT_KEY: outcome.event,
         SESSION_ID_KEY: outcome.session_id,
         SUMMARY_EVENTS_KEY: push_summary_event(state.get(SUMMARY_EVENTS_KEY), previous),  # type: ignore[arg-type]
-        SUMMARY_CALLS_KEY: ledger,
+        **ledger_update(state, outcome.calls, now=now),
         TOKEN_USAGE_KEY: {
             SUMMARY_USAGE_KEY: add_usage(
                 (state.get(TOKEN_USAGE_KEY) or {}).get(SUMMARY_USAGE_KEY),
@@ -163,6 +202,15 @@ def summary_update(
             )
         },
     }
+
+
+def ledger_update(state: Mapping[str, Any], calls: Sequence[int], *, now: datetime) -> dict[str, Any]:
+    """The spend guard's ledger with ``calls`` (the input tokens of each summary call made, failed ones
+    included) entered; nothing when no call was made."""
+    ledger = state.get(SUMMARY_CALLS_KEY)
+    for tokens in calls:
+        ledger = record_call(ledger, now=now, input_tokens=tokens)
+    return {SUMMARY_CALLS_KEY: ledger} if calls else {}
 
 
 def drop_update(

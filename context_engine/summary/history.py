@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from langchain_core.messages import BaseMessage, HumanMessage, get_buffer_string
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from context_engine.compaction.previews import generic_preview
-from context_engine.errors import EmptySummaryError, ErrorSummaryError, SummaryError
+from context_engine.errors import EmptySummaryError, ErrorSummaryError, NotASummaryError, SummaryError
 from context_engine.formats import (
     CONVERSATION_HISTORY_DIR,
     DEFAULT_SUMMARY_PROMPT,
@@ -29,6 +29,8 @@ from context_engine.formats import (
 from context_engine.state import PINNED_IDS_KEY, SummarizationEvent
 from context_engine.summary.cutoff import is_summary_message
 from context_engine.summary.error_texts import error_summary_shape
+from context_engine.summary.rendering import render_message, render_messages
+from context_engine.summary.validation import DEFAULT_RULE, SummaryRule, summary_problem
 from context_engine.tokens.messages import (
     DEFAULT_PROFILE,
     TokenProfile,
@@ -74,9 +76,7 @@ def render_history_section(messages: Sequence[BaseMessage], *, now: datetime | N
     """A timestamped section for the history file; earlier summary messages are left out."""
     kept = [m for m in messages if not is_summary_message(m)]
     timestamp = (now or datetime.now(UTC)).isoformat()
-    return HISTORY_SECTION_TEMPLATE.format(
-        timestamp=timestamp, messages=get_buffer_string(kept, format="xml")
-    )
+    return HISTORY_SECTION_TEMPLATE.format(timestamp=timestamp, messages=render_messages(kept))
 
 
 # --- summary message and event -----------------------------------------------------------------
@@ -198,7 +198,7 @@ def format_summary_prompt(
     max_tokens: int | None = None,
     profile: TokenProfile = DEFAULT_PROFILE,
 ) -> str:
-    """The summarizer's input: ``prompt`` filled with the messages as XML, trimmed to ``max_tokens``.
+    """The summarizer's input: ``prompt`` filled with the messages (verbatim), trimmed to ``max_tokens``.
 
     Trimming keeps a leading earlier summary and then the most recent messages that fit; if not even
     the latest message fits, a HEAD/MIDDLE/TAIL preview of it is used. Raises ``SummaryError`` when
@@ -209,7 +209,7 @@ def format_summary_prompt(
     # Render and estimate the whole history only when it may fit: the messages' own (stored) estimates
     # say at no cost when it cannot, and rendering 1,000 messages to learn that was the slow part.
     if max_tokens is None or messages_tokens(messages, profile) <= max_tokens:
-        filled = _fill(prompt, get_buffer_string(messages, format="xml"))
+        filled = _fill(prompt, render_messages(messages))
         if max_tokens is None or estimate_text(filled, profile) <= max_tokens:
             return filled
     budget = max_tokens - estimate_text(_fill(prompt, ""), profile) - 1
@@ -222,7 +222,7 @@ def format_summary_prompt(
 
     def part(index: int) -> str:
         if index not in parts:
-            parts[index] = get_buffer_string([messages[index]], format="xml")
+            parts[index] = render_message(messages[index])
         return parts[index]
 
     def cost(index: int) -> int:
@@ -273,9 +273,12 @@ def format_summary_prompt(
             raise SummaryError("No part of the conversation fits the summarizer's input budget.")
 
 
-def summary_text(response: BaseMessage | str) -> str:
-    """The stripped summary text of a model response; raises ``EmptySummaryError`` when empty and
-    ``ErrorSummaryError`` when it is an error's text: neither may ever become the thread's history."""
+def summary_text(response: BaseMessage | str, rule: SummaryRule = DEFAULT_RULE) -> str:
+    """The stripped summary text of a model response, once it reads as a summary under ``rule``.
+
+    Raises ``EmptySummaryError`` when empty, ``ErrorSummaryError`` when it is an error's text and
+    ``NotASummaryError`` when it is anything else that is not a summary (see ``summary_problem``):
+    none of them may ever become the thread's memory."""
     text = response if isinstance(response, str) else str(response.text)
     text = text.strip()
     if not text:
@@ -284,4 +287,7 @@ def summary_text(response: BaseMessage | str) -> str:
         raise ErrorSummaryError(
             f"The summary model answered with an error instead of a summary ({shape}): {text[:300]}"
         )
+    metadata = {} if isinstance(response, str) else response.response_metadata
+    if problem := summary_problem(text, rule, metadata=metadata):
+        raise NotASummaryError(f"The summary model's answer is not a summary ({problem}): {text[:300]}")
     return text

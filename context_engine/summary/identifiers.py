@@ -2,16 +2,16 @@
 
 One extractor finds URLs, file paths, e-mail addresses, UUIDs, hashes, ticket-style ids
 (``ABC-1234``), record ids (``"user_id": "mia_li_3668"``, ``ZFA04Y``) and numbers with units
-(``12.5 MB``, ``300ms``, ``$1,200``). The loss report checks the identifiers of the folded messages
-against the summary, what stays verbatim in the model's view, and the saved tool-result files.
-Pure: text in, counts out.
+(``12.5 MB``, ``300ms``, ``$1,200``). The loss report sorts the identifiers of the folded messages
+into reach tiers: in the summary, in view, one read away (a saved file the view names), two reads (the
+history file the view names), unreachable. Pure: text in, counts out.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -177,28 +177,106 @@ class Haystack:
         return False
 
 
+# The reach tiers, nearest first: where a reader of the model's view finds a folded identifier.
+TIER_SUMMARY = "in_summary"
+TIER_VIEW = "in_view"  # not in the summary, but still verbatim in the view (tail, pinned)
+TIER_ONE_READ = "one_read"  # in a saved tool-result file the view names (a receipt, or its path)
+TIER_TWO_READS = "two_reads"  # only through the history file the view names: in it, or a file it names
+TIER_UNREACHABLE = "unreachable"  # in none of these: the view points nowhere that holds it
+TIERS = (TIER_SUMMARY, TIER_VIEW, TIER_ONE_READ, TIER_TWO_READS, TIER_UNREACHABLE)
+
+
+class Reach:
+    """The tier of an identifier, given the texts of each tier: the summary, the rest of the view, the
+    saved files the view names, the history file(s) the view names. The caller decides what the view
+    names (``context_engine.summary.loss``); a file the view does not name is passed in no tier."""
+
+    def __init__(
+        self,
+        *,
+        summary: str,
+        kept: Iterable[str] = (),
+        one_read: Iterable[str] = (),
+        two_reads: Iterable[str] = (),
+    ) -> None:
+        self._tiers = (
+            (TIER_SUMMARY, Haystack([summary])),
+            (TIER_VIEW, Haystack(kept)),
+            (TIER_ONE_READ, Haystack(one_read)),
+            (TIER_TWO_READS, Haystack(two_reads)),
+        )
+
+    def tier(self, value: str, kind: str) -> str:
+        for tier, texts in self._tiers:
+            if (value, kind) in texts:
+                return tier
+        return TIER_UNREACHABLE
+
+
 @dataclass(frozen=True)
 class LossReport:
-    """Where each identifier of the folded messages ended up after a summary (or a drop)."""
+    """Where each identifier of the folded messages ended up after a summary (or a drop): one count per
+    reach tier (``TIERS``), which partition them. ``lost`` are those beyond one read (two reads or
+    unreachable): what a repair pass asks the summary to keep, listed (bounded) unreachable first."""
 
-    total: int = 0
     in_summary: int = 0
-    in_view: int = 0  # not in the summary, but still verbatim in the model's view (tail, pinned)
-    in_saved_file: int = 0  # only in a saved tool-result file (readable with read_file)
-    lost: int = 0  # only in the conversation-history file
+    in_view: int = 0
+    one_read: int = 0
+    two_reads: int = 0
+    unreachable: int = 0
     lost_identifiers: tuple[str, ...] = ()
     lost_kinds: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def total(self) -> int:
+        return self.in_summary + self.in_view + self.one_read + self.two_reads + self.unreachable
+
+    @property
+    def lost(self) -> int:
+        return self.two_reads + self.unreachable
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "total": self.total,
-            "in_summary": self.in_summary,
-            "in_view": self.in_view,
-            "in_saved_file": self.in_saved_file,
+            **{tier: getattr(self, tier) for tier in TIERS},
             "lost": self.lost,
             "lost_identifiers": list(self.lost_identifiers),
             "lost_kinds": dict(self.lost_kinds),
         }
+
+    @classmethod
+    def from_dict(cls, value: Any) -> LossReport:
+        """A report as a record or an event carries it (garbage reads as zero). A record from before the
+        tiers (``in_saved_file``, ``lost``) reads as it was reported then: its saved-file count as one
+        read, its "only in the history file" count (the summary message named that file) as two reads."""
+        if not isinstance(value, Mapping):
+            return cls()
+        if TIER_ONE_READ in value or TIER_TWO_READS in value or TIER_UNREACHABLE in value:
+            one, two, unreachable = (_count(value.get(t)) for t in TIERS[2:])
+        else:
+            one, two, unreachable = _count(value.get("in_saved_file")), _count(value.get("lost")), 0
+        listed = value.get("lost_identifiers")
+        kinds = value.get("lost_kinds")
+        return cls(
+            in_summary=_count(value.get(TIER_SUMMARY)),
+            in_view=_count(value.get(TIER_VIEW)),
+            one_read=one,
+            two_reads=two,
+            unreachable=unreachable,
+            lost_identifiers=tuple(str(i) for i in listed) if isinstance(listed, list) else (),
+            lost_kinds={str(k): _count(n) for k, n in kinds.items()} if isinstance(kinds, Mapping) else {},
+        )
+
+
+def _count(value: Any) -> int:
+    """A non-negative count from JSON (an int, or its digits as a string), else 0."""
+    if isinstance(value, bool):
+        return 0
+    if isinstance(value, int):
+        return max(value, 0)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value.strip())
+    return 0
 
 
 # The loss report of a compression that folded nothing (compaction, no-op, undo): nothing was lost.
@@ -231,36 +309,24 @@ def loss_report(
     *,
     summary: str,
     kept: Iterable[str] = (),
-    saved: Iterable[str] = (),
+    one_read: Iterable[str] = (),
+    two_reads: Iterable[str] = (),
     limit: int = LOST_LIST_MAX,
 ) -> LossReport:
-    """Classify each identifier: in the summary, else still in view, else in a saved file, else lost."""
-    in_summary = Haystack([summary])
-    in_view = Haystack(kept)
-    in_saved = Haystack(saved)
-    counts = {"summary": 0, "view": 0, "saved": 0}
-    lost: list[str] = []
+    """Sort each identifier into its nearest tier (see ``Reach``): ``one_read`` are the texts of the saved
+    files the view names, ``two_reads`` of the history file when the view names it."""
+    reach = Reach(summary=summary, kept=kept, one_read=one_read, two_reads=two_reads)
+    counts = dict.fromkeys(TIERS, 0)
+    beyond: dict[str, list[str]] = {TIER_UNREACHABLE: [], TIER_TWO_READS: []}
     lost_kinds: dict[str, int] = {}
     for value, kind in identifiers.items():
-        item = (value, kind)
-        if item in in_summary:
-            counts["summary"] += 1
-        elif item in in_view:
-            counts["view"] += 1
-        elif item in in_saved:
-            counts["saved"] += 1
-        else:
-            lost.append(value)
+        tier = reach.tier(value, kind)
+        counts[tier] += 1
+        if tier in beyond:
+            beyond[tier].append(value)
             lost_kinds[kind] = lost_kinds.get(kind, 0) + 1
-    return LossReport(
-        total=len(identifiers),
-        in_summary=counts["summary"],
-        in_view=counts["view"],
-        in_saved_file=counts["saved"],
-        lost=len(lost),
-        lost_identifiers=tuple(lost[:limit]),
-        lost_kinds=lost_kinds,
-    )
+    lost = [*beyond[TIER_UNREACHABLE], *beyond[TIER_TWO_READS]]
+    return LossReport(**counts, lost_identifiers=tuple(lost[:limit]), lost_kinds=lost_kinds)
 
 
 def better_summary(first: LossReport, second: LossReport) -> int:

@@ -1,14 +1,25 @@
 """The spend guard (issue 14 item 4): at most N summary calls per thread per rolling hour, and at most
 so many summary input tokens in that hour. Pure: the thread's recent summary calls (kept in the agent
-state) and the limits in, a decision out.
+state) and the limits in, a decision out. Every call a provider bills counts, a failed one included.
+
+A sub-agent (the ``task`` tool) shares its parent thread's ledger. It keeps no state that outlives it,
+and a tool cannot read the parent's private state nor write it safely (parallel ``task`` calls would
+write the key twice in one step), so the parent's graph holds one :class:`SharedLedger`: the parent's
+middleware shows it the thread's ledger at every model call and writes back the sub-agents' calls made
+since (``absorb``); each sub-agent counts the thread's calls plus those pending (``lend``) and adds its
+own. Both guards therefore see every call; a call made by a sub-agent reaches the checkpoint with the
+parent's next model call (a process that dies before then loses it).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import threading
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
+
+from context_engine.state import SUMMARY_CALLS_KEY
 
 WINDOW = timedelta(hours=1)
 MAX_REMEMBERED_CALLS = 200  # bound on the state list, whatever the limits are
@@ -101,3 +112,89 @@ def record_call(
     calls = recent_calls(history, now=now)
     calls.append({"at": now.isoformat(), "input_tokens": max(int(input_tokens), 0)})
     return calls[-MAX_REMEMBERED_CALLS:]
+
+
+Ledger = list[dict[str, Any]]
+
+
+class LedgerSource(Protocol):
+    """Where an agent's compression middleware keeps the thread's ledger."""
+
+    def enter(self, ledger: Iterable[Mapping[str, Any]] | None, *, now: datetime) -> tuple[Any, bool]:
+        """The ledger to count, from the agent's own state's ``ledger``; True when the agent must write
+        it back to its state."""
+        ...
+
+    def spent(self, calls: Sequence[int], *, now: datetime) -> None:
+        """The agent just made summary calls of these input tokens (its state update records them)."""
+        ...
+
+
+class OwnState:
+    """The default: the agent's own state is the thread's ledger."""
+
+    def enter(self, ledger: Iterable[Mapping[str, Any]] | None, *, now: datetime) -> tuple[Any, bool]:
+        return ledger, False
+
+    def spent(self, calls: Sequence[int], *, now: datetime) -> None:
+        return None
+
+
+class SharedLedger:
+    """The parent's side of a thread's ledger shared with its sub-agents (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._thread: Ledger = []  # the parent's ledger as its latest model call saw it
+        self._pending: Ledger = []  # sub-agents' calls not yet in the parent's state
+
+    def enter(self, ledger: Iterable[Mapping[str, Any]] | None, *, now: datetime) -> tuple[Ledger, bool]:
+        return self.absorb(ledger, now=now)
+
+    def spent(self, calls: Sequence[int], *, now: datetime) -> None:
+        return None  # the parent's own calls go to its state
+
+    def absorb(self, ledger: Iterable[Mapping[str, Any]] | None, *, now: datetime) -> tuple[Ledger, bool]:
+        """The thread's ledger (the parent's state's, plus the sub-agents' calls made since it last
+        looked), and whether there were any such calls to write."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+            self._thread = recent_calls([*(ledger or ()), *pending], now=now)[-MAX_REMEMBERED_CALLS:]
+            return list(self._thread), bool(pending)
+
+    def lend(self) -> LentLedger:
+        return LentLedger(self)
+
+    def view(self) -> Ledger:
+        """The thread's calls and the pending ones."""
+        with self._lock:
+            return [*self._thread, *self._pending]
+
+    def add(self, calls: Sequence[int], *, now: datetime) -> None:
+        with self._lock:
+            self._pending.extend({"at": now.isoformat(), "input_tokens": max(int(t), 0)} for t in calls)
+
+
+class LentLedger:
+    """A sub-agent's side: it counts the thread's calls and the pending ones, and adds its own."""
+
+    def __init__(self, shared: SharedLedger) -> None:
+        self._shared = shared
+
+    def enter(self, ledger: Iterable[Mapping[str, Any]] | None, *, now: datetime) -> tuple[Ledger, bool]:
+        return recent_calls(self._shared.view(), now=now), False
+
+    def spent(self, calls: Sequence[int], *, now: datetime) -> None:
+        self._shared.add(calls, now=now)
+
+
+def thread_ledger(
+    source: LedgerSource, state: Mapping[str, Any], *, now: datetime
+) -> tuple[Mapping[str, Any], dict[str, Any]]:
+    """``state`` with the thread's ledger (from ``source``) in it, and the update writing it back to the
+    agent's state when it took in sub-agents' calls."""
+    own = state.get(SUMMARY_CALLS_KEY)
+    ledger, write = source.enter(own, now=now)
+    if ledger is own:
+        return state, {}
+    return {**state, SUMMARY_CALLS_KEY: ledger}, ({SUMMARY_CALLS_KEY: ledger} if write else {})

@@ -1,9 +1,14 @@
 """Calibration of our estimate to a model's reported usage (SPEC 4): a bounded, outlier-resistant
-moving average of ``reported prompt tokens / our estimate of the same request``, per model.
+moving average of ``reported prompt tokens / our estimate of the same request``, per endpoint and model.
+
+Calibration moves the trigger, never the window check (``context_engine.policy.trigger.fits_window``
+compares our raw estimate too), and it moves slowly: every reading, the first included, moves the
+factor by at most ``MAX_STEP`` of its value, so only several agreeing readings move it far (one
+under-reporting proxy once doubled the effective trigger by setting 0.5 outright).
 
 Pure: :class:`Calibration` is an immutable value; :class:`CalibrationMemory` holds one in memory, shared
-by the two middlewares of an agent (``agent_platform.calibration.services`` keeps one per model in a process and
-stores the readings).
+by the two middlewares of an agent (``agent_platform.calibration.services`` keeps one per endpoint and
+model in a process and stores the readings).
 """
 
 from __future__ import annotations
@@ -19,11 +24,10 @@ FACTOR_MIN, FACTOR_MAX = 0.5, 2.0
 READING_MIN, READING_MAX = 0.4, 2.5
 # Requests this small are mostly fixed overheads (role markers, reply priming): no signal.
 MIN_ESTIMATE = 64
-# The first reading sets the factor; each later one moves it half-way (consecutive requests of a
-# conversation share most of their content, so the latest reading predicts the next request best:
-# measured on the replayed trajectories, 95% of estimates within ±3% after 10 calls, against 36% for
-# an even average of the last 10), and by at most MAX_STEP of its value, so one odd request (or another
-# thread's very different content) cannot swing it.
+# Each reading, the first included, moves the factor half-way to its ratio (consecutive requests of a
+# conversation share most of their content, so the latest reading predicts the next request best), and
+# by at most MAX_STEP of its value, so one odd request (a misreporting proxy, another thread's very
+# different content) cannot swing it: reaching 0.5 from 1.0 takes at least 7 agreeing readings.
 ALPHA = 0.5
 MAX_STEP = 0.10
 
@@ -44,11 +48,8 @@ class Calibration:
         ratio = reported / estimated
         if not READING_MIN <= ratio <= READING_MAX:
             return self
-        if self.observations:
-            factor = self.factor + (ratio - self.factor) * ALPHA
-            factor = min(max(factor, self.factor * (1 - MAX_STEP)), self.factor * (1 + MAX_STEP))
-        else:
-            factor = ratio
+        factor = self.factor + (ratio - self.factor) * ALPHA
+        factor = min(max(factor, self.factor * (1 - MAX_STEP)), self.factor * (1 + MAX_STEP))
         return Calibration(round(min(max(factor, FACTOR_MIN), FACTOR_MAX), 4), self.observations + 1)
 
     def as_dict(self) -> dict[str, float | int]:

@@ -5,6 +5,7 @@ they come from, and the choice of a profile by model name. The ``_FITTED`` table
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields, replace
 
 # The estimator's features: character-class counts (see text_features); one weight each per profile.
@@ -177,14 +178,24 @@ _MODEL_PREFIXES: tuple[tuple[str, str], ...] = (
 )
 
 
+# An Ollama tag after the model's name (``qwen2.5:7b``, ``llama3.1:8b-instruct-q4_K_M``, ``mistral:latest``):
+# a size, a version, a quantisation or a variant word, never a model family.
+_TAG = re.compile(
+    r"latest|v?\d[\w.+-]*|(?:i?q\d|fp\d|bf16|f16|int\d|e\d+b)[\w.+-]*"
+    r"|(?:instruct|chat|text|code|base|vision|thinking|mini|small|medium|large)(?:[-_.][\w.+-]*)?"
+)
+
+
 def model_key(model_name: str | None) -> str:
     """A model name as the known-models tables look it up: lower case, without a provider or
-    organisation prefix (``openai:gpt-4o`` and ``Qwen/Qwen2.5-7B`` become ``gpt-4o``, ``qwen2.5-7b``)."""
-    name = (model_name or "").strip().lower()
-    for sep in (":", "/"):
-        if sep in name:
-            name = name.rsplit(sep, 1)[1]
-    return name
+    organisation prefix and without an Ollama tag (``openai:gpt-4o`` and ``Qwen/Qwen2.5-7B`` become
+    ``gpt-4o``, ``qwen2.5-7b``; ``ollama:qwen2.5:7b`` becomes ``qwen2.5``)."""
+    name = (model_name or "").strip().lower().rsplit("/", 1)[-1]
+    parts = [part for part in name.split(":") if part]
+    # Tags come last, a provider first: the model is the last part that is not a tag.
+    while len(parts) > 1 and _TAG.fullmatch(parts[-1]):
+        parts.pop()
+    return parts[-1] if parts else ""
 
 
 def profile_for_model(model_name: str | None) -> TokenProfile:

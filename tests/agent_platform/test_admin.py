@@ -172,17 +172,12 @@ def test_change_page_says_when_the_window_caps_the_trigger(client, admin_user, a
 
 def test_agent_page_shows_the_model_calibration_read_only(client, admin_user, agent):
     from agent_platform.calibration.models import TokenCalibration
-    from context_engine.tokens.messages import model_key, profile_for_model
+    from agent_platform.calibration.selectors import calibration_key
 
     client.force_login(admin_user)
     page = client.get(_change_url(agent)).content.decode()
     assert "Estimate calibration" in page and "no reported usage yet" in page
-    TokenCalibration.objects.create(
-        model_key=model_key(agent.resolved_model_name),
-        profile=profile_for_model(agent.resolved_model_name).name,
-        factor=0.8125,
-        observations=1234,
-    )
+    TokenCalibration.objects.create(**calibration_key(agent=agent), factor=0.8125, observations=1234)
     page = client.get(_change_url(agent)).content.decode()
     assert "×0.812 from 1,234 reported requests" in page
     assert 'name="calibration_display"' not in page  # shown, never a form field

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 import pytest
 from langchain_core.messages import HumanMessage
 
@@ -92,3 +94,38 @@ def test_a_sub_agent_shares_the_parents_workdir_and_middleware_stack(thread, age
 
     task = build_task_tool(agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel())
     assert "parent.txt" in task.invoke({"description": "list files"})
+
+
+def test_a_sub_agent_counts_its_summary_calls_in_the_parents_ledger(thread, agent, monkeypatch):
+    from agent_platform.runtime import graph as runtime_graph
+    from context_engine.summary.spend_guard import LentLedger, SharedLedger
+
+    built: list = []
+
+    def middleware_spy(**kwargs):
+        stack = agent_middleware(**kwargs)
+        built.append(stack[0].ledger)
+        return stack
+
+    agent_middleware = runtime_graph.agent_middleware
+    monkeypatch.setattr(runtime_graph, "agent_middleware", middleware_spy)
+    runtime_graph.build_agent_graph(agent=agent, conversation=thread, model=OfflineChatModel())
+    parent_ledger = built[-1]
+    assert isinstance(parent_ledger, SharedLedger)  # the parent's graph holds the thread's ledger
+
+    task = next(
+        t
+        for t in runtime_graph.agent_tools(
+            agent=agent,
+            conversation=thread,
+            workdir=workdir_for(thread),
+            model=OfflineChatModel(),
+            ledger=parent_ledger,
+        )
+        if t.name == "task"
+    )
+    task.invoke({"description": "list files"})
+    lent = built[-1]
+    assert isinstance(lent, LentLedger)
+    lent.spent([1234], now=datetime.now(UTC))
+    assert [c["input_tokens"] for c in parent_ledger.view()] == [1234]  # billed to the parent's thread

@@ -123,6 +123,7 @@ def test_reported_prompt_tokens_calibrate_the_model_for_every_later_run(
 ):
     from agent_platform.calibration.models import TokenCalibration
     from agent_platform.runtime.graph import state_repository_for
+    from context_engine.tokens.calibration import Calibration
     from context_engine.tokens.messages import ESTIMATE_KEY
 
     readings: list[int] = []
@@ -136,9 +137,16 @@ def test_reported_prompt_tokens_calibrate_the_model_for_every_later_run(
     thread, run = _run(user, openai_agent, "hello there, " * 40, django_capture_on_commit_callbacks)
     assert run.status == AgentRun.Status.SUCCEEDED, run.error
     stored = TokenCalibration.objects.get()
-    assert (stored.model_key, stored.profile, stored.observations) == ("gpt-4o-mini", "o200k", 1)
+    assert (stored.endpoint_key, stored.model_key, stored.profile, stored.observations) == (
+        openai_stub.base_url,
+        "gpt-4o-mini",
+        "o200k",
+        1,
+    )
     usage = state_repository_for(thread).get_values()["token_usage"]
-    assert stored.factor == round(readings[0] / usage["estimated_input_tokens"], 4)
+    # One reading moves the factor towards it by a bounded step, never outright (issue 24).
+    expected = Calibration().observe(estimated=usage["estimated_input_tokens"], reported=readings[0])
+    assert stored.factor == expected.factor != 1.0
 
     # The next run (a new graph, as on any worker) starts from the stored factor and adds its reading.
     openai_stub.reply("Second answer.")

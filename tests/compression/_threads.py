@@ -96,3 +96,11 @@ def transcript_for(conversation, messages: list[BaseMessage]) -> dict[str, int]:
         )
         rows[message.id] = row.pk
     return rows
+
+
+def without_ledger(values: dict) -> dict:
+    """Checkpoint values less the spend guard's ledger: a failed summary call is billed, so the ledger
+    is the one thing a failed compression writes (issue 24 invariant 3)."""
+    from context_engine.state import SUMMARY_CALLS_KEY
+
+    return {k: v for k, v in values.items() if k != SUMMARY_CALLS_KEY}

@@ -49,12 +49,14 @@ def test_records_cannot_be_added_changed_or_deleted(client, admin_user, record):
     assert CompressionRecord.objects.filter(pk=record.pk).exists()
 
 
-def test_the_list_and_the_record_show_the_loss_report(client, admin_user, record):
+def test_the_list_and_the_record_show_the_loss_report_by_reach_tier(client, admin_user, record):
     record.loss_report = {
         "total": 12,
         "in_summary": 7,
         "in_view": 1,
-        "in_saved_file": 2,
+        "one_read": 2,
+        "two_reads": 1,
+        "unreachable": 1,
         "lost": 2,
         "lost_identifiers": ["ABC-1234", "https://example.com/spec"],
         "lost_kinds": {"ticket": 1, "url": 1},
@@ -64,8 +66,19 @@ def test_the_list_and_the_record_show_the_loss_report(client, admin_user, record
     record.save()
     client.force_login(admin_user)
     listing = client.get(reverse("admin:compression_compressionrecord_changelist")).content.decode()
-    assert "8 / 2 / 2 of 12 (repaired)" in listing
+    assert "in view / one read / two reads / unreachable" in listing
+    assert "8 / 2 / 1 / 1 of 12 (repaired)" in listing
     detail = client.get(
         reverse("admin:compression_compressionrecord_change", args=[record.pk])
     ).content.decode()
     assert "ABC-1234, https://example.com/spec" in detail
+
+
+def test_the_list_reads_a_record_from_before_the_tiers(client, admin_user, record):
+    # Written before issue 24: a saved-file count (read as one read) and "only in the history file"
+    # (read as two reads: the summary message named that file).
+    record.loss_report = {"total": 12, "in_summary": 7, "in_view": 1, "in_saved_file": 2, "lost": 2}
+    record.save()
+    client.force_login(admin_user)
+    listing = client.get(reverse("admin:compression_compressionrecord_changelist")).content.decode()
+    assert "8 / 2 / 2 / 0 of 12" in listing

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from compression.models import CompressionRecord
-from context_engine.state import SUMMARY_EVENT_KEY
-from tests.compression._threads import repository_for, seed_state, workdir_files
+from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY
+from tests.compression._threads import repository_for, seed_state, without_ledger, workdir_files
 from tests.context_engine.chats import conversation_messages
 from tests.context_engine.fakes import ScriptedChatModel
 from tests.context_engine.summary.test_error_texts import LANGCHAIN_429
@@ -36,7 +36,8 @@ def test_manual_compression_refuses_an_error_as_summary(
     assert response.status_code == 502 and response.json()["code"] == "summary_failed"
     assert "error instead of a summary" in response.json()["message"]
     after = repository_for(thread).get_values()
-    assert after == before and SUMMARY_EVENT_KEY not in after
+    assert without_ledger(after) == without_ledger(before) and SUMMARY_EVENT_KEY not in after
+    assert len(after[SUMMARY_CALLS_KEY]) == 1  # the provider billed the call
     record = CompressionRecord.objects.get(conversation=thread)
     assert record.status == "failed" and "rate_limit_exceeded" in record.error
     statuses = [e["status"] for e in sent if e["type"] == "compression"]

@@ -9,6 +9,7 @@ from agent_platform.models import Agent, ModelEndpoint
 from compression.models import CompressionRecord
 from conversations.models import AgentRun
 from conversations.services import message_intake, message_pin, thread_create
+from tests.context_engine.chats import as_summary
 
 pytestmark = pytest.mark.django_db
 
@@ -49,13 +50,17 @@ def test_a_pinned_instruction_survives_five_summaries_verbatim_in_what_the_serve
     user, stub_agent, openai_stub, django_capture_on_commit_callbacks
 ):
     thread = thread_create(user=user, agent_slug=stub_agent.slug)
-    openai_stub.reply("D'accord, OPS-4711.")
+    # A reply long enough that folding it into a summary makes the request smaller (issue 24: a
+    # summary bigger than what it folds is never applied).
+    openai_stub.reply("D'accord, OPS-4711. " + "Je lirai chaque chapitre avec attention. " * 60)
     _say(user, thread, INSTRUCTION, django_capture_on_commit_callbacks)
     instruction = thread.messages.get(seq=1)
     message_pin(thread_id=thread.thread_id, message_id=instruction.pk, user=user)
 
     for n in range(1, 6):
-        openai_stub.reply(f"## SESSION INTENT\nChapitre {n} lu.").reply(f"Chapitre {n}: lu (OPS-4711).")
+        openai_stub.reply(as_summary(f"## SESSION INTENT\nChapitre {n} lu.")).reply(
+            f"Chapitre {n}: lu (OPS-4711)."
+        )
         _say(
             user,
             thread,

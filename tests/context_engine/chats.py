@@ -4,7 +4,24 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-SUMMARY = "## SESSION INTENT\nKeep the context small."
+DEFAULT_HEADINGS = (
+    "## SESSION INTENT",
+    "## USER REQUIREMENTS AND PREFERENCES",
+    "## PROGRESS AND DECISIONS",
+    "## ARTIFACTS AND REFERENCES",
+    "## NEXT STEPS",
+)
+
+
+def as_summary(text: str) -> str:
+    """``text`` made a valid summary under the default prompt: the headings it lacks are appended."""
+    if not text.strip():  # nothing stays nothing: an empty answer is no summary
+        return text
+    missing = [heading for heading in DEFAULT_HEADINGS if heading not in text]
+    return text + "".join(f"\n\n{heading}\nNone." for heading in missing)
+
+
+SUMMARY = as_summary("## SESSION INTENT\nKeep the context small.")
 USAGE = {"input_tokens": 100, "output_tokens": 20, "total_tokens": 120}
 
 

@@ -14,12 +14,21 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langgraph.constants import TAG_NOSTREAM
 from pydantic import Field
 
+from tests.context_engine.chats import as_summary
+
 SYSTEM = "You are a careful research assistant."
+
+
+class Verbatim(str):
+    """A scripted summary answered exactly as written: a bad one, to show it is refused."""
 
 
 class ScriptedChatModel(BaseChatModel):
     """Agent calls answer from ``replies`` (AIMessage, or an exception to raise; the last repeats);
-    summary calls (tagged nostream) answer from ``summaries`` (text or exception; the last repeats)."""
+    summary calls (tagged nostream) answer from ``summaries`` (text or exception; the last repeats).
+
+    A scripted summary text stands for a valid summary that starts with it: the default prompt's
+    headings it lacks are appended (``as_summary``), unless it is ``Verbatim``."""
 
     replies: list[Any] = Field(default_factory=lambda: [AIMessage(content="done")])
     summaries: list[Any] = Field(default_factory=lambda: ["## SESSION INTENT\nsummarized"])
@@ -52,7 +61,8 @@ class ScriptedChatModel(BaseChatModel):
             item = self.summaries[min(index, len(self.summaries) - 1)]
             if isinstance(item, BaseException):
                 raise item
-            message = AIMessage(content=item, usage_metadata=self.summary_usage)
+            text = item if isinstance(item, Verbatim) else as_summary(item)
+            message = AIMessage(content=text, usage_metadata=self.summary_usage)
         else:
             self.calls.append(list(messages))
             item = self.replies[min(len(self.calls) - 1, len(self.replies) - 1)]

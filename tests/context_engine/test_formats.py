@@ -105,6 +105,18 @@ def test_history_section_is_pinned_byte_for_byte():
     section = render_history_section([HumanMessage("hi")], now=now)
     assert formats.HISTORY_SECTION_TEMPLATE == "## Summarized at {timestamp}\n\n{messages}\n\n"
     assert section == '## Summarized at 2026-01-02T03:04:05+00:00\n\n<message type="human">hi</message>\n\n'
+    # Issue 24: the messages are framed by our own formats and carried verbatim (no XML escaping).
+    assert formats.TRANSCRIPT_MESSAGE_TEMPLATE == '<message type="{role}">{content}</message>'
+    assert formats.TRANSCRIPT_CALLS_TEMPLATE == '<message type="{role}">\n{parts}\n</message>'
+    assert formats.TRANSCRIPT_CONTENT_TEMPLATE == "  <content>{content}</content>"
+    assert formats.TRANSCRIPT_TOOL_CALL_TEMPLATE == '  <tool_call id="{id}" name="{name}">{args}</tool_call>'
+    assert formats.TRANSCRIPT_MEDIA_TEMPLATE == '<{kind} {key}="{value}" />'
+    assert formats.TRANSCRIPT_SEPARATOR == "\n"
+    verbatim = render_history_section([HumanMessage("a?x=1&y=<2>")], now=now)
+    assert (
+        verbatim
+        == '## Summarized at 2026-01-02T03:04:05+00:00\n\n<message type="human">a?x=1&y=<2></message>\n\n'
+    )
 
 
 def test_default_summary_prompt_has_the_required_headings_and_placeholder():

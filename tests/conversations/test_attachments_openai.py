@@ -16,6 +16,7 @@ from agent_platform.workdir import workdir_for
 from context_engine.compaction.media import media_path
 from conversations.models import AgentRun
 from conversations.services import message_intake, thread_create
+from tests.context_engine.chats import as_summary
 from tests.support.files import png_bytes
 
 pytestmark = pytest.mark.django_db
@@ -78,7 +79,7 @@ def test_image_and_log_compress_recoverably_with_no_base64_in_any_summary_call(
     image_path = media_path("image/png", _sha(image))
     assert "base64," not in second and image_path in second  # compacted: the image is a receipt now
 
-    openai_stub.reply("## SESSION INTENT\nReview a chart and a worker log.")
+    openai_stub.reply(as_summary("## SESSION INTENT\nReview a chart and a worker log."))
     compressed = client.post(f"/api/threads/{thread.thread_id}/compress")
     assert compressed.status_code == 200, compressed.content
     assert compressed.json()["status"] == "completed"

@@ -48,14 +48,16 @@ def test_the_page_speaks_chinese_for_pins(owner_client, seeded):
     assert ">置顶<" in html
 
 
-def test_the_compression_card_shows_the_loss_report(owner_client, seeded):
+def test_the_compression_card_shows_the_loss_report_by_reach_tier(owner_client, seeded):
     thread, _rows = seeded
     report = {
-        "total": 9,
+        "total": 10,
         "in_summary": 4,
         "in_view": 1,
-        "in_saved_file": 2,
-        "lost": 2,
+        "one_read": 2,
+        "two_reads": 2,
+        "unreachable": 1,
+        "lost": 3,
         "lost_identifiers": ["ABC-1234", "/srv/app/main.py"],
         "repaired": True,
     }
@@ -64,15 +66,26 @@ def test_the_compression_card_shows_the_loss_report(owner_client, seeded):
     )
     html = owner_client.get(f"/threads/{thread.thread_id}/").content.decode()
     assert (
-        "Identifiers in what was folded: 9 — 5 still in view, 2 only in a saved file, 2 only in the history file."
-        in html
+        "Identifiers in what was folded: 10 — 5 still in view, 2 one read away (a saved file the view "
+        "names), 2 two reads away (only in the history file), 1 unreachable." in html
     )
     assert "ABC-1234, /srv/app/main.py" in html and "A repair pass put back" in html
     # The live refresh after a compression re-reads the state fragment, which renders the same card.
     live = owner_client.get(f"/threads/{thread.thread_id}/fragments/state").content.decode()
-    assert "2 only in the history file" in live
+    assert "1 unreachable" in live
     CompressionRecord.objects.create(
         conversation=thread, trigger="auto", level="compaction", status="completed", loss_report={}
     )
     nothing = owner_client.get(f"/threads/{thread.thread_id}/fragments/state").content.decode()
     assert "Identifiers in what was folded" not in nothing
+
+
+def test_a_record_from_before_the_tiers_reads_its_saved_file_and_history_counts(owner_client, seeded):
+    thread, _rows = seeded
+    old = {"total": 9, "in_summary": 4, "in_view": 1, "in_saved_file": 2, "lost": 2, "lost_identifiers": []}
+    CompressionRecord.objects.create(
+        conversation=thread, trigger="manual", level="summary", status="completed", loss_report=old
+    )
+    html = owner_client.get(f"/threads/{thread.thread_id}/fragments/state").content.decode()
+    assert "9 — 5 still in view, 2 one read away" in html
+    assert "2 two reads away (only in the history file), 0 unreachable." in html

@@ -6,6 +6,8 @@ import base64
 import hashlib
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from context_engine.compaction.media import media_path, offload_media, offload_message_media
@@ -15,6 +17,7 @@ from context_engine.errors import StoreError
 from context_engine.formats import MEDIA_RECEIPT_TEMPLATE, MEDIA_SAVED_KEY
 from context_engine.store import MemoryStore
 from context_engine.tokens.messages import estimate_message, profile_for_model
+from tests.context_engine.chats import as_summary
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40
 PDF = b"%PDF-1.4\n" + b"0123456789" * 300
@@ -184,7 +187,7 @@ def _drive_summary(messages, store):
                 value = effect.fn()
             elif isinstance(effect, Summarize):
                 prompts.append(effect.prompt)
-                value = AIMessage("## SESSION INTENT\nLook at a chart.")
+                value = AIMessage(as_summary("## SESSION INTENT\nLook at a chart."))
     except StopIteration:
         return prompts
 
@@ -192,7 +195,9 @@ def _drive_summary(messages, store):
 def test_the_summary_step_saves_media_first_so_neither_history_nor_prompt_holds_base64():
     store = MemoryStore()
     image = {"type": "image", "base64": b64(PNG), "mime_type": "image/png"}
-    messages = [HumanMessage(content=[{"type": "text", "text": "chart"}, image], id="h1")]  # never answered
+    # Enough text around the image for a summary to be smaller than what it folds.
+    text = "chart of the quarterly revenue by region, with notes. " * 40
+    messages = [HumanMessage(content=[{"type": "text", "text": text}, image], id="h1")]  # never answered
     [prompt] = _drive_summary(messages, store)
     path = media_path("image/png", digest(PNG))
     assert "base64" not in prompt and b64(PNG)[:100] not in prompt and path in prompt
@@ -228,3 +233,30 @@ def test_media_of_names_the_saved_files_without_writing():
     offload_message_media(HumanMessage(text, id="h"), store=store)
     assert {m.path for m in found} == set(store.blobs)
     assert media_of("no media here") == [] and media_of([{"type": "text", "text": "x"}]) == []
+
+
+# What follows the payload: its own line, a closing quote or bracket, or nothing (words on the payload's
+# last line are taken for prose only after an unwrapped or padded payload: see the tests above).
+_prose_after = st.sampled_from(["", "\n\nNext paragraph.", "\nWhat is it?", '")', "\n"])
+
+
+@given(
+    data=st.binary(min_size=60, max_size=3000),
+    width=st.sampled_from([64, 76, 60, 72, 120]) | st.integers(16, 200).map(lambda w: w - w % 4),
+    head=st.sampled_from(["data:image/png;base64,", "DATA:IMAGE/PNG;BASE64,", "data:image/png;Base64,\n"]),
+    indent=st.sampled_from(["", "  ", "\t"]),
+    after=_prose_after,
+)
+def test_a_data_uri_in_any_case_wrapped_at_any_width_is_saved_whole(data, width, head, indent, after):
+    payload = b64(data)
+    lines = [payload[i : i + width] for i in range(0, len(payload), width)]
+    text = "look: " + head + f"\n{indent}".join(lines) + after
+    store = MemoryStore()
+    new, saved, failed = offload_message_media(HumanMessage(text, id="h"), store=store)
+    path = media_path("image/png", digest(data))
+    assert failed == [] and [item.path for item in saved] == [path]
+    assert store.blobs[path] == data  # the whole payload, not its first line
+    assert (
+        new.content
+        == f"look: {MEDIA_RECEIPT_TEMPLATE.format(path=path, mime_type='image/png', size=len(data), sha256=digest(data))}{after}"
+    )

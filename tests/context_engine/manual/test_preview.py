@@ -10,7 +10,7 @@ from langchain_core.messages import HumanMessage
 from context_engine.config import CompressionConfig
 from context_engine.manual.preview import fold_preview, preview_fingerprint
 from context_engine.store import MemoryStore, StagedStore
-from context_engine.summary.fold_plan import plan_fold
+from context_engine.summary.fold_plan import plan_fold, receipt_paths
 from context_engine.tokens.messages import DEFAULT_PROFILE
 from tests.context_engine.chats import conversation_messages
 
@@ -46,12 +46,24 @@ def test_preview_lists_folded_kept_and_pinned_and_writes_nothing():
         == preview.summary_estimate_tokens + preview.pinned_tokens + preview.tail_tokens
     )
     assert preview.estimated_after_tokens < preview.before_tokens
-    # The URL of a folded tool result is only in its saved file (staged, never written).
+    # The URL of a folded tool result is in its saved file (staged, never written), but nothing left in
+    # view names that file: it is at risk (only the history file, two reads away, holds it).
     assert preview.identifiers_total > 0
-    assert "https://example.com/doc/0" not in preview.at_risk
-    assert preview.identifiers_in_saved_files > 0
+    assert "https://example.com/doc/0" in preview.at_risk
+    assert preview.identifiers_in_saved_files == 0
     assert not any(v.startswith("outputs/large_tool_results/") for v in preview.at_risk)  # receipt frames
     assert store.files == {}
+
+
+def test_a_folded_saved_file_that_a_kept_message_names_is_one_read_away():
+    store = MemoryStore()
+    messages = conversation_messages(4, big_result_chars=800)
+    saved = receipt_paths(_plan({"messages": messages}, store).split.folded)
+    assert saved
+    named = [*messages, HumanMessage(f"Look again at {saved[0]}.", id="again")]
+    preview = fold_preview(_plan({"messages": named}, store), preview_id="p")
+    assert preview.identifiers_in_saved_files >= 1
+    assert "https://example.com/doc/0" not in preview.at_risk
 
 
 def test_nothing_to_fold_gives_a_preview_that_says_so():

@@ -1,15 +1,19 @@
-"""Helpers for the direct CompressionMiddleware tests: configs, the middleware, sizes, files, drivers."""
+"""Helpers for the CompressionMiddleware tests: configs, the middleware, sizes, files, drivers, and the
+agent whose model is the real ``ChatOpenAI`` talking to the local OpenAI-protocol stub."""
 
 from __future__ import annotations
 
 import pytest
+from langchain.agents import create_agent
+from langchain_openai import ChatOpenAI
+from langgraph.checkpoint.memory import InMemorySaver
 
 from context_engine.config import CompressionConfig
 from context_engine.formats import CONVERSATION_HISTORY_DIR, LARGE_TOOL_RESULTS_DIR
-from context_engine.middleware import CompressionMiddleware
+from context_engine.middleware import CompressionMiddleware, TokenUsageMiddleware
 from context_engine.store import MemoryStore
 from context_engine.tokens.messages import estimate_messages
-from tests.context_engine.fakes import ScriptedChatModel
+from tests.context_engine.fakes import SYSTEM, ScriptedChatModel
 
 WINDOW = 32_000
 
@@ -51,3 +55,23 @@ async def call_mw(mw, request, handler, mode):
 
 
 MODES = pytest.mark.parametrize("mode", ["sync", "async"])
+
+
+def stub_chat(stub) -> ChatOpenAI:
+    """The real OpenAI chat model, pointed at the local stub server, without retries."""
+    return ChatOpenAI(
+        model="gpt-4o-mini", base_url=stub.base_url, api_key="sk-test", max_retries=0, timeout=10
+    )
+
+
+def stub_agent(model: ChatOpenAI, store: MemoryStore):
+    """An agent with the compression middleware whose trigger is never reached: only a provider's
+    overflow makes it compress."""
+    config = CompressionConfig(
+        trigger_tokens=1_000_000, keep_messages=4, tool_result_token_limit=100_000, context_window=None
+    )
+    middleware = [
+        CompressionMiddleware(config=config, store=store, summary_model=model),
+        TokenUsageMiddleware(config=config),
+    ]
+    return create_agent(model, [], system_prompt=SYSTEM, middleware=middleware, checkpointer=InMemorySaver())

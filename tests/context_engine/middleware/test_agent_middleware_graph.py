@@ -126,10 +126,11 @@ def test_token_usage_fields_and_pressure_ratio():
     assert tools_tokens > 0
     estimated = estimate_messages(rest, system=system, tools=[web_search], profile=profile)
     assert usage["estimated_input_tokens"] == estimated
-    # The provider reported 100 prompt tokens for it: the figures are corrected by that reading.
+    # The provider reported 100 prompt tokens for it: the figures are corrected by that reading (one
+    # reading moves the factor towards it by a bounded step, never outright: issue 24).
     calibration = Calibration().observe(estimated=estimated, reported=USAGE["input_tokens"])
     assert usage["calibration"] == {"factor": calibration.factor, "observations": 1}
-    assert usage["llm_input_tokens"] == calibration.corrected(estimated) == USAGE["input_tokens"]
+    assert estimated < usage["llm_input_tokens"] == calibration.corrected(estimated) < USAGE["input_tokens"]
     reply = agent.get_state(_thread("t3")).values["messages"][-1]
     assert usage["estimated_next_llm_input_tokens"] == estimated + estimate_message(reply, profile)
     # The provider reported 100 prompt tokens for that call: the next request is anchored on them,

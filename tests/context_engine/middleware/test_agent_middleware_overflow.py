@@ -4,18 +4,15 @@ first request is rejected as too long, the middleware summarizes and the retry s
 from __future__ import annotations
 
 import pytest
-from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage
-from langchain_openai import ChatOpenAI
-from langgraph.checkpoint.memory import InMemorySaver
 
-from context_engine.config import CompressionConfig
 from context_engine.errors import CompressionError
-from context_engine.middleware import CompressionMiddleware, TokenUsageMiddleware
 from context_engine.policy.overflow import is_context_overflow
 from context_engine.state import SUMMARY_EVENT_KEY
 from context_engine.store import MemoryStore
-from tests.context_engine.fakes import SYSTEM, conversation
+from tests.context_engine.chats import as_summary
+from tests.context_engine.fakes import conversation
+from tests.context_engine.middleware.support import stub_agent, stub_chat
 
 OPENAI = {
     "error": {
@@ -72,36 +69,19 @@ OVERFLOWS = pytest.mark.parametrize(
 )
 
 
-def _chat(stub) -> ChatOpenAI:
-    return ChatOpenAI(
-        model="gpt-4o-mini", base_url=stub.base_url, api_key="sk-test", max_retries=0, timeout=10
-    )
-
-
-def _agent(model: ChatOpenAI, store: MemoryStore):
-    config = CompressionConfig(
-        trigger_tokens=1_000_000, keep_messages=4, tool_result_token_limit=100_000, context_window=None
-    )
-    middleware = [
-        CompressionMiddleware(config=config, store=store, summary_model=model),
-        TokenUsageMiddleware(config=config),
-    ]
-    return create_agent(model, [], system_prompt=SYSTEM, middleware=middleware, checkpointer=InMemorySaver())
-
-
 @OVERFLOWS
 def test_the_stub_error_reaches_us_as_an_overflow(openai_stub, body):
     openai_stub.error(400, body)
     with pytest.raises(Exception) as info:
-        _chat(openai_stub).invoke("hello")
+        stub_chat(openai_stub).invoke("hello")
     assert is_context_overflow(info.value)
 
 
 @OVERFLOWS
 def test_overflow_from_a_real_server_forces_a_summary_and_the_retry_succeeds(openai_stub, body):
-    openai_stub.error(400, body).reply("## SESSION INTENT\nresearch").reply("Recovered answer.")
+    openai_stub.error(400, body).reply(as_summary("## SESSION INTENT\nresearch")).reply("Recovered answer.")
     store = MemoryStore()
-    agent = _agent(_chat(openai_stub), store)
+    agent = stub_agent(stub_chat(openai_stub), store)
     config = {"configurable": {"thread_id": "overflow"}}
     events = []
     for mode, chunk in agent.stream(
@@ -125,8 +105,8 @@ def test_overflow_from_a_real_server_forces_a_summary_and_the_retry_succeeds(ope
 
 
 async def test_async_overflow_from_a_real_server(openai_stub):
-    openai_stub.error(400, OPENAI).reply("## SESSION INTENT\nresearch").reply("Recovered answer.")
-    agent = _agent(_chat(openai_stub), MemoryStore())
+    openai_stub.error(400, OPENAI).reply(as_summary("## SESSION INTENT\nresearch")).reply("Recovered answer.")
+    agent = stub_agent(stub_chat(openai_stub), MemoryStore())
     config = {"configurable": {"thread_id": "overflow-async"}}
     result = await agent.ainvoke({"messages": conversation(6, size=600)}, config)
     assert result["messages"][-1].content == "Recovered answer." and len(openai_stub.requests) == 3
@@ -134,8 +114,8 @@ async def test_async_overflow_from_a_real_server(openai_stub):
 
 @pytest.mark.parametrize("body", [OPENAI, DASHSCOPE], ids=["openai-code", "dashscope"])
 def test_an_overflow_after_forced_compression_fails_in_plain_words(openai_stub, body):
-    openai_stub.error(400, body).reply("## SESSION INTENT\nresearch").error(400, body)
-    agent = _agent(_chat(openai_stub), MemoryStore())
+    openai_stub.error(400, body).reply(as_summary("## SESSION INTENT\nresearch")).error(400, body)
+    agent = stub_agent(stub_chat(openai_stub), MemoryStore())
     with pytest.raises(CompressionError) as info:
         agent.invoke({"messages": conversation(6, size=600)}, {"configurable": {"thread_id": "still"}})
     message = str(info.value)
@@ -156,7 +136,7 @@ def test_dashscope_invalid_parameter_other_than_length_is_not_an_overflow(openai
     }
     openai_stub.error(400, body)
     with pytest.raises(Exception) as info:
-        _chat(openai_stub).invoke("hello")
+        stub_chat(openai_stub).invoke("hello")
     assert not is_context_overflow(info.value)
 
 
@@ -171,7 +151,7 @@ def test_other_bad_requests_propagate_without_compression(openai_stub):
             }
         },
     )
-    agent = _agent(_chat(openai_stub), MemoryStore())
+    agent = stub_agent(stub_chat(openai_stub), MemoryStore())
     events = []
     with pytest.raises(Exception, match="Invalid schema"):
         for mode, chunk in agent.stream(

@@ -14,9 +14,10 @@ from context_engine.formats import (
     LARGE_TOOL_RESULTS_DIR,
     RECEIPT_HEADER,
 )
-from context_engine.state import SESSION_ID_KEY, SUMMARY_EVENT_KEY
+from context_engine.state import SESSION_ID_KEY, SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY
 from context_engine.store import MemoryStore
 from context_engine.summary.history import effective_messages
+from tests.context_engine.chats import as_summary
 from tests.context_engine.fakes import (
     Handler,
     ScriptedChatModel,
@@ -127,7 +128,8 @@ def test_a_second_summary_stores_the_global_cutoff():
     assert second["cutoff_index"] > first["cutoff_index"]
     # The global cutoff indexes state messages: what is kept is exactly what the model saw after the summary.
     assert [m.id for m in grown[second["cutoff_index"] :]] == local
-    assert effective_messages(grown, second)[0].content.endswith("<summary>\nsecond summary\n</summary>")
+    summary = as_summary("second summary")
+    assert effective_messages(grown, second)[0].content.endswith(f"<summary>\n{summary}\n</summary>")
     assert second_update[SESSION_ID_KEY] == state[SESSION_ID_KEY]  # one history file per session
     assert second_update["_summary_events"] == [None, first]
     assert second_update["token_usage"]["summary_model_usage"]["calls"] == 2
@@ -181,7 +183,10 @@ class _HistoryFailingStore(MemoryStore):
 
 
 def _assert_failed_closed(response, handler, events, messages):
-    assert isinstance(response, ModelResponse)  # no Command: state unchanged
+    # No state change but the spend guard's ledger: the failed call was billed (issue 24).
+    assert isinstance(response, ExtendedModelResponse) and isinstance(response.model_response, ModelResponse)
+    assert list(response.command.update) == [SUMMARY_CALLS_KEY]
+    assert len(response.command.update[SUMMARY_CALLS_KEY]) == 1
     assert statuses(events) == ["started", "failed"] and events[-1]["level"] == "summary"
     for message in handler.sent:
         assert "disk full" not in str(message.content) and "boom" not in str(message.content)

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from context_engine.errors import ErrorSummaryError
+from context_engine.errors import ErrorSummaryError, NotASummaryError
 from context_engine.summary.error_texts import error_summary_shape
 from context_engine.summary.history import summary_text
+from context_engine.summary.validation import SummaryRule
 
 LANGCHAIN_429 = (
     "Error generating summary: Error code: 429 - {'error': {'message': 'Rate limit reached for gpt-4o-mini "
@@ -53,12 +54,13 @@ ERROR_TEXTS = [
     ("http_status_line", "Internal Server Error"),
     ("http_status_line", "429 Too Many Requests"),
 ]
+# Summaries (under a custom prompt that requires nothing) that mention errors: never taken for one.
 SUMMARIES = [
     "## SESSION INTENT\nFix the error in parse(): it raised 'Error code: 500' on empty input.",
     "The user reported `Error: model not found` from Ollama; we pulled the model and it works.",
     "Error handling was the theme: retries with backoff were added to the client.",
-    '{"summary": "the user asked for the error budget of the service"}',
 ]
+ANY_PROSE = SummaryRule(required=(), min_chars=1)
 
 
 @pytest.mark.parametrize(
@@ -66,11 +68,19 @@ SUMMARIES = [
 )
 def test_every_real_error_shape_is_recognised_and_refused_as_a_summary(shape, text):
     assert error_summary_shape(text) == shape
-    with pytest.raises(ErrorSummaryError, match=shape):
-        summary_text(f"  {text}\n")
+    for rule in (None, ANY_PROSE):  # refused as an error whatever the prompt
+        with pytest.raises(ErrorSummaryError, match=shape):
+            summary_text(f"  {text}\n", *([rule] if rule else []))
 
 
 @pytest.mark.parametrize("text", SUMMARIES)
 def test_summaries_that_mention_errors_are_summaries(text):
     assert error_summary_shape(text) is None
-    assert summary_text(text) == text
+    assert summary_text(text, ANY_PROSE) == text
+
+
+def test_a_json_object_that_is_no_error_body_is_still_no_summary():
+    text = '{"summary": "the user asked for the error budget of the service"}'
+    assert error_summary_shape(text) is None
+    with pytest.raises(NotASummaryError, match="JSON"):
+        summary_text(text, ANY_PROSE)

@@ -23,6 +23,7 @@ from context_engine.summary.history import (
     validate_summary_prompt,
 )
 from context_engine.tokens.messages import estimate_text
+from tests.context_engine.chats import SUMMARY
 
 
 def _messages(n: int) -> list:
@@ -162,8 +163,8 @@ def test_a_stored_prompt_with_a_format_spec_is_filled_literally_never_formatted(
 
 
 def test_empty_summaries_are_rejected_and_text_is_stripped():
-    assert summary_text(AIMessage("  ## SESSION INTENT\nx \n")) == "## SESSION INTENT\nx"
-    assert summary_text(AIMessage([{"type": "text", "text": "a"}])) == "a"
+    assert summary_text(AIMessage(f"  {SUMMARY} \n")) == SUMMARY
+    assert summary_text(AIMessage([{"type": "text", "text": SUMMARY}])) == SUMMARY
     for empty in ("", "   \n", AIMessage(""), AIMessage([])):
         with pytest.raises(EmptySummaryError):
             summary_text(empty)

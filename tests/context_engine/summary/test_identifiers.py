@@ -140,28 +140,32 @@ def test_web_search_cassettes_yield_urls_uuids_and_hashes():
     assert not any("/" in v and v.replace("/", "").isdigit() for v in found)  # no dates as paths
 
 
-def test_loss_report_sorts_each_identifier_into_one_place():
+def test_loss_report_sorts_each_identifier_into_its_nearest_tier():
     identifiers = extract_identifiers(SAMPLE)
     report = loss_report(
         identifiers,
         summary="Worked on src/pkg/mod.py for ABC-1234; it took 300 ms.",
         kept=["the user wrote bob@example.org again"],
-        saved=["... https://example.com/a/b?x=1 ... 12.5MB ..."],
+        one_read=["... https://example.com/a/b?x=1 ... 12.5MB ..."],
+        two_reads=[SAMPLE.replace("ZFA04Y", "")],
     )
     assert report.total == len(identifiers) == 13
     assert report.in_summary == 3  # path, ticket, and "300ms" matched as "300 ms"
     assert report.in_view == 1
-    assert report.in_saved_file == 2  # the URL, and "12.5 MB" as "12.5MB"
-    assert report.lost == 7
-    assert "ZFA04Y" in report.lost_identifiers and "src/pkg/mod.py" not in report.lost_identifiers
+    assert report.one_read == 2  # the URL, and "12.5 MB" as "12.5MB"
+    assert report.two_reads == 6
+    assert report.unreachable == 1
+    assert report.lost == 7 and report.lost_identifiers[0] == "ZFA04Y"  # unreachable first
+    assert "src/pkg/mod.py" not in report.lost_identifiers
     assert report.lost_kinds[KIND_RECORD_ID] == 2
-    assert report.as_dict()["lost"] == 7
+    as_dict = report.as_dict()
+    assert as_dict["lost"] == 7 and as_dict["unreachable"] == 1 and "in_saved_file" not in as_dict
 
 
 def test_loss_report_bounds_the_lost_list_but_not_the_count():
     identifiers = {f"/srv/data/file{i}.csv": KIND_PATH for i in range(80)}
     report = loss_report(identifiers, summary="", limit=10)
-    assert report.lost == 80
+    assert report.lost == report.unreachable == 80
     assert len(report.lost_identifiers) == 10
 
 
