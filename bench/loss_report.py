@@ -20,12 +20,15 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
+from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from agent_platform.model_catalog import OFFLINE_MODEL_NAME
 from bench import peers, trajectories
 from bench.common import markdown_table
 from context_engine.config import CompressionConfig
@@ -52,6 +55,7 @@ SETUP = peers.Setup(trigger_tokens=8192, keep_messages=10, context_window=32768)
 VARIANTS = ("ours", "ours+repair", "langchain", "deepagents")
 REPAIR_MARKER = "An earlier summary of these messages left out the identifiers below."
 PREVIEW_TARGET = 0.05
+REAL_PATH_TARGET = 0.10
 HISTORY_DIR_NAME = (
     "conversation_history"  # ours: outputs/conversation_history/, deepagents: /conversation_history/
 )
@@ -246,10 +250,26 @@ def _half(messages: tuple[BaseMessage, ...]) -> list[BaseMessage]:
     return list(messages[:cut])
 
 
-def preview_accuracy(trajs: tuple[trajectories.Trajectory, ...] | None = None) -> list[dict]:
+def offline_summarizer() -> BaseChatModel:
+    """The platform's own summarizer path: the offline model ``make run`` uses (deterministic,
+    content-dependent sizes, like a real model's and unlike the bench's fixed-length fake)."""
+    from agent_platform.runtime.offline import OfflineChatModel
+
+    return OfflineChatModel(model_name=OFFLINE_MODEL_NAME)
+
+
+def preview_accuracy(
+    trajs: tuple[trajectories.Trajectory, ...] | None = None,
+    *,
+    summarizer: Callable[[], BaseChatModel] | None = None,
+) -> list[dict]:
     """Per trajectory: preview then apply at mid-history (a first summary), then again on the full
     history on top of it (a second summary). A first summary's size is estimated from this agent's
-    earlier summaries (the running mean of those applied so far, as the service does from its records)."""
+    earlier summaries (the running mean of those applied so far, as the service does from its records).
+    ``summarizer`` makes the summary model (default: the bench's fixed-length fake)."""
+    summarizer = summarizer or (
+        lambda: peers.FakeSummarizer(profile={"max_input_tokens": SETUP.context_window})
+    )
     trajs = trajs or trajectories.trajectories()
     config = CompressionConfig(
         trigger_tokens=SETUP.trigger_tokens,
@@ -280,8 +300,10 @@ def preview_accuracy(trajs: tuple[trajectories.Trajectory, ...] | None = None) -
             applied = run_sync(
                 force_summarize(values, config=config, store=store, profile=profile, now=datetime.now(UTC)),
                 handler=lambda request: None,
-                summary_model=peers.FakeSummarizer(profile={"max_input_tokens": SETUP.context_window}),
+                summary_model=summarizer(),
             )
+            if applied.status != "completed":  # e.g. a summary not smaller than what it folds
+                continue
             sizes.append(applied.summary_tokens or 0)
             error = (preview.estimated_after_tokens - applied.after_tokens) / applied.after_tokens
             rows.append(
@@ -297,31 +319,36 @@ def preview_accuracy(trajs: tuple[trajectories.Trajectory, ...] | None = None) -
     return rows
 
 
-def render_preview(rows: list[dict]) -> str:
+def render_preview(rows: list[dict], real_path: list[dict] | None = None) -> str:
     out = []
-    for round_ in (1, 2):
-        errors = [abs(r["error"]) for r in rows if r["round"] == round_]
-        if not errors:
-            continue
-        within = sum(1 for e in errors if e <= PREVIEW_TARGET)
-        out.append(
-            {
-                "summary": "first" if round_ == 1 else "second (on top of the first)",
-                "previews": len(errors),
-                "median_abs_error": statistics.median(errors),
-                "p90_abs_error": statistics.quantiles(errors, n=10)[-1] if len(errors) > 1 else errors[0],
-                "max_abs_error": max(errors),
-                "within_5pct": within / len(errors),
-            }
-        )
+    for path, path_rows in (("bench fake", rows), ("offline model", real_path or [])):
+        for round_ in (1, 2):
+            errors = [abs(r["error"]) for r in path_rows if r["round"] == round_]
+            if not errors:
+                continue
+            within = sum(1 for e in errors if e <= PREVIEW_TARGET)
+            out.append(
+                {
+                    "summarizer": path,
+                    "summary": "first" if round_ == 1 else "second (on top of the first)",
+                    "previews": len(errors),
+                    "median_abs_error": statistics.median(errors),
+                    "p90_abs_error": statistics.quantiles(errors, n=10)[-1] if len(errors) > 1 else errors[0],
+                    "max_abs_error": max(errors),
+                    "within_5pct": within / len(errors),
+                    "within_10pct": sum(1 for e in errors if e <= REAL_PATH_TARGET) / len(errors),
+                }
+            )
     fmt = {
         c: (lambda v: f"{v:.1%}")
-        for c in ("median_abs_error", "p90_abs_error", "max_abs_error", "within_5pct")
+        for c in ("median_abs_error", "p90_abs_error", "max_abs_error", "within_5pct", "within_10pct")
     }
     return (
         "Preview (`POST .../compress/preview`: no model call, nothing written) against the compression applied "
         "right after it on the same state: estimated size after (summary + pinned + kept tail) vs the size the "
-        f"compression reports. Target: within {PREVIEW_TARGET:.0%}.\n\n"
+        f"compression reports. Target: within {PREVIEW_TARGET:.0%} with the fake; on the platform's own "
+        f"summarizer path (the offline model, whose summaries vary with what they fold) within "
+        f"{REAL_PATH_TARGET:.0%} for 90% of previews (issue 24).\n\n"
         + markdown_table(out, list(out[0]) if out else [], fmt)
     )
 
@@ -332,7 +359,9 @@ if __name__ == "__main__":
     print(render_preview(preview_accuracy()))
 
 
-def headline_rows(results: list[Survival], previews: list[dict]) -> list[dict]:
+def headline_rows(
+    results: list[Survival], previews: list[dict], real_path: list[dict] | None = None
+) -> list[dict]:
     """Rows for the README's headline table."""
     by = {row["middleware"]: row for row in survival_rows(results)}
 
@@ -341,6 +370,10 @@ def headline_rows(results: list[Survival], previews: list[dict]) -> list[dict]:
 
     errors = [abs(r["error"]) for r in previews]
     within = sum(1 for e in errors if e <= PREVIEW_TARGET) / len(errors) if errors else None
+    real_errors = [abs(r["error"]) for r in real_path or []]
+    real_within = (
+        sum(1 for e in real_errors if e <= REAL_PATH_TARGET) / len(real_errors) if real_errors else None
+    )
     return [
         {
             "measure": "Identifiers of folded messages still visible after a summary, without / with the repair pass",
@@ -357,5 +390,13 @@ def headline_rows(results: list[Survival], previews: list[dict]) -> list[dict]:
             else "n/a",
             "peers": "(no peer previews a compression)",
             "target": "within 5%",
+        },
+        {
+            "measure": "Preview on the platform's summarizer path (offline model), within 10% of the applied result",
+            "ours": f"{pct(real_within)} of {len(real_errors)} previews (median error {statistics.median(real_errors):.1%})"
+            if real_errors
+            else "n/a",
+            "peers": "(no peer previews a compression)",
+            "target": ">= 90% within 10%",
         },
     ]

@@ -34,6 +34,7 @@ from context_engine.compaction.tool_results import tool_result_text
 from context_engine.config import CompressionConfig
 from context_engine.formats import DEFAULT_SUMMARY_PROMPT
 from context_engine.store import MemoryStore
+from context_engine.summary.validation import DEFAULT_HEADINGS
 
 MIDDLEWARES = ("ours", "langchain", "deepagents")
 SUMMARY_CHARS = 400
@@ -100,7 +101,8 @@ def request_tokens(messages: list[BaseMessage]) -> int:
 
 
 class FakeSummarizer(BaseChatModel):
-    """The shared summarizer: the first 400 characters of what follows ``<messages>`` in its prompt."""
+    """The shared summarizer: the first 400 characters of what follows ``<messages>`` in its prompt,
+    under the five headings of the default summary prompt."""
 
     calls: int = 0
     prompt_chars: int = 0
@@ -114,7 +116,12 @@ class FakeSummarizer(BaseChatModel):
         text = messages[-1].text if messages else ""
         self.prompt_chars += len(text)
         body = text.split("<messages>", 1)[-1].strip()
-        summary = body[:SUMMARY_CHARS] or "No previous conversation history."
+        excerpt = body[:SUMMARY_CHARS] or "No previous conversation history."
+        # Under the default prompt's headings, so ours accepts it as a summary (issue 24: only a summary
+        # becomes memory); every middleware gets the same text.
+        summary = "\n\n".join(
+            f"{heading}\n{excerpt if i == 0 else 'None.'}" for i, heading in enumerate(DEFAULT_HEADINGS)
+        )
         return ChatResult(generations=[ChatGeneration(message=AIMessage(content=summary))])
 
 

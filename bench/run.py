@@ -403,9 +403,10 @@ def main() -> None:
 
     survival = loss_report.run_survival()
     previews = loss_report.preview_accuracy()
+    real_previews = loss_report.preview_accuracy(summarizer=loss_report.offline_summarizer)
     section(
         "6. Loss report, repair pass and preview",
-        loss_report.render_survival(survival) + "\n" + loss_report.render_preview(previews),
+        loss_report.render_survival(survival) + "\n" + loss_report.render_preview(previews, real_previews),
     )
 
     head = headline(
@@ -417,7 +418,7 @@ def main() -> None:
         fresh,
         vs_tiktoken,
         calib,
-        extra=loss_report.headline_rows(survival, previews),
+        extra=loss_report.headline_rows(survival, previews, real_previews),
     )
     elapsed = time.perf_counter() - started
     doc = (

@@ -213,7 +213,12 @@ def test_web_and_worker_with_no_shared_disk_see_the_same_workdir(
     thread_id = api.post("/api/threads", json={"agent": agent.slug}).raise_for_status().json()["thread_id"]
     # Two runs on the worker: a knowledge question whose answer is offloaded, then a plain follow-up
     # whose automatic summary moves that exchange (with the receipt) into the history file.
-    for content in ("search the knowledge base for refunds", "thanks, that helps"):
+    # The follow-up is long enough that, once the earlier summary and it are folded together, the new
+    # summary is smaller than what it folds (issue 24: a compression never makes the request bigger).
+    follow_up = (
+        "thanks, that helps. " + "Refunds over 100 euros need a manager's approval and a receipt. " * 60
+    )
+    for content in ("search the knowledge base for refunds", follow_up):
         sent = api.post(f"/api/threads/{thread_id}/messages", json={"content": content})
         assert sent.status_code == 202, sent.text
         run = _wait_for_run(api, thread_id, machines)
@@ -245,10 +250,12 @@ def test_web_and_worker_with_no_shared_disk_see_the_same_workdir(
     served = browser.get(f"/threads/{thread_id}/files/{history_path}", params={"download": 1})
     assert served.status_code == 200 and served.content == worker_history
 
-    # A manual compression through the web process appends to the worker's history file.
+    # A manual compression through the web process appends to the worker's history file. It keeps one
+    # message, so it folds the earlier summary and the long follow-up.
+    type(agent).objects.filter(pk=agent.pk).update(summary_keep_messages=1)
     compressed = api.post(f"/api/threads/{thread_id}/compress")
     assert compressed.status_code == 200, compressed.text
-    assert compressed.json()["status"] == "completed", compressed.json()
+    assert compressed.json()["status"] == "completed", str(compressed.json())
     assert compressed.json()["file_path"] == history_path
     history = browser.get(f"/threads/{thread_id}/files/{history_path}", params={"download": 1}).content
     assert history.startswith(worker_history) and len(history) > len(worker_history)

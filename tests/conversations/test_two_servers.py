@@ -57,7 +57,11 @@ def test_a_page_on_one_server_sees_a_workers_run_and_a_compression_started_on_an
             expect(page.locator("#socket-status")).to_have_attribute("data-state", "open", timeout=60_000)
 
             api = httpx.Client(base_url=server_b, headers={"Authorization": f"Bearer {raw}"}, timeout=60)
-            for text in ("Hello there", "Thanks, that is all"):
+            # Long enough that a summary of them is smaller than they are (issue 24: never bigger).
+            detail = (
+                "We are planning a week in Lisbon: the old town, the museums, the coast and the trains. " * 8
+            )
+            for text in ("Hello there. " + detail, "Thanks, that is all. " + detail):
                 sent = api.post(f"/api/threads/{thread.thread_id}/messages", json={"content": text})
                 assert sent.status_code == 202, sent.text
             deadline = time.monotonic() + 120

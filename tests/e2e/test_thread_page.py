@@ -96,7 +96,13 @@ def _exchange(page, text: str) -> None:
 
 def test_compress_button_completes_and_the_meter_falls(page, e2e_server, screenshot):
     thread_id = _open_thread(page, e2e_server, "Long research thread")
-    for text in ("We are planning a trip to Lisbon.", "I prefer trains to planes.", "Budget is 900 euros."):
+    # Long enough that a summary of them is smaller than they are (issue 24: never bigger).
+    detail = " We want the old town, the museums, the coast and day trips by train. " * 6
+    for text in (
+        "We are planning a trip to Lisbon." + detail,
+        "I prefer trains to planes." + detail,
+        "Budget is 900 euros.",
+    ):
         _exchange(page, text)
     e2e_server.seed("usage", thread_id=thread_id, usage=usage_at(0.93))
     page.reload()
