@@ -280,6 +280,7 @@ def preview_accuracy(
     profile = profile_for_model(peers.MODEL_NAME)
     rows: list[dict] = []
     sizes: list[int] = []
+    history: list[tuple[int, int]] = []  # (folded, summary) tokens, as the service reads its records
     for traj in trajs:
         store = MemoryStore()
         values: dict = {"messages": _half(traj.messages)}
@@ -294,7 +295,7 @@ def preview_accuracy(
                 max_tail_tokens=tail_cap(config),
             )
             hint = round(statistics.fmean(sizes[-20:])) if sizes else None
-            preview = fold_preview(plan, preview_id="bench", summary_hint=hint)
+            preview = fold_preview(plan, preview_id="bench", summary_hint=hint, summary_history=history)
             if not preview.foldable:
                 continue
             applied = run_sync(
@@ -305,6 +306,7 @@ def preview_accuracy(
             if applied.status != "completed":  # e.g. a summary not smaller than what it folds
                 continue
             sizes.append(applied.summary_tokens or 0)
+            history.append((applied.folded_tokens or 0, applied.summary_tokens or 0))
             error = (preview.estimated_after_tokens - applied.after_tokens) / applied.after_tokens
             rows.append(
                 {
@@ -313,6 +315,10 @@ def preview_accuracy(
                     "estimated": preview.estimated_after_tokens,
                     "applied": applied.after_tokens,
                     "error": error,
+                    "in_range": preview.estimated_after_range[0]
+                    <= applied.after_tokens
+                    <= preview.estimated_after_range[1],
+                    "unsure": preview.estimate_unsure,
                 }
             )
             values = {**values, **applied.update}
@@ -337,11 +343,23 @@ def render_preview(rows: list[dict], real_path: list[dict] | None = None) -> str
                     "max_abs_error": max(errors),
                     "within_5pct": within / len(errors),
                     "within_10pct": sum(1 for e in errors if e <= REAL_PATH_TARGET) / len(errors),
+                    "in_shown_range": sum(1 for r in path_rows if r["round"] == round_ and r["in_range"])
+                    / len(errors),
+                    "shown_as_range": sum(1 for r in path_rows if r["round"] == round_ and r["unsure"])
+                    / len(errors),
                 }
             )
     fmt = {
         c: (lambda v: f"{v:.1%}")
-        for c in ("median_abs_error", "p90_abs_error", "max_abs_error", "within_5pct", "within_10pct")
+        for c in (
+            "median_abs_error",
+            "p90_abs_error",
+            "max_abs_error",
+            "within_5pct",
+            "within_10pct",
+            "in_shown_range",
+            "shown_as_range",
+        )
     }
     return (
         "Preview (`POST .../compress/preview`: no model call, nothing written) against the compression applied "

@@ -27,6 +27,7 @@ class CompressOut(Schema):
     reason: str | None = None
     pinned_messages: int = 0
     summary_tokens: int | None = None
+    folded_tokens: int | None = None
     loss_report: dict[str, Any] | None = None
     spend_guard: dict[str, Any] | None = None
     # compacted | summarized | no_change_needed | could_not_reach_budget, and why (code and figures).
@@ -67,6 +68,9 @@ class PreviewOut(Schema):
     busy: bool
     before_tokens: int
     estimated_after_tokens: int
+    # The estimate's likely range; ``estimate_unsure`` when it is too wide for one number.
+    estimated_after_range: list[int]
+    estimate_unsure: bool
     summary_estimate_tokens: int
     folded: PreviewFoldedOut
     kept_tail: PreviewTailOut

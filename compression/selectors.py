@@ -66,6 +66,7 @@ def conversation_is_busy(conversation: Conversation) -> bool:
 
 
 SUMMARY_HINT_RECORDS = 20
+SUMMARY_SIZE_HISTORY = 40
 
 
 def summary_tokens_hint(*, agent_id: int) -> int | None:
@@ -82,6 +83,22 @@ def summary_tokens_hint(*, agent_id: int) -> int | None:
         if isinstance(size, int)
     ]
     return round(sum(sizes) / len(sizes)) if sizes else None
+
+
+def summary_size_history(*, agent_id: int) -> list[tuple[int, int]]:
+    """This agent's recent summaries as ``(folded_tokens, summary_tokens)``, oldest first: what the
+    preview fits the next summary's size on (records from before ``folded_tokens`` was kept are left out)."""
+    rows = (
+        CompressionRecord.objects.filter(
+            conversation__agent_id=agent_id,
+            level=CompressionRecord.Level.SUMMARY,
+            result__summary_tokens__gt=0,
+            result__folded_tokens__gt=0,
+        )
+        .order_by("-created_at", "-id")
+        .values_list("result__folded_tokens", "result__summary_tokens")[:SUMMARY_SIZE_HISTORY]
+    )
+    return [(f, s) for f, s in reversed(rows) if isinstance(f, int) and isinstance(s, int)]
 
 
 def meter_tokens(*, agent: Agent, values: Mapping[str, Any]) -> int | None:

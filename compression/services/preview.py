@@ -16,7 +16,7 @@ from agent_platform.calibration.selectors import calibration_for
 from agent_platform.runtime.graph import state_repository_for
 from agent_platform.workdir import workdir_for
 from compression.errors import CapabilityMissing, StalePreview
-from compression.selectors import meter_tokens, summary_tokens_hint
+from compression.selectors import meter_tokens, summary_size_history, summary_tokens_hint
 from context_engine.config import COMPRESSION_CAPABILITY
 from context_engine.manual.preview import FoldPreview, fold_preview, preview_fingerprint
 from context_engine.policy.pressure import usage_overhead
@@ -54,6 +54,7 @@ def thread_compress_preview(*, thread_id: uuid.UUID | str, user: AbstractBaseUse
         plan,
         preview_id=preview_name(conversation, values, pinned=pinned),
         summary_hint=summary_tokens_hint(agent_id=agent.pk),
+        summary_history=summary_size_history(agent_id=agent.pk),
         overhead_tokens=usage_overhead(values.get(TOKEN_USAGE_KEY), profile),
         calibration=calibration,
         before_tokens=meter_tokens(agent=agent, values=values),
@@ -93,6 +94,8 @@ def _body(conversation: Conversation, preview: FoldPreview, *, busy: bool) -> di
         "busy": busy,
         "before_tokens": preview.before_tokens,
         "estimated_after_tokens": preview.estimated_after_tokens,
+        "estimated_after_range": list(preview.estimated_after_range),
+        "estimate_unsure": preview.estimate_unsure,
         "summary_estimate_tokens": preview.summary_estimate_tokens,
         "folded": {
             "count": len(preview.folded_ids),

@@ -51,6 +51,7 @@ class ManualCompression:
     saved_files: tuple[str, ...] = ()
     pinned_messages: int = 0  # pinned messages kept verbatim after the summary
     summary_tokens: int | None = None  # the new summary message's estimate
+    folded_tokens: int | None = None  # what the summary folded (the preview fits summary sizes on it)
     loss_report: dict[str, Any] = field(default_factory=dict)
     spend_guard: dict[str, Any] = field(default_factory=dict)  # the guard's decision when it held back
     outcome: str = ""  # context_engine.outcomes
@@ -70,6 +71,7 @@ class ManualCompression:
             "reason": self.reason,
             "pinned_messages": self.pinned_messages,
             "summary_tokens": self.summary_tokens,
+            "folded_tokens": self.folded_tokens,
             "loss_report": self.loss_report or None,
             "spend_guard": self.spend_guard or None,
             "outcome": self.outcome,
@@ -222,6 +224,7 @@ def force_summarize(
         saved_files=saved,
         pinned_messages=len(split.kept_pinned),
         summary_tokens=outcome.summary_tokens,
+        folded_tokens=messages_tokens(split.folded, profile),
         loss_report=outcome.loss_report(),
     )
 

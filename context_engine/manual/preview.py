@@ -16,6 +16,7 @@ from langchain_core.messages import BaseMessage
 
 from context_engine.config import CompressionConfig
 from context_engine.formats import SUMMARY_MESSAGE_TEMPLATE
+from context_engine.manual.summary_size import SummarySize, summary_size
 from context_engine.state import PINNED_IDS_KEY, SUMMARY_EVENT_KEY
 from context_engine.summary.fold_plan import FoldPlan, fold_identifiers, message_text, receipt_paths
 from context_engine.summary.loss import fold_loss_report, read_saved_texts
@@ -24,10 +25,6 @@ from context_engine.tokens.messages import estimate_text, messages_tokens
 
 PREVIEW_ID_CHARS = 32
 AT_RISK_LIST_MAX = 50
-# A first summary's size, before this thread has one to go by: a share of what it folds, bounded.
-FIRST_SUMMARY_SHARE = 0.08
-FIRST_SUMMARY_MIN_TOKENS = 150
-FIRST_SUMMARY_MAX_TOKENS = 1200
 
 
 @dataclass(frozen=True)
@@ -37,6 +34,8 @@ class FoldPreview:
     before_tokens: int
     estimated_after_tokens: int
     summary_estimate_tokens: int = 0
+    estimated_after_range: tuple[int, int] = (0, 0)  # the estimate's likely range (``summary_size``)
+    estimate_unsure: bool = False  # the range is too wide for one number: the page shows the range
     folded_ids: tuple[str, ...] = ()
     folded_tokens: int = 0
     tail_ids: tuple[str, ...] = ()
@@ -50,21 +49,24 @@ class FoldPreview:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def summary_estimate(plan: FoldPlan, *, folded_tokens: int, hint: int | None = None) -> int:
-    """Tokens the new summary message will take: the thread's current summary's size when there is one
-    (a thread's summaries keep a steady size), else ``hint`` (the size of this agent's recent
-    summaries), else a bounded share of what is folded."""
-    if plan.previous is not None:
-        return messages_tokens([plan.previous["summary_message"]], plan.profile)
-    if hint:
-        return hint
-    share = int(folded_tokens * FIRST_SUMMARY_SHARE)
-    body = min(max(share, FIRST_SUMMARY_MIN_TOKENS), FIRST_SUMMARY_MAX_TOKENS)
+def summary_estimate(
+    plan: FoldPlan,
+    *,
+    folded_tokens: int,
+    hint: int | None = None,
+    history: Sequence[tuple[int, int]] = (),
+) -> SummarySize:
+    """The new summary message's tokens (``manual.summary_size``): fitted on the agent's ``history`` of
+    ``(folded_tokens, summary_tokens)``; without enough of it, the thread's current summary, ``hint``
+    (the agent's recent mean), or a share of what is folded."""
     frame = estimate_text(
         SUMMARY_MESSAGE_TEMPLATE.format(file_path="outputs/conversation_history/x.md", summary=""),
         plan.profile,
     )
-    return body + frame
+    current = messages_tokens([plan.previous["summary_message"]], plan.profile) if plan.previous else None
+    return summary_size(
+        folded_tokens=folded_tokens, history=history, current=current, hint=hint, frame_tokens=frame
+    )
 
 
 def fold_preview(
@@ -72,6 +74,7 @@ def fold_preview(
     *,
     preview_id: str,
     summary_hint: int | None = None,
+    summary_history: Sequence[tuple[int, int]] = (),
     overhead_tokens: int = 0,
     calibration: Calibration = NEUTRAL,
     before_tokens: int | None = None,
@@ -92,7 +95,8 @@ def fold_preview(
     folded_tokens = messages_tokens(split.folded, plan.profile)
     tail_tokens = messages_tokens(raw_tail, plan.profile)
     pinned_tokens = messages_tokens(raw_pinned, plan.profile)
-    estimate = summary_estimate(plan, folded_tokens=folded_tokens, hint=summary_hint)
+    size = summary_estimate(plan, folded_tokens=folded_tokens, hint=summary_hint, history=summary_history)
+    estimate = size.tokens
     identifiers = fold_identifiers(split.folded)
     # Before the model writes it, the summary holds nothing; its message will name the history file.
     report = fold_loss_report(
@@ -112,6 +116,11 @@ def fold_preview(
             overhead_tokens + estimate + pinned_tokens + tail_tokens
         ),
         summary_estimate_tokens=estimate,
+        estimated_after_range=(
+            calibration.corrected(overhead_tokens + size.low + pinned_tokens + tail_tokens),
+            calibration.corrected(overhead_tokens + size.high + pinned_tokens + tail_tokens),
+        ),
+        estimate_unsure=size.unsure,
         folded_ids=_ids(split.folded),
         folded_tokens=folded_tokens,
         tail_ids=_ids(raw_tail),

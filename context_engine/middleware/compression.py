@@ -351,6 +351,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             file_path=outcome.file_path,
             summary_usage=outcome.usage,
             summary_tokens=outcome.summary_tokens,
+            folded_tokens=messages_tokens(split.folded, self.profile),
             loss_report=outcome.loss_report(),
         )
         return with_update(response, summary_update(state, outcome, previous, now=now), replacements)

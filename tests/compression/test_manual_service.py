@@ -338,6 +338,7 @@ def test_response_always_carries_file_path_and_reason(client, user, thread, summ
         "reason": "insufficient_history",
         "pinned_messages": 0,
         "summary_tokens": None,
+        "folded_tokens": None,
         "loss_report": None,
         "spend_guard": None,
         "outcome": "no_change_needed",

@@ -3,6 +3,8 @@ writes nothing, and that applying a stale preview folds nothing (409 ``stale_pre
 
 from __future__ import annotations
 
+import math
+
 import pytest
 from langchain_core.messages import HumanMessage
 
@@ -136,7 +138,46 @@ def test_the_page_fragment_shows_the_preview_in_the_users_language(
     assert page.status_code == 200
     assert "Folds 16 messages" in html and "pinned message word for word" in html
     assert 'data-preview-id="' in html and 'id="compress-apply"' in html
+    # This agent has no summaries on record yet: the size after is shown as a range, not one number.
+    assert 'id="compress-preview-range"' in html and "length is not known until it is written" in html
     zh = client.get(url, HTTP_ACCEPT_LANGUAGE="zh-hans").content.decode()
-    assert "压缩" in zh
+    assert "压缩" in zh and "摘要写出之前无法确定其长度" in zh
     client.force_login(other_user)
     assert client.get(url).status_code == 404
+
+
+def test_a_summary_records_what_it_folded_and_the_preview_fits_the_agents_summary_sizes(
+    client, user, seeded, summarizer, agent
+):
+    thread, _rows = seeded
+    client.force_login(user)
+    applied = _apply(client, thread, _preview(client, thread).json()["preview_id"]).json()
+    assert applied["status"] == "completed" and applied["folded_tokens"] > applied["summary_tokens"]
+    record = CompressionRecord.objects.get(conversation=thread)
+    assert record.result["folded_tokens"] == applied["folded_tokens"]
+
+    # With this agent's summaries on record (and only these), a preview estimates from them and says
+    # how sure it is.
+    record.delete()
+    other = thread_create_seeded(user, agent)
+    for n, (folded, size) in enumerate([(1000, 300), (2000, 420), (4000, 600), (8000, 850), (16000, 1200)]):
+        CompressionRecord.objects.create(
+            conversation=other,
+            trigger=CompressionRecord.Trigger.MANUAL,
+            level=CompressionRecord.Level.SUMMARY,
+            status=CompressionRecord.Status.COMPLETED,
+            result={"folded_tokens": folded, "summary_tokens": size, "n": n},
+        )
+    body = _preview(client, other).json()
+    low, high = body["estimated_after_range"]
+    assert low <= body["estimated_after_tokens"] <= high and body["estimate_unsure"] is False
+    expected = round(math.exp(math.log(300) + 0.5 * math.log(body["folded"]["tokens"] / 1000)))
+    assert abs(body["summary_estimate_tokens"] - expected) <= max(3, expected * 0.02)
+
+
+def thread_create_seeded(user, agent):
+    from conversations.services import thread_create
+
+    thread = thread_create(user=user, agent_slug=agent.slug)
+    seed_state(thread, conversation_messages(5))
+    return thread

@@ -115,6 +115,7 @@ def test_compress_button_completes_and_the_meter_falls(page, e2e_server, screens
     page.on("request", lambda r: requests.append(r) if "/compress?preview_id=" in r.url else None)
     page.click("#compress-button")
     expect(page.locator("#compress-preview")).to_be_visible()  # what it would fold, before it does
+    screenshot(page, "compress-preview")
     page.click("#compress-apply")
 
     expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed", timeout=20_000)
