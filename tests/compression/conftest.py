@@ -54,3 +54,23 @@ def make_thread(user, agent):
         return thread
 
     return make
+
+
+@pytest.fixture
+def stub_agent_with(openai_stub, monkeypatch):
+    """An agent whose model is the real OpenAI client against the local OpenAI-protocol stub:
+    ``stub_agent_with(**fields)`` (keeps 4 messages unless told otherwise)."""
+    from agent_platform.models import Agent, ModelEndpoint
+
+    monkeypatch.setenv("STUB_API_KEY", "sk-test")
+    endpoint = ModelEndpoint.objects.create(
+        name="stub", base_url=openai_stub.base_url, api_key_env="STUB_API_KEY"
+    )
+
+    def make(**fields) -> Agent:
+        fields = {"summary_keep_messages": 4, **fields}
+        return Agent.objects.create(
+            name="Stubbed", slug="stubbed", endpoint=endpoint, model_name="gpt-4o-mini", **fields
+        )
+
+    return make

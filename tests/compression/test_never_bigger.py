@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from agent_platform.models import Agent, ModelEndpoint
 from compression.models import CompressionRecord
 from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY
 from conversations.models import Conversation
@@ -18,17 +17,10 @@ LONG_SUMMARY = SUMMARY + "\n" + "Every detail of every message, restated at leng
 
 
 @pytest.fixture
-def small_thread(user, openai_stub, monkeypatch):
+def small_thread(user, stub_agent_with):
     from conversations.services import thread_create
 
-    monkeypatch.setenv("STUB_API_KEY", "sk-test")
-    endpoint = ModelEndpoint.objects.create(
-        name="stub", base_url=openai_stub.base_url, api_key_env="STUB_API_KEY"
-    )
-    agent = Agent.objects.create(
-        name="Stubbed", slug="stubbed", endpoint=endpoint, model_name="gpt-4o-mini", summary_keep_messages=4
-    )
-    thread = thread_create(user=user, agent_slug=agent.slug)
+    thread = thread_create(user=user, agent_slug=stub_agent_with().slug)
     seed_state(thread, conversation_messages(4, big_result_chars=40))  # a short thread: ~30% pressure
     return thread
 

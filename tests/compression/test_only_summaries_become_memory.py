@@ -13,7 +13,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import HumanMessage
 
-from agent_platform.models import Agent, ModelEndpoint
 from agent_platform.runtime.offline import extractive_summary
 from compression.models import CompressionRecord
 from context_engine.compaction.media import media_path
@@ -29,14 +28,8 @@ URL = "https://example.com/search?q=redis&lang=en&page=2"
 
 
 @pytest.fixture
-def stub_agent(openai_stub, monkeypatch):
-    monkeypatch.setenv("STUB_API_KEY", "sk-test")
-    endpoint = ModelEndpoint.objects.create(
-        name="stub", base_url=openai_stub.base_url, api_key_env="STUB_API_KEY"
-    )
-    return Agent.objects.create(
-        name="Stubbed", slug="stubbed", endpoint=endpoint, model_name="gpt-4o-mini", summary_keep_messages=4
-    )
+def stub_agent(stub_agent_with):
+    return stub_agent_with()
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from agent_platform.models import Agent, ModelEndpoint
 from compression.models import CompressionRecord
 from conversations.models import AgentRun
 from conversations.services import message_intake, message_pin, thread_create
@@ -17,16 +16,8 @@ INSTRUCTION = "Always answer in French, and quote ticket OPS-4711 in every reply
 
 
 @pytest.fixture
-def stub_agent(openai_stub, monkeypatch):
-    monkeypatch.setenv("STUB_API_KEY", "sk-test")
-    endpoint = ModelEndpoint.objects.create(
-        name="stub", base_url=openai_stub.base_url, api_key_env="STUB_API_KEY"
-    )
-    return Agent.objects.create(
-        name="Stubbed",
-        slug="stubbed",
-        endpoint=endpoint,
-        model_name="gpt-4o-mini",
+def stub_agent(stub_agent_with):
+    return stub_agent_with(
         tools=["ls"],
         summary_threshold=1,  # T = 1,024 tokens: every long message below forces a summary
         summary_keep_messages=2,
