@@ -30,6 +30,8 @@ class BulkOutcome:
     summary_calls: int = 0
     summary_tokens: int = 0
     error: str = ""
+    before_tokens: int | None = None
+    after_tokens: int | None = None
 
 
 def bulk_compress_one(
@@ -71,6 +73,8 @@ def bulk_compress_one(
         tokens_saved=record.tokens_saved,
         summary_calls=1 if record.level == CompressionRecord.Level.SUMMARY else 0,
         summary_tokens=int(usage.get("total_tokens") or 0),
+        before_tokens=record.before_tokens,
+        after_tokens=record.after_tokens,
     )
 
 

@@ -32,7 +32,12 @@ from conversations.selectors import pinned_message_ids, thread_busy_flags, threa
 def thread_compress_preview(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> dict[str, Any]:
     """The caller's own thread (compressing is the owner's alone): what a manual compression would do
     now (the page shows it first)."""
-    conversation = thread_get_owned(thread_id=thread_id, user=user)
+    return conversation_compress_preview(conversation=thread_get_owned(thread_id=thread_id, user=user))
+
+
+def conversation_compress_preview(*, conversation: Conversation) -> dict[str, Any]:
+    """What a compression of ``conversation`` would do now (the page's preview, and the bulk command's
+    dry run); no ownership check: callers decide who may see it."""
     agent = conversation.agent
     if not agent.has_capability(COMPRESSION_CAPABILITY):
         raise CapabilityMissing()

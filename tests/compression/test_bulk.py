@@ -29,6 +29,7 @@ from tests.context_engine.chats import SUMMARY, USAGE
 from tests.context_engine.fakes import ScriptedChatModel
 
 pytestmark = pytest.mark.django_db
+EVERY_THREAD = ("--min-pressure", "any", "--idle-for", "any")
 
 
 # --- dry run ----------------------------------------------------------------------------------------
@@ -48,7 +49,7 @@ def test_dry_run_reports_pressure_and_writes_nothing(make_thread, summarizer, ag
     text = compact_text("--dry-run")
     report = compact("--dry-run")
 
-    assert "pressure" in text.splitlines()[0] and "last_activity" in text.splitlines()[0]
+    assert "pressure" in text.splitlines()[0] and "expected_after" in text.splitlines()[0]
     assert "3 candidate thread(s); dry run, nothing written." in text
     rows = {row["thread"]: row for row in report["candidates"]}
     assert rows[str(hot.thread_id)]["would"] == "compress"
@@ -110,12 +111,20 @@ def population(make_thread, other_user, agent):
 )
 def test_filters_select_the_right_threads_highest_pressure_first(population, args, expected):
     names = {str(t.thread_id): name for name, t in population.items()}
-    assert " ".join(names[t] for t in selected(*args)) == expected
+    # Every thread unless the case says otherwise (the last of a repeated option wins).
+    assert " ".join(names[t] for t in selected(*EVERY_THREAD, *args)) == expected
+
+
+def test_by_default_only_threads_at_the_hint_and_idle_for_ten_minutes_are_selected(population, make_thread):
+    names = {str(t.thread_id): name for name, t in population.items()}
+    recent = make_thread("recent", pressure=0.99, idle=timedelta(minutes=2))  # still being used
+    assert " ".join(names.get(t, "recent") for t in selected()) == "c a f d"
+    assert str(recent.thread_id) not in selected()
 
 
 def test_deleted_threads_are_never_candidates(population):
     Conversation.objects.filter(pk=population["c"].pk).update(status=Conversation.Status.DELETED)
-    assert str(population["c"].thread_id) not in selected()
+    assert str(population["c"].thread_id) not in selected(*EVERY_THREAD)
 
 
 @pytest.mark.parametrize(
@@ -192,7 +201,7 @@ def test_summary_line_counts_every_outcome(make_thread, summarizer):
     e = make_thread("e", pressure=0.80)
     b_before = snapshot(b)
 
-    text = compact_text()
+    text = compact_text(*EVERY_THREAD)
 
     saved = sum(r.tokens_saved for r in CompressionRecord.objects.filter(status="completed"))
     assert saved > 0
@@ -228,10 +237,13 @@ def test_json_report_has_the_counts_and_each_thread(make_thread, summarizer):
         "not_started": 0,
     }
     assert len(report["errors"]) == 1 and "model exploded" in report["errors"][0]
-    assert report["threads"][:2] == [
-        {"thread": str(threads[0].thread_id), "outcome": "completed"},
-        {"thread": str(threads[1].thread_id), "outcome": "failed"},
+    rows = [{k: row[k] for k in ("thread", "title", "outcome")} for row in report["threads"][:2]]
+    assert rows == [
+        {"thread": str(threads[0].thread_id), "title": "a", "outcome": "completed"},
+        {"thread": str(threads[1].thread_id), "title": "b", "outcome": "failed"},
     ]
+    # Each row's saving adds up to the report's.
+    assert sum(row["tokens_saved"] for row in report["threads"]) == report["tokens_saved"]
 
 
 @pytest.mark.parametrize(
@@ -328,3 +340,30 @@ def test_second_ctrl_c_abandons_the_current_thread_which_rolls_back(make_thread,
     for thread in threads[1:]:
         assert not CompressionRecord.objects.filter(conversation=thread).exists()
         assert snapshot(thread) == before[thread.pk]
+
+
+def test_the_dry_run_predicts_the_run_and_no_thread_grows(make_thread, summarizer):
+    summarizer()
+    hot = [make_thread(f"hot {i}", pressure=0.9 + i / 100) for i in range(2)]
+    short = make_thread("short", pressure=0.95, turns=1)  # too short to fold anything
+    cold = make_thread("cold", pressure=0.3)  # under the hint: not a default candidate
+    recent = make_thread("recent", pressure=0.97, idle=timedelta(minutes=1))  # in use right now
+
+    plan = {row["thread"]: row for row in compact("--dry-run")["candidates"]}
+    assert set(plan) == {str(t.thread_id) for t in (*hot, short)}
+    assert plan[str(short.thread_id)]["would"].startswith("no change")
+    text = compact_text()
+
+    threads = CompressionRecord.objects.filter(trigger="bulk")
+    assert {r.conversation_id for r in threads} == {t.pk for t in (*hot, short)}
+    assert not CompressionRecord.objects.filter(conversation__in=[cold, recent]).exists()
+    for record in threads:
+        predicted = plan[str(record.conversation.thread_id)]
+        assert (record.status == "completed") == (predicted["would"] == "compress")
+        assert record.after_tokens <= record.before_tokens  # no thread grows
+        if record.status == "completed":
+            assert record.after_tokens <= predicted["expected_after"] * 1.5
+    # One line per thread (its title and size before → after), and the total is their sum.
+    assert all(f"{t.title}: " in text for t in (*hot, short)) and "→" in text
+    saved = sum(r.tokens_saved for r in threads)
+    assert f"{saved:,} tokens saved" in text

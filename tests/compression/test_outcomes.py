@@ -165,7 +165,7 @@ def test_bulk_outcomes_are_recorded_and_listed_in_the_admin(client, user, thread
             "summary_pressure_ratio": 0.97,
         },
     )
-    compact("--min-pressure", "0.5")
+    compact("--min-pressure", "0.5", "--idle-for", "any")
     record = CompressionRecord.objects.get(conversation=thread, trigger="bulk")
     assert record.outcome == "summarized"
     client.force_login(admin_user)

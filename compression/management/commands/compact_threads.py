@@ -1,11 +1,18 @@
-"""Bulk compression of idle threads through the manual-compression service (same lock, same rules)."""
+"""Bulk compression of idle threads through the manual-compression service (same lock, same rules).
+
+Safe by default: only threads at the page's hint (``--min-pressure 0.85``) and idle for ``--idle-for
+10m``; ``--min-pressure 0 --idle-for 0s`` selects every thread. The dry run plans each thread as the
+page's preview does and says what it expects; the run prints each thread's size before and after, and
+the tokens saved on its last line are the sum of those rows."""
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 import signal
 import threading
+from contextlib import contextmanager
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
@@ -13,14 +20,37 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 from tqdm import tqdm
 
+from agent_platform.errors import ApplicationError
 from agent_platform.models import Agent
 from compression.bulk import BulkReport, bulk_compress_one, celery_broker_configured
 from compression.selectors import compression_candidates, conversation_is_busy
+from compression.services.preview import conversation_compress_preview
 from compression.tasks import bulk_compress_enqueue
 from context_engine.config import COMPRESSION_CAPABILITY
+from context_engine.tokens.messages import format_tokens
+from conversations.pages import HINT_RATIO
+
+DEFAULT_IDLE_FOR = "10m"
+# Libraries that log every HTTP request at INFO: a bulk run's output is its own rows, not theirs.
+QUIET_LOGGERS = ("httpx", "httpcore", "openai", "langchain_openai")
 
 _DURATION = re.compile(r"^(\d+)\s*([smhdw])$")
 _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
+
+
+ANY = "any"
+
+
+def parse_pressure(value: str) -> float | None:
+    if value.strip().lower() == ANY:
+        return None
+    try:
+        pressure = float(value)
+    except ValueError as exc:
+        raise CommandError(f"Bad pressure {value!r}: a ratio such as 0.85, or 'any'.") from exc
+    if pressure < 0:
+        raise CommandError("--min-pressure must be 0 or more.")
+    return pressure
 
 
 def parse_duration(value: str) -> timedelta:
@@ -37,9 +67,16 @@ class Command(BaseCommand):
         parser.add_argument("--agent", help="Only threads of the agent with this slug.")
         parser.add_argument("--owner", help="Only threads of this username.")
         parser.add_argument(
-            "--min-pressure", type=float, help="Only threads at or above this pressure ratio (e.g. 0.85)."
+            "--min-pressure",
+            default=str(HINT_RATIO),
+            help=f"Only threads at or above this pressure ratio (default {HINT_RATIO}: the page's hint; "
+            "'any' includes threads never measured).",
         )
-        parser.add_argument("--idle-for", help="Only threads idle at least this long (30m, 2h, 7d).")
+        parser.add_argument(
+            "--idle-for",
+            default=DEFAULT_IDLE_FOR,
+            help=f"Only threads idle at least this long (30m, 2h, 7d; default {DEFAULT_IDLE_FOR}; 'any').",
+        )
         parser.add_argument("--limit", type=int, help="At most this many threads, highest pressure first.")
         mode = parser.add_mutually_exclusive_group()
         mode.add_argument("--dry-run", action="store_true", help="Report candidates; write nothing.")
@@ -59,13 +96,12 @@ class Command(BaseCommand):
         elif options["use_async"]:
             self._fan_out(candidates, as_json=options["as_json"], queue=options["queue"])
         else:
-            self._run(candidates, as_json=options["as_json"], verbosity=options["verbosity"])
+            with _quiet(QUIET_LOGGERS):
+                self._run(candidates, as_json=options["as_json"], verbosity=options["verbosity"])
 
     def _filters(self, options) -> dict:
         if options["limit"] is not None and options["limit"] < 1:
             raise CommandError("--limit must be at least 1.")
-        if options["min_pressure"] is not None and options["min_pressure"] < 0:
-            raise CommandError("--min-pressure must be 0 or more.")
         if options["agent"] and not Agent.objects.filter(slug=options["agent"]).exists():
             raise CommandError(f"No agent with slug {options['agent']!r}.")
         user_model = get_user_model()
@@ -78,8 +114,10 @@ class Command(BaseCommand):
             raise CommandError("--queue only applies with --async.")
         return {
             "agent_slug": options["agent"],
-            "min_pressure": options["min_pressure"],
-            "idle_for": parse_duration(options["idle_for"]) if options["idle_for"] else None,
+            "min_pressure": parse_pressure(options["min_pressure"]),
+            "idle_for": None
+            if options["idle_for"].strip().lower() == ANY
+            else parse_duration(options["idle_for"]),
             "owner": options["owner"],
             "limit": options["limit"],
         }
@@ -95,14 +133,14 @@ class Command(BaseCommand):
                 "pressure": c.pressure_ratio,
                 "last_activity": c.last_activity_at.isoformat(timespec="seconds"),
                 "idle": str(now - c.last_activity_at).split(".")[0],
-                "would": _would(c),
+                **_expected(c),
             }
             for c in candidates
         ]
         if as_json:
             self.stdout.write(json.dumps({"dry_run": True, "candidates": rows}, indent=2))
             return
-        header = ("thread", "agent", "owner", "tokens", "pressure", "last_activity", "idle", "would")
+        header = ("thread", "title", "agent", "pressure", "tokens", "expected_after", "would")
         table = [header] + [tuple("-" if r[k] is None else str(r[k]) for k in header) for r in rows]
         widths = [max(len(row[i]) for row in table) for i in range(len(header))]
         for row in table:
@@ -139,10 +177,19 @@ class Command(BaseCommand):
                     report.interrupted, report.not_started = True, len(candidates) - done
                     break
                 report.add(outcome)
-                threads.append({"thread": str(conversation.thread_id), "outcome": outcome.label})
+                row = {
+                    "thread": str(conversation.thread_id),
+                    "title": conversation.title,
+                    "outcome": outcome.label,
+                    "before_tokens": outcome.before_tokens,
+                    "after_tokens": outcome.after_tokens,
+                    "tokens_saved": outcome.tokens_saved,
+                }
+                threads.append(row)
                 progress.update()
-                if verbosity >= 2 and not as_json:
-                    progress.write(f"{conversation.thread_id}: {outcome.label}")
+                if verbosity >= 1 and not as_json:
+                    with tqdm.external_write_mode():  # above the progress bar, in the command's output
+                        self.stdout.write(_row_line(row))
         if as_json:
             self.stdout.write(json.dumps({**report.as_dict(), "threads": threads}, indent=2))
         else:
@@ -175,9 +222,42 @@ class _StopBetweenThreads:
             signal.signal(signal.SIGINT, self._previous)
 
 
-def _would(conversation) -> str:
+def _expected(conversation) -> dict[str, object]:
+    """What compressing ``conversation`` would do, planned as the page's preview plans it (no model
+    call, nothing written): ``would`` and the expected size after."""
     if not conversation.agent.has_capability(COMPRESSION_CAPABILITY):
-        return "skip: capability missing"
+        return {"would": "skip: capability missing", "expected_after": None, "title": conversation.title}
     if conversation_is_busy(conversation):
-        return "skip: busy"
-    return "compress"
+        return {"would": "skip: busy", "expected_after": None, "title": conversation.title}
+    try:
+        preview = conversation_compress_preview(conversation=conversation)
+    except ApplicationError as exc:
+        return {"would": f"skip: {exc.code}", "expected_after": None, "title": conversation.title}
+    if preview["status"] != "ready":
+        would = "no change: not enough history"
+    elif preview["summary_estimate_tokens"] >= preview["folded"]["tokens"]:
+        would = "no change: a summary would not be smaller"
+    else:
+        would = "compress"
+    after = preview["estimated_after_tokens"] if would == "compress" else preview["before_tokens"]
+    return {"would": would, "expected_after": after, "title": conversation.title}
+
+
+def _row_line(row: dict) -> str:
+    before, after = row["before_tokens"], row["after_tokens"]
+    sizes = f"{format_tokens(before)} → {format_tokens(after)}" if before is not None else "-"
+    saved = f", saved {row['tokens_saved']:,}" if row["tokens_saved"] else ""
+    return f"{row['title'] or row['thread']}: {row['outcome']} ({sizes}{saved})"
+
+
+@contextmanager
+def _quiet(names: tuple[str, ...]):
+    loggers = [logging.getLogger(name) for name in names]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(max(logger.level, logging.WARNING))
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels, strict=True):
+            logger.setLevel(level)
