@@ -87,3 +87,9 @@ def ended(
         sent, overhead_tokens=overhead_tokens, trigger_tokens=trigger_tokens, profile=profile
     )
     return outcome, reason
+
+
+def not_smaller_reason(*, summary_tokens: int, folded_tokens: int) -> dict[str, Any]:
+    """The ``reason_detail`` of a summary not applied because it would not have been smaller than what
+    it folds (manual, bulk and automatic paths alike)."""
+    return {"code": SUMMARY_NOT_SMALLER, "tokens": summary_tokens, "folded": folded_tokens}

@@ -90,7 +90,7 @@ class CompactionResult:
 
 
 _text_tokens = LRU(CACHE_SIZE)  # (profile, sha256) -> estimate_text of the full text
-_receipts = LRU(CACHE_SIZE)  # (profile, sha256, tool name, preview limit) -> receipt text
+_receipts = LRU(CACHE_SIZE)  # (profile, sha256, tool name, preview limit) -> (receipt text, its tokens)
 
 
 def clear_caches() -> None:
@@ -226,21 +226,9 @@ def _offload(
     if tokens is None:
         tokens = text_tokens(text, sha256=digest, profile=profile)
     written = _write_once(store, path, text)
-    key = (profile, digest, name, preview_tokens)
-    receipt = _receipts.get(key)
-    if receipt is None:
-        preview = tool_result_preview(
-            text, limit_tokens=preview_tokens, tool_name=name, profile=profile, text_tokens=tokens
-        )
-        receipt = render_receipt(
-            tool_name=name,
-            tokens=tokens,
-            sha256=digest,
-            path=path,
-            preview=preview.text,
-            omitted_chars=preview.omitted_chars,
-        )
-        _receipts.put(key, receipt)
+    receipt, _size = _receipt(
+        text, digest=digest, name=name, preview_tokens=preview_tokens, profile=profile, tokens=tokens
+    )
     replaced = message.model_copy(
         update={
             "content": receipt,
@@ -252,6 +240,44 @@ def _offload(
         message.id, message.tool_call_id, name or RECEIPT_UNKNOWN_TOOL, path, digest, tokens, written
     )
     return replaced, saved
+
+
+def _receipt(
+    text: str, *, digest: str, name: str | None, preview_tokens: int, profile: TokenProfile, tokens: int
+) -> tuple[str, int]:
+    """The receipt that stands for ``text`` in the model's view and its tokens (cached: the same result,
+    the same bytes, estimated once)."""
+    key = (profile, digest, name, preview_tokens)
+    cached = _receipts.get(key)
+    if cached is None:
+        preview = tool_result_preview(
+            text, limit_tokens=preview_tokens, tool_name=name, profile=profile, text_tokens=tokens
+        )
+        receipt = render_receipt(
+            tool_name=name,
+            tokens=tokens,
+            sha256=digest,
+            path=tool_result_path(name, digest),
+            preview=preview.text,
+            omitted_chars=preview.omitted_chars,
+        )
+        cached = (receipt, estimate_text(receipt, profile))
+        _receipts.put(key, cached)
+    return cached
+
+
+def receipt_is_smaller(
+    text: str, *, digest: str, name: str | None, preview_tokens: int, profile: TokenProfile, tokens: int
+) -> bool:
+    """Compaction never makes the view bigger: a result just over the limit whose receipt (header plus
+    preview) would take as many tokens as the result itself stays whole. A limit of 0 is the admin's
+    "offload every tool result" (SPEC) and is honoured as asked."""
+    if preview_tokens <= 0:
+        return True
+    _text, size = _receipt(
+        text, digest=digest, name=name, preview_tokens=preview_tokens, profile=profile, tokens=tokens
+    )
+    return size < tokens
 
 
 def _write_once(store: ResultStore | None, path: str, text: str) -> bool:
@@ -338,6 +364,11 @@ def compact_messages(
                 if text is None:
                     text = tool_result_text(message.content)
                     digest = sha256_text(text)
+                if not receipt_is_smaller(
+                    text, digest=digest, name=name, preview_tokens=limit, profile=profile, tokens=tokens
+                ):
+                    out.append(new)
+                    continue
                 try:
                     new, record = _offload(
                         message,

@@ -194,11 +194,9 @@ def force_summarize(
             reason=REASON_NOT_SMALLER,
             update=ledger_update(values, spent, now=now),
             outcome=outcomes.outcome_of(folded=None, after_tokens=before, trigger_tokens=trigger),
-            reason_detail={
-                "code": outcomes.SUMMARY_NOT_SMALLER,
-                "tokens": exc.summary_tokens,
-                "folded": exc.folded_tokens,
-            },
+            reason_detail=outcomes.not_smaller_reason(
+                summary_tokens=exc.summary_tokens, folded_tokens=exc.folded_tokens
+            ),
         )
     visible = effective_messages(plan.messages, outcome.event)
     after = calibration.corrected(overhead_tokens + messages_tokens(visible, profile))

@@ -32,7 +32,7 @@ from context_engine.middleware.held_back import send_held_back
 from context_engine.middleware.measure import request_overhead
 from context_engine.middleware.memo import CompactionMemo, MessageTotals
 from context_engine.middleware.responses import send_fallback, send_fitting, with_ledger, with_update
-from context_engine.outcomes import SUMMARY_NOT_SMALLER
+from context_engine.outcomes import not_smaller_reason
 from context_engine.policy import trigger as policy
 from context_engine.policy.overflow import is_context_overflow
 from context_engine.state import PINNED_IDS_CONFIG_KEY, SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, CompressionState
@@ -310,7 +310,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             response = yield from send_fitting(
                 request, fallback, raw=raw, tokens=tokens, context_window=config.context_window, tried=tried
             )
-            why = {"code": SUMMARY_NOT_SMALLER, "tokens": exc.summary_tokens, "folded": exc.folded_tokens}
+            why = not_smaller_reason(summary_tokens=exc.summary_tokens, folded_tokens=exc.folded_tokens)
             emitter.sent(level=LEVEL_COMPACTION, after_tokens=tokens, messages=fallback, why=why)
             return with_update(response, ledger_update(state, spent, now=now), replacements)
         except Exception as exc:

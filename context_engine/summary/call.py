@@ -121,9 +121,9 @@ def summarize_span(
     def summary_size(candidate: str) -> int:
         return estimate_message(build_summary_message(candidate, file_path=file_path), profile)
 
-    if not summary_shrinks(summary_tokens=summary_size(text), folded_tokens=folded_tokens):
+    if not summary_shrinks(summary_tokens=(size := summary_size(text)), folded_tokens=folded_tokens):
         # Before the history section is written: a summary that is not applied leaves nothing behind.
-        raise SummaryNotSmaller(summary_tokens=summary_size(text), folded_tokens=folded_tokens)
+        raise SummaryNotSmaller(summary_tokens=size, folded_tokens=folded_tokens)
     section = render_history_section(to_summarize, now=now)
     yield Blocking(partial(store.append_text, file_path, section))
     usage = _usage(reply)

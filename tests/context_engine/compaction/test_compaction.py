@@ -7,6 +7,8 @@ import json
 from dataclasses import replace
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from context_engine.compaction.tool_results import (
@@ -245,3 +247,21 @@ def test_other_unseen_tool_results_are_still_compacted(config, store):
     ]
     result = compact_messages(messages, config=config, store=store)
     assert result.messages[-1].content.startswith("[Tool result saved]")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    words=st.integers(min_value=1, max_value=1500),
+    limit=st.integers(min_value=1, max_value=400),
+    name=st.sampled_from(["shell", "query_kb", "web_search", None]),
+)
+def test_compaction_never_makes_a_tool_result_bigger(words, limit, name):
+    from context_engine.config import CompressionConfig
+    from context_engine.store import MemoryStore
+    from context_engine.tokens.messages import DEFAULT_PROFILE, estimate_message
+
+    messages = _conversation(" ".join(f"row{i} value={i * 7}" for i in range(words)), name=name)
+    config = CompressionConfig(trigger_tokens=4096, keep_messages=4, tool_result_token_limit=limit)
+    result = compact_messages(messages, config=config, store=MemoryStore())
+    before, after = messages[2], result.messages[2]
+    assert estimate_message(after, DEFAULT_PROFILE) <= estimate_message(before, DEFAULT_PROFILE)

@@ -57,7 +57,7 @@ def test_preview_lists_folded_kept_and_pinned_and_writes_nothing():
 
 def test_a_folded_saved_file_that_a_kept_message_names_is_one_read_away():
     store = MemoryStore()
-    messages = conversation_messages(4, big_result_chars=800)
+    messages = conversation_messages(4, big_result_chars=3000)  # big enough that a receipt is smaller
     saved = receipt_paths(_plan({"messages": messages}, store).split.folded)
     assert saved
     named = [*messages, HumanMessage(f"Look again at {saved[0]}.", id="again")]

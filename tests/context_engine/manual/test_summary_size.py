@@ -29,9 +29,12 @@ def test_summaries_that_follow_a_power_law_are_estimated_within_two_percent(fold
 
 @given(folds=folds, noise=st.lists(st.floats(min_value=0.5, max_value=2.0), min_size=40, max_size=40))
 def test_the_range_holds_the_estimate_and_widens_with_the_spread(folds, noise):
+    steady = summary_size(folded_tokens=8_000, history=[(f, round(20 * f**0.5)) for f in folds])
     history = [(f, max(1, round(20 * f**0.5 * noise[i]))) for i, f in enumerate(folds)]
     size = summary_size(folded_tokens=8_000, history=history)
     assert 0 < size.low <= size.tokens <= size.high
+    # Summaries that strayed from the fit give a range at least as wide (relative) as steady ones.
+    assert (size.high - size.low) / size.tokens >= (steady.high - steady.low) / steady.tokens - 0.01
 
 
 def test_a_summary_never_shrinks_as_more_is_folded():
