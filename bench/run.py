@@ -8,6 +8,7 @@ Benchmarks are not tests: nothing here fails on a number. Missed targets are rep
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from datetime import UTC, datetime
@@ -324,8 +325,13 @@ def update_readme(table: str) -> None:
 # --- the run -------------------------------------------------------------------------------------
 
 
+def _load(averages: tuple[float, float, float]) -> str:
+    return " ".join(f"{a:.2f}" for a in averages)
+
+
 def main() -> None:
     started = time.perf_counter()
+    load_at_start = os.getloadavg()  # other work on the machine moves the timings: say how much there was
     parts: list[str] = []
 
     def section(title: str, body: str) -> None:
@@ -427,6 +433,7 @@ def main() -> None:
         f"{elapsed:.0f} s. Data: `../shared/data` (real traces; see its README). Benchmarks are not tests: they "
         "report, they never fail a build.\n\nMachine and versions:\n\n"
         + machine_markdown()
+        + f"- load average (1, 5, 15 min) at start / end: `{_load(load_at_start)}` / `{_load(os.getloadavg())}`\n"
         + f"\nPeers: LangChain `SummarizationMiddleware`, deepagents `SummarizationMiddleware`; shared agent model "
         f"and summarizer are fakes (`bench/peers.py`), the reference tokenizer is cl100k (offline). "
         f"Our estimator profile: `{peers.MODEL_NAME}`.\n\n## Headline\n\n" + head + "\n" + "\n".join(parts)
