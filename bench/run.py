@@ -21,6 +21,7 @@ from bench import (
     effectiveness,
     estimator_accuracy,
     fresh_worker,
+    local_model,
     loss_report,
     manual_latency,
     overhead,
@@ -393,6 +394,10 @@ def main() -> None:
 
     calib = calibration.run()
     section("3c. Calibration from reported usage", calibration.render(calib))
+    section(
+        "3d. The estimator against a real server (llama.cpp, SmolLM2-135M)",
+        local_model.render(local_model.run()),
+    )
 
     latency: list[dict] = []
     if manual_latency is not None and hasattr(manual_latency, "run") and hasattr(manual_latency, "render"):

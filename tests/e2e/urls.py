@@ -11,6 +11,7 @@ from django.urls import include, path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from agent_platform.local_model import seed_local_agent
 from agent_platform.models import Agent
 from agent_platform.runtime import models as runtime_models
 from agent_platform.runtime.offline import OfflineChatModel
@@ -75,6 +76,11 @@ def seed(request: HttpRequest) -> JsonResponse:
             slug=data["slug"], defaults={"name": data["slug"], **fields}
         )
         return JsonResponse({"agent_id": agent.pk, "trigger": agent.effective_trigger})
+    if action == "local_agent":  # the real llama.cpp server the test process started (issue 31)
+        agent = seed_local_agent(base_url=data["base_url"], context_window=data["context_window"])
+        agent.tools = []
+        agent.save()
+        return JsonResponse({"agent": agent.slug})
     if action == "thread":
         user = get_user_model().objects.get(username=USERNAME)
         conversation = thread_create(
