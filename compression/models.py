@@ -104,6 +104,8 @@ class CompressionRecord(models.Model):
         verbose_name_plural = _("compression records")
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["conversation", "-created_at"])]
+        # The admin's compression actions run a paid summary on anyone's thread: operators only.
+        permissions = [("compress_any_thread", "Can compress any thread from the admin")]
 
     def __str__(self) -> str:
         return f"{self.trigger} {self.level} {self.status} on {self.conversation_id}"
