@@ -12,11 +12,11 @@ from compression.bulk import bulk_compress_selected
 from compression.models import CompressionRecord
 from compression.panels import reason_text
 from compression.tasks import bulk_compress_start
+from conversations.admin import ConversationAdmin
+from conversations.models import Conversation
 
 # Who may run a summary on any user's thread from the admin (the thread pages leave it to the owner).
 COMPRESS_ANY_THREAD_PERMISSION = "compression.compress_any_thread"
-from conversations.admin import ConversationAdmin
-from conversations.models import Conversation
 
 
 @admin.register(CompressionRecord)

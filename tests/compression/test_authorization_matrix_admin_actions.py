@@ -17,7 +17,7 @@ import pytest
 from django.contrib import admin
 from django.contrib.auth.models import Permission
 
-from agent_platform.knowledge.models import Chunk, Document, KnowledgeBase
+from agent_platform.knowledge.models import Chunk, KnowledgeBase
 from agent_platform.knowledge.services import document_ingest
 from agent_platform.models import ApiToken
 from agent_platform.services import api_token_issue
@@ -130,8 +130,9 @@ def targets(make_thread, user):
             or not type(thread).objects.filter(pk=thread.pk).exists()
         ),
         "token": lambda: ApiToken.objects.get(pk=token.pk).revoked_at is not None,
-        "document": lambda: set(Chunk.objects.filter(document=document).values_list("pk", flat=True))
-        != chunk_ids,
+        "document": lambda: (
+            set(Chunk.objects.filter(document=document).values_list("pk", flat=True)) != chunk_ids
+        ),
     }
     return {"thread": thread.pk, "token": token.pk, "document": document.pk}, happened
 
