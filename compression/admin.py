@@ -42,6 +42,7 @@ class CompressionRecordAdmin(AuditAdmin):
         "file_path",
         "idempotency_key",
         "error",
+        "error_detail",
     )
     date_hierarchy = "created_at"
 

@@ -82,7 +82,9 @@ class CompressionRecord(models.Model):
     file_path = models.CharField(verbose_name=_("file path"), max_length=500, blank=True)
     saved_files = models.JSONField(verbose_name=_("saved files"), default=list, blank=True)
     summary_usage = models.JSONField(verbose_name=_("summary usage"), default=dict, blank=True)
+    # What the thread's pages show; the exception as raised is ``error_detail``, for the admin.
     error = models.TextField(verbose_name=_("error"), blank=True)
+    error_detail = models.TextField(verbose_name=_("error detail"), blank=True)
     # Where the identifiers of the folded messages went, by reach tier (context_engine.summary.identifiers
     # .LossReport.as_dict; older records carry in_saved_file/lost, read through ``loss``). Records that
     # folded nothing carry the empty report (nothing lost).
