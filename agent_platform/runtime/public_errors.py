@@ -26,6 +26,7 @@ MODEL_TIMEOUT = gettext_noop("The model service did not answer in time. Try agai
 MODEL_UNREACHABLE = gettext_noop("The model service could not be reached. Try again later.")
 MODEL_SERVER_ERROR = gettext_noop("The model service had an error. Try again.")
 MODEL_REFUSED = gettext_noop("The model service refused the request. An administrator can see why.")
+DETAIL_MAX_CHARS = 2000
 INTERNAL = gettext_noop("Something went wrong on the platform's side. An administrator can see why.")
 
 # Most specific first: a timeout is a connection error, every refusal a status error.
@@ -61,3 +62,9 @@ def run_error_public(exc: BaseException) -> str:
             if isinstance(error, types):
                 return text
     return INTERNAL
+
+
+def run_error_detail(exc: BaseException) -> str:
+    """The exception as raised, class and text: what the admin reads (``AgentRun.error_detail``)."""
+    message = getattr(exc, "message", None) or str(exc) or exc.__class__.__name__
+    return f"{exc.__class__.__name__}: {message}"[:DETAIL_MAX_CHARS]

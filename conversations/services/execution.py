@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from langgraph.types import Command
 
 from agent_platform.runtime.graph import build_agent_graph, thread_config
-from agent_platform.runtime.public_errors import run_error_public
+from agent_platform.runtime.public_errors import run_error_detail, run_error_public
 from agent_platform.runtime.state_repository import AgentStateRepository
 from context_engine.state import PINNED_IDS_CONFIG_KEY, TOKEN_USAGE_KEY, merge_token_usage
 from context_engine.text import clean_text
@@ -89,18 +89,13 @@ def run_perform(*, run_id: int) -> int | None:
                 relay.execute()
             except Exception as exc:  # noqa: BLE001 - any failure becomes the run's recorded error
                 logger.exception("Run %s failed", run_id)
-                detail = _error_text(exc)
+                detail = run_error_detail(exc)
                 relay.answer_dangling_tool_calls(reason=f"the turn failed ({detail})")
                 # The thread's users read plain words; the admin keeps the exception (and the log its trace).
                 _finish(run, AgentRun.Status.FAILED, error=run_error_public(exc), error_detail=detail)
             finally:
                 run_signals.run_signals_clear(run_id=run_id)
     return found.conversation_id
-
-
-def _error_text(exc: BaseException) -> str:
-    message = getattr(exc, "message", None) or str(exc) or exc.__class__.__name__
-    return f"{exc.__class__.__name__}: {message}"[:ERROR_MAX_CHARS]
 
 
 def _finish(
