@@ -72,7 +72,9 @@ def test_a_provider_error_fails_the_run_in_plain_words_and_keeps_its_message_for
     _thread, run = _run(user, openai_agent, "hi", django_capture_on_commit_callbacks)
     assert run.status == AgentRun.Status.FAILED
     assert run.error == "The model service refused the request. An administrator can see why."
-    assert "Error: Error code: 400 - model does not exist" in run.error_detail  # class and text, for the admin
+    assert (
+        "Error: Error code: 400 - model does not exist" in run.error_detail
+    )  # class and text, for the admin
 
 
 def test_non_streaming_invoke_gets_json_completions_and_tool_calls(openai_agent, openai_stub):
