@@ -15,6 +15,9 @@ from compression.tasks import bulk_compress_start
 from conversations.admin import ConversationAdmin
 from conversations.models import Conversation
 
+# Who may run a summary on any user's thread from the admin (the thread pages leave it to the owner).
+COMPRESS_ANY_THREAD_PERMISSION = "compression.compress_any_thread"
+
 
 @admin.register(CompressionRecord)
 class CompressionRecordAdmin(AuditAdmin):
@@ -39,6 +42,7 @@ class CompressionRecordAdmin(AuditAdmin):
         "file_path",
         "idempotency_key",
         "error",
+        "error_detail",
     )
     date_hierarchy = "created_at"
 
@@ -71,7 +75,11 @@ class CompressingConversationAdmin(ConversationAdmin):
 
     actions = ["compress_context", "bulk_compress"]
 
-    @admin.action(description=_("Compress context"))
+    def has_compress_any_thread_permission(self, request: HttpRequest) -> bool:
+        """Viewing threads is not enough: both actions spend a summary call on someone else's thread."""
+        return request.user.has_perm(COMPRESS_ANY_THREAD_PERMISSION)
+
+    @admin.action(description=_("Compress context"), permissions=["compress_any_thread"])
     def compress_context(self, request: HttpRequest, queryset) -> None:
         ids = list(queryset.values_list("pk", flat=True))
         report, by_label = bulk_compress_selected(
@@ -85,7 +93,10 @@ class CompressingConversationAdmin(ConversationAdmin):
                 title = _("Busy, not compressed") if label == "skipped_busy" else _("Failed")
                 self.message_user(request, f"{title}: {listed}", level)
 
-    @admin.action(description=_("Bulk compaction (background when a broker is configured)"))
+    @admin.action(
+        description=_("Bulk compaction (background when a broker is configured)"),
+        permissions=["compress_any_thread"],
+    )
     def bulk_compress(self, request: HttpRequest, queryset) -> None:
         ids = list(queryset.values_list("pk", flat=True))
         started = bulk_compress_start(conversation_ids=ids, requested_by=request.user)

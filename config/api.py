@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.request import RawPostDataException
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
 
@@ -40,6 +41,17 @@ def on_authorization_error(request: HttpRequest, exc: AuthorizationError) -> Htt
 @api.exception_handler(ValidationError)
 def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     return _error(request, 422, "invalid_input", "The request did not validate.", errors=exc.errors)
+
+
+@api.exception_handler(RawPostDataException)
+def on_form_body(request: HttpRequest, exc: RawPostDataException) -> HttpResponse:
+    """Form data (already parsed by the body middleware) sent to an operation that reads JSON."""
+    return _error(
+        request,
+        400,
+        "json_expected",
+        "This operation takes a JSON body (Content-Type: application/json), not form data.",
+    )
 
 
 @api.exception_handler(Http404)

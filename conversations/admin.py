@@ -58,4 +58,4 @@ class ConversationAdmin(admin.ModelAdmin):
 class AgentRunAdmin(AuditAdmin):
     list_display = ("id", "conversation", "kind", "status", "created_at", "started_at", "finished_at")
     list_filter = ("status", "kind")
-    search_fields = ("conversation__thread_id", "conversation__title", "error")
+    search_fields = ("conversation__thread_id", "conversation__title", "error", "error_detail")

@@ -13,6 +13,7 @@ from conversations.selectors import thread_agent_id
 
 FORBIDDEN_CLOSE_CODE = 4403
 NOT_FOUND_CLOSE_CODE = 4404
+BAD_FRAME_CLOSE_CODE = 4400
 
 
 class ThreadConsumer(AsyncJsonWebsocketConsumer):
@@ -43,8 +44,16 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         for group in self.groups_joined:
             await self.channel_layer.group_discard(group, self.channel_name)
 
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None, **kwargs) -> None:
+        """The socket is server-to-client only: JSON the client sends is ignored; anything else (binary,
+        not JSON) closes it with 4400, where decoding it would end in 1011 and a logged traceback."""
+        try:
+            await super().receive(text_data=text_data, bytes_data=bytes_data, **kwargs)
+        except ValueError:  # json.JSONDecodeError, or "No text section" for a binary frame
+            await self.close(code=BAD_FRAME_CLOSE_CODE)
+
     async def receive_json(self, content, **kwargs) -> None:
-        """The socket is server-to-client only; what the client sends is ignored."""
+        """What the client sends as JSON is ignored."""
 
     async def thread_event(self, message: dict) -> None:
         await self.send_json(message["event"])

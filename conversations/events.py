@@ -27,6 +27,7 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 
 from context_engine.events import EVENT_TYPE as COMPRESSION  # the middleware's own event type
+from context_engine.text import clean_text
 
 logger = logging.getLogger(__name__)
 
@@ -51,8 +52,9 @@ def agent_group(agent_id: object) -> str:
 
 
 def json_safe(value: Any) -> Any:
-    """``value`` reduced to JSON primitives (unknown objects become strings)."""
-    return json.loads(json.dumps(value, default=str))
+    """``value`` reduced to JSON primitives (unknown objects become strings), its text cleaned as for
+    storage (``context_engine.text``: no NUL, no lone surrogate, which no wire can carry)."""
+    return clean_text(json.loads(json.dumps(value, default=str)))
 
 
 def _send(thread_id: str, event: dict[str, Any], *, group: str | None = None) -> None:

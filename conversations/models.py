@@ -87,7 +87,10 @@ class AgentRun(models.Model):
     resume_value = models.JSONField(verbose_name=_("resume value"), null=True, blank=True)
     # NULL, not "", so the per-thread uniqueness only binds runs that carry a client request id.
     request_id = models.CharField(verbose_name=_("request ID"), max_length=100, null=True, blank=True)  # noqa: DJ001
+    # What the thread's users read (no endpoint, environment variable or exception class); the
+    # exception as raised is ``error_detail``, for the admin (and the log has its traceback).
     error = models.TextField(verbose_name=_("error"), blank=True)
+    error_detail = models.TextField(verbose_name=_("error detail"), blank=True)
     events = models.JSONField(
         verbose_name=_("events"), default=list, blank=True
     )  # compression events seen during the run

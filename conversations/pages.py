@@ -34,9 +34,10 @@ LONG_MESSAGE_LINES = 40
 
 
 def as_int(value: Any) -> int | None:
+    """An integer from an event field or a query string, else None (``inf`` and thousands of digits too)."""
     try:
         return None if value is None or isinstance(value, bool) else int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 

@@ -18,6 +18,7 @@ from agent_platform.workdir import workdir_for
 from context_engine.errors import StoreError
 from context_engine.formats import LARGE_TOOL_RESULTS_DIR, MEDIA_DIR
 from context_engine.state import SUMMARY_EVENT_KEY, TOKEN_USAGE_KEY
+from context_engine.text import clean_text
 from conversations.access import threads_visible_to
 from conversations.errors import ThreadNotFound
 from conversations.models import AgentRun, Conversation, Message, MessagePin
@@ -35,7 +36,7 @@ def thread_list(*, user: AbstractBaseUser, search: str = "") -> QuerySet[Convers
     threads = Conversation.objects.filter(owner=user, status=Conversation.Status.ACTIVE).select_related(
         "agent"
     )
-    search = search.strip()
+    search = clean_text(search.strip())  # a NUL in the query would be a PostgreSQL DataError
     return threads.filter(title__icontains=search) if search else threads
 
 

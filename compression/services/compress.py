@@ -9,6 +9,7 @@ lock is what keeps it so.
 from __future__ import annotations
 
 import gc
+import logging
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -24,6 +25,7 @@ from agent_platform.calibration.selectors import calibration_for
 from agent_platform.errors import ApplicationError
 from agent_platform.runtime import models as chat_models
 from agent_platform.runtime.graph import state_repository_for
+from agent_platform.runtime.public_errors import run_error_public
 from agent_platform.workdir import workdir_for
 from compression.errors import CapabilityMissing, SummaryFailed
 from compression.models import CompressionRecord
@@ -62,6 +64,8 @@ from conversations.services.pressure import (
     thread_compressing_mark,
 )
 from conversations.services.threads import conversation_lock, thread_lock
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -181,18 +185,22 @@ def _compress(
                 preview_id=preview_id,
             )
     except SummaryFailed as exc:
-        # The locked transaction rolled back (state untouched); the failure is still audited.
+        # The locked transaction rolled back (state untouched); the failure is still audited, the
+        # exception kept for the admin and the log (the caller reads plain words).
+        detail = describe_error(exc.__cause__ or exc)
+        logger.warning("Compression of conversation %s failed: %s", notice.conversation_id, detail)
         record_summary_failure(
             conversation_id=notice.conversation_id,
             trigger=trigger,
             requested_by=requested_by,
             error=exc.message,
+            error_detail=detail,
             started_at=started_at,
         )
         notice.fail(exc.message)
         raise
     except BaseException as exc:
-        notice.fail(describe_error(exc))
+        notice.fail(run_error_public(exc))
         raise
     finally:
         notice.close()
@@ -297,11 +305,11 @@ def _run_forced(
         raise
     except StoreError as exc:
         raise SummaryFailed(
-            f"The conversation history could not be saved, so nothing was compressed: {exc}",
+            "The conversation history could not be saved, so nothing was compressed."
         ) from exc
     except Exception as exc:
         raise SummaryFailed(
-            f"The summary could not be produced, so nothing was compressed: {describe_error(exc)}",
+            f"The summary could not be produced, so nothing was compressed: {run_error_public(exc)}",
         ) from exc
 
 

@@ -74,9 +74,11 @@ def record_summary_failure(
     trigger: str,
     requested_by: AbstractBaseUser | None,
     error: str,
+    error_detail: str = "",
     started_at: datetime,
 ) -> CompressionRecord:
-    """A failed forced summary, audited after its transaction rolled back."""
+    """A failed forced summary, audited after its transaction rolled back (``error`` in the words the
+    thread's users read, ``error_detail`` the exception for the admin)."""
     return CompressionRecord.objects.create(
         conversation_id=conversation_id,
         requested_by=requested_by,
@@ -84,6 +86,7 @@ def record_summary_failure(
         level=CompressionRecord.Level.SUMMARY,
         status=CompressionRecord.Status.FAILED,
         error=error,
+        error_detail=error_detail,
         started_at=started_at,
     )
 
@@ -132,12 +135,13 @@ def compression_record_from_event(*, run: AgentRun, event: Mapping[str, Any]) ->
         saved_files=list(event.get("saved_files") or []),
         summary_usage=dict(usage) if isinstance(usage, Mapping) else {},
         error=str(event.get("error") or ""),
+        error_detail=str(event.get("error_detail") or ""),
         loss_report=dict(loss) if isinstance(loss := event.get("loss_report"), Mapping) else no_loss_report(),
         spend_guard=dict(guard) if isinstance(guard := event.get("spend_guard"), Mapping) else {},
         reason=REASON_SPEND_GUARD if event.get("spend_guard") else "",
         outcome=str(event.get("outcome") or ""),
         reason_detail=dict(why) if isinstance(why := event.get("reason_detail"), Mapping) else {},
-        result=dict(event),
+        result={key: value for key, value in event.items() if key != "error_detail"},
     )
 
 

@@ -20,6 +20,7 @@ from context_engine.events import (
     STARTED,
     compression_event,
     describe_error,
+    describe_error_for_users,
 )
 from context_engine.tokens.messages import DEFAULT_PROFILE, TokenProfile
 
@@ -104,7 +105,9 @@ class Emitter:
         if not self.started or self.finished:
             return
         self.finished = True
-        self._emit(FAILED, **self._files(), error=describe_error(exc))
+        self._emit(
+            FAILED, **self._files(), error=describe_error_for_users(exc), error_detail=describe_error(exc)
+        )
 
     def _files(self) -> dict[str, Any]:
         return {"saved_files": list(self.saved_files), "failed_files": list(self.failed_files)}

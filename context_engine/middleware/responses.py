@@ -52,12 +52,12 @@ def send_fallback(
     """After a failed summary (``cause``): go on with the compacted ``view`` (``raw`` tokens by our
     estimate, ``tokens`` calibrated) if it can fit by both, else a clear error."""
     if not policy.fallback_fits(tokens, raw=raw, context_window=context_window, overflowed_at=overflowed_at):
-        raise CompressionError(summary_failed_too_long(cause, tokens, context_window)) from cause
+        raise CompressionError(summary_failed_too_long(tokens, context_window)) from cause
     try:
         return (yield CallModel(request.override(messages=view)))
     except Exception as exc:
         if is_context_overflow(exc):
-            raise CompressionError(summary_failed_too_long(cause, tokens, context_window)) from exc
+            raise CompressionError(summary_failed_too_long(tokens, context_window)) from exc
         raise
 
 

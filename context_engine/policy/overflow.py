@@ -176,13 +176,11 @@ def is_context_overflow(exc: BaseException) -> bool:
 # --- what the run says when a request cannot be made to fit ----------------------------------------
 
 
-def summary_failed_too_long(cause: Exception, tokens: int, window: int | None) -> str:
-    """The run's error when a summary failed and the compacted view cannot fit either."""
+def summary_failed_too_long(tokens: int, window: int | None) -> str:
+    """The run's error when a summary failed and the compacted view cannot fit either (the run's users
+    read it: the cause's class and text stay with the chained exception, for the admin and the log)."""
     limit = f"the model's context window ({window} tokens)" if window else "the model's context window"
-    return (
-        f"Context compression failed ({type(cause).__name__}) and the conversation "
-        f"(about {tokens} tokens) does not fit {limit}."
-    )
+    return f"Context compression failed and the conversation (about {tokens} tokens) does not fit {limit}."
 
 
 def still_too_long(tokens: int, window: int | None, *, tried: str) -> str:

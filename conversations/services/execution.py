@@ -13,8 +13,10 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, Huma
 from langgraph.types import Command
 
 from agent_platform.runtime.graph import build_agent_graph, thread_config
+from agent_platform.runtime.public_errors import run_error_detail, run_error_public
 from agent_platform.runtime.state_repository import AgentStateRepository
 from context_engine.state import PINNED_IDS_CONFIG_KEY, TOKEN_USAGE_KEY, merge_token_usage
+from context_engine.text import clean_text
 from context_engine.tokens.messages import profile_for_model, with_estimate
 from conversations import events, run_signals
 from conversations.models import AgentRun, Conversation, Message
@@ -87,24 +89,28 @@ def run_perform(*, run_id: int) -> int | None:
                 relay.execute()
             except Exception as exc:  # noqa: BLE001 - any failure becomes the run's recorded error
                 logger.exception("Run %s failed", run_id)
-                error = _error_text(exc)
-                relay.answer_dangling_tool_calls(reason=f"the turn failed ({error})")
-                _finish(run, AgentRun.Status.FAILED, error=error)
+                detail = run_error_detail(exc)
+                relay.answer_dangling_tool_calls(reason=f"the turn failed ({detail})")
+                # The thread's users read plain words; the admin keeps the exception (and the log its trace).
+                _finish(run, AgentRun.Status.FAILED, error=run_error_public(exc), error_detail=detail)
             finally:
                 run_signals.run_signals_clear(run_id=run_id)
     return found.conversation_id
 
 
-def _error_text(exc: BaseException) -> str:
-    message = getattr(exc, "message", None) or str(exc) or exc.__class__.__name__
-    return f"{exc.__class__.__name__}: {message}"[:ERROR_MAX_CHARS]
-
-
-def _finish(run: AgentRun, status: str, *, error: str = "", question: str | None = None) -> None:
+def _finish(
+    run: AgentRun, status: str, *, error: str = "", error_detail: str = "", question: str | None = None
+) -> None:
     now = timezone.now()
+    error, error_detail = clean_text(error)[:ERROR_MAX_CHARS], clean_text(error_detail)
     # Only while this worker still holds the run: recovered or cancelled meanwhile, its new owner reports it.
     updated = AgentRun.objects.filter(pk=run.pk, status=AgentRun.Status.RUNNING, worker=run.worker).update(
-        status=status, error=error, finished_at=now, events=run.events, usage=run.usage
+        status=status,
+        error=error,
+        error_detail=error_detail,
+        finished_at=now,
+        events=run.events,
+        usage=run.usage,
     )
     if not updated:
         return
@@ -319,7 +325,8 @@ class _RunRelay:
         self.run.events = [*self.run.events, {"type": kind, **event}]
         AgentRun.objects.filter(pk=self.run.pk).update(events=self.run.events)
         run_compression_event.send(sender=AgentRun, run=self.run, event=event)
-        events.broadcast(self.thread_id, kind, **event)
+        # The pages get the failure in plain words (``error``); its detail stays with the run and record.
+        events.broadcast(self.thread_id, kind, **{k: v for k, v in event.items() if k != "error_detail"})
 
     def _on_updates(self, chunk: dict[str, Any]) -> Any:
         interrupted = None

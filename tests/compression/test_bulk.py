@@ -211,7 +211,7 @@ def test_summary_line_counts_every_outcome(make_thread, summarizer):
     ) in text
     assert [bulk_records(t).get().status for t in (a, c, e)] == ["completed", "no_op", "completed"]
     failure = bulk_records(b).get()
-    assert failure.status == "failed" and "model exploded" in failure.error
+    assert failure.status == "failed" and "model exploded" in failure.error_detail
     assert without_ledger(snapshot(b)) == without_ledger(b_before)  # the failed call is billed
     assert not bulk_records(d).exists()
 

@@ -4,8 +4,9 @@ superuser.
 
 The routes are found by walking the URL resolver, so a new route without an entry here fails
 ``test_every_route_has_an_entry``. The admin site's own model pages are left to Django's model
-permissions (the ones the platform adds are tested in tests/agent_platform); /admin/pressure/ is ours
-and is in the matrix. Reads follow ``conversations.access`` (owner, or the view permission); writes
+permissions (the ones the platform adds are tested in tests/agent_platform, its actions in
+tests/compression/test_authorization_matrix_admin_actions.py); /admin/pressure/ is ours and is in
+the matrix. Reads follow ``conversations.access`` (owner, or the view permission); writes
 are the owner's alone. Where a role may not see the thread, its response must not carry the thread's
 text either.
 """

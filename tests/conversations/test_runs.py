@@ -101,11 +101,11 @@ def test_a_failing_model_fails_the_run_with_a_clear_error_and_the_next_run_still
     first.run.refresh_from_db()
     second.run.refresh_from_db()
     assert first.run.status == AgentRun.Status.FAILED
-    assert "upstream exploded" in first.run.error
+    assert "upstream exploded" in first.run.error_detail and "upstream exploded" not in first.run.error
     assert second.run.status == AgentRun.Status.SUCCEEDED
     assert thread.messages.filter(role="assistant").get().content == "second answer"
     failed = next(e for e in sent_events if e.get("status") == "failed")
-    assert "upstream exploded" in failed["error"]
+    assert failed["error"] == first.run.error  # the plain words; the detail stays with the run
 
 
 def test_runs_execute_in_fifo_order(thread, user, scripted_model, django_capture_on_commit_callbacks):

@@ -62,6 +62,9 @@ def seed(request: HttpRequest) -> JsonResponse:
         delay = float(data.get("delay", 0.2))
         runtime_models.chat_model_for = _slow_factory(delay)
         return JsonResponse({})
+    if action == "failing_model":  # the next runs fail as a misconfigured endpoint does
+        runtime_models.chat_model_for = _failing_factory(data["error"])
+        return JsonResponse({})
     if action == "fast_model":
         runtime_models.chat_model_for = REAL_CHAT_MODEL_FOR
         return JsonResponse({})
@@ -146,6 +149,13 @@ def _slow_factory(delay: float):
             if isinstance(model, OfflineChatModel)
             else model
         )
+
+    return chat_model_for
+
+
+def _failing_factory(error: str):
+    def chat_model_for(agent):
+        raise runtime_models.ModelConfigurationError(error)
 
     return chat_model_for
 
