@@ -3,7 +3,8 @@
 Embedded default (no environment): SQLite, a SQLite LangGraph checkpointer, the in-memory channel
 layer, runs executed in-process, workdirs on local disk and the offline model. Production switches:
 DATABASE_URL, REDIS_URL, WORKDIR_STORAGE (+ WORKDIR_S3_*); model servers are ModelEndpoint records in
-the admin, whose keys are environment variables allowed by MODEL_KEY_ENV_ALLOWLIST.
+the admin, whose keys are environment variables allowed by MODEL_KEY_ENV_ALLOWLIST and bound to their
+origins by MODEL_KEY_BINDINGS.
 """
 
 from __future__ import annotations
@@ -162,6 +163,10 @@ CHECKPOINT_SQLITE_PATH = env.path("CHECKPOINT_SQLITE_PATH", default=VAR_DIR / "c
 # Which environment variables a model endpoint may name as its key (shell-style patterns). Names of
 # settings (SECRET_KEY, WEB_SEARCH_API_KEY...) are refused whatever this says.
 MODEL_KEY_ENV_ALLOWLIST = env.list("MODEL_KEY_ENV_ALLOWLIST", default=["*_API_KEY"])
+# Which key variable may be sent to which origin (scheme, host, port), e.g.
+# "OPENAI_API_KEY=https://api.openai.com, DEEPSEEK_API_KEY=https://api.deepseek.com". Parsed and
+# checked by agent_platform.key_bindings; an endpoint whose origin is not bound to its variable gets no key.
+MODEL_KEY_BINDINGS = env.str("MODEL_KEY_BINDINGS", default="")
 WEB_SEARCH_BASE_URL = env.str("WEB_SEARCH_BASE_URL", default="")
 WEB_SEARCH_API_KEY = env.str("WEB_SEARCH_API_KEY", default="")
 MODEL_REQUEST_TIMEOUT = env.float("MODEL_REQUEST_TIMEOUT", default=120.0)
