@@ -98,7 +98,9 @@ def test_a_bound_origin_and_a_keyless_endpoint_are_saved(client, admin_user, set
     client.force_login(admin_user)
     assert client.post(ADD_URL, _form(base_url="https://api.openai.com:443/v1")).status_code == 302
     assert (
-        client.post(ADD_URL, _form(name="vLLM", base_url="http://localhost:8001/v1", api_key_env="")).status_code
+        client.post(
+            ADD_URL, _form(name="vLLM", base_url="http://localhost:8001/v1", api_key_env="")
+        ).status_code
         == 302
     )
     assert ModelEndpoint.objects.count() == 2

@@ -6,7 +6,6 @@ import pytest
 
 from tests.support.openai_stub import OpenAIStub
 
-
 STUB_KEY_ENV = "STUB_API_KEY"
 
 
