@@ -658,7 +658,7 @@
         offline = true;
         showBanner("offline", root.dataset.msgOffline);
       }
-      if (close.code === 4403) return; // not allowed: retrying cannot help
+      if (close.code === 4403 || close.code === 4401) return; // not allowed, or signed out: retrying cannot help
       // Full-jitter backoff, capped at 15 s.
       const delay = Math.random() * Math.min(15000, 500 * 2 ** attempts);
       attempts += 1;
