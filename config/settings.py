@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -27,6 +28,7 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
     "daphne",
+    "csp",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -34,6 +36,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "ninja",  # /api/docs from its own static files (no CDN, no inline script)
     "agent_platform",
     "conversations",
     "compression",
@@ -41,6 +44,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -191,10 +195,36 @@ COMPRESSING_LEASE_SECONDS = env.int("COMPRESSING_LEASE_SECONDS", default=10)
 # How long message intake waits for a thread's row lock (held by a compression) before answering 409.
 THREAD_LOCK_TIMEOUT_MS = env.int("THREAD_LOCK_TIMEOUT_MS", default=3000)
 
+# --- Headers and proxies ----------------------------------------------------------------------
+# Every page: scripts and styles from this site only (no inline script anywhere; the templates load
+# static files), images from here (or data:/blob: previews), sockets and fetches to here, no plugins,
+# no framing, forms post here. Inline style *attributes* stay allowed (server-rendered meter widths);
+# with img-src and font-src closed to other hosts they cannot load or leak anything.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "style-src-attr": [UNSAFE_INLINE],
+        "img-src": [SELF, "data:", "blob:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+# How many reverse proxies (TLS termination, load balancer) stand in front of the web processes. Only
+# then is X-Forwarded-Proto believed (SECURE_PROXY_SSL_HEADER, the socket origin check) and the client
+# address read from X-Forwarded-For (login throttling); 0: the headers are whatever a client sent.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+if TRUSTED_PROXY_COUNT:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
 # --- Production hardening (manage.py check --deploy) ------------------------------------------
 if not DEBUG:
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
