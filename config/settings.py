@@ -9,6 +9,7 @@ origins by MODEL_KEY_BINDINGS.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -36,6 +37,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "axes",
     "ninja",  # /api/docs from its own static files (no CDN, no inline script)
     "agent_platform",
     "conversations",
@@ -55,6 +57,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.http_errors.ApiErrorBodyMiddleware",
     "config.http_errors.RequestSizeLimitMiddleware",
+    # Last, as django-axes asks: it answers a locked-out login (config.login_throttle.locked_out).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -99,6 +103,31 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_6
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# --- Login throttling (django-axes; admin: Axes → Access attempts, Access failures) ---------------
+# The axes backend only refuses a locked-out login; ModelBackend authenticates. API tokens and
+# sessions already signed in do not pass through authenticate() and are not affected.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15.0))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own: per account, per address
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "config.login_throttle.locked_out"
+AXES_CLIENT_IP_CALLABLE = "config.login_throttle.client_ip"
+AXES_VERBOSE = False
+
+# --- Per-user throttles (agent_platform.throttle): attempts a minute, and at once; 0 turns one off --
+# At once: sends count the user's queued and running runs; uploads and compressions their requests
+# still in flight. Over a limit: 429 rate_limited with Retry-After.
+THROTTLE_SEND_PER_MINUTE = env.int("THROTTLE_SEND_PER_MINUTE", default=20)
+THROTTLE_SEND_CONCURRENT = env.int("THROTTLE_SEND_CONCURRENT", default=5)
+THROTTLE_UPLOAD_PER_MINUTE = env.int("THROTTLE_UPLOAD_PER_MINUTE", default=10)
+THROTTLE_UPLOAD_CONCURRENT = env.int("THROTTLE_UPLOAD_CONCURRENT", default=2)
+THROTTLE_COMPRESS_PER_MINUTE = env.int("THROTTLE_COMPRESS_PER_MINUTE", default=5)
+THROTTLE_COMPRESS_CONCURRENT = env.int("THROTTLE_COMPRESS_CONCURRENT", default=1)
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "conversations:thread-list"
 LOGOUT_REDIRECT_URL = "login"

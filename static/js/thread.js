@@ -367,6 +367,10 @@
       } else if (response.status === 409) {
         closePreview();
         showNotice(root.dataset.msgBusy);
+      } else if (response.status === 429) {
+        // Throttled: nothing was tried; the server's words say how long to wait.
+        closePreview();
+        showNotice(body.message || root.dataset.msgRateLimited);
       } else {
         closePreview();
         await showCompression({ status: "failed", error: body.message || `HTTP ${response.status}` });
