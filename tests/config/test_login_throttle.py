@@ -132,3 +132,27 @@ def test_the_admin_lists_the_attempts(client, admin_user, user, clock):
     client.force_login(admin_user)
     page = client.get("/admin/axes/accessattempt/")
     assert page.status_code == 200 and "alice" in page.content.decode()
+
+
+@pytest.mark.parametrize(
+    ("role", "expected"),
+    [("anonymous", 302), ("user", 302), ("staff", 403), ("staff_with_view", 200), ("superuser", 200)],
+)
+def test_who_may_read_the_attempts_in_the_admin(client, django_user_model, admin_user, role, expected):
+    """The axes admin follows Django's model permissions: anonymous and non-staff go to the admin
+    login, staff need ``axes.view_accessattempt``, superusers hold it."""
+    from django.contrib.auth.models import Permission
+
+    people = {
+        "user": django_user_model.objects.create_user("plain", password="pw-plain-123"),
+        "staff": django_user_model.objects.create_user("desk", password="pw-desk-123", is_staff=True),
+        "staff_with_view": django_user_model.objects.create_user("ops", password="pw-ops-123", is_staff=True),
+        "superuser": admin_user,
+    }
+    people["staff_with_view"].user_permissions.add(Permission.objects.get(codename="view_accessattempt"))
+    if role != "anonymous":
+        client.force_login(people[role])
+    response = client.get("/admin/axes/accessattempt/")
+    assert response.status_code == expected
+    if expected == 302:
+        assert response["Location"].startswith("/admin/login/")
