@@ -16,7 +16,7 @@ from django.core.cache import cache
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import RequestFactory
 
-from agent_platform.throttle import COMPRESS, UPLOAD, RateLimited, throttled
+from agent_platform.throttle import COMPRESS, SEND, UPLOAD, RateLimited, throttled
 from conversations.models import AgentRun
 
 pytestmark = pytest.mark.django_db
@@ -181,7 +181,7 @@ def test_a_refused_in_flight_attempt_gives_its_slot_back(user, settings, clock):
 
 
 @pytest.mark.redis
-def test_the_minute_counts_are_shared_by_processes_through_redis(user, settings):
+def test_the_minute_and_in_flight_counts_are_shared_by_processes_through_redis(user, settings):
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/12")
     settings.CACHES = {
         "default": {
@@ -195,11 +195,19 @@ def test_the_minute_counts_are_shared_by_processes_through_redis(user, settings)
     caches["default"].clear()
     request = RequestFactory().post("/")
     request.user = user
-    from agent_platform.throttle import SEND
-
     with time_machine.travel(START, tick=False), throttled(request, SEND), throttled(request, SEND):
         pass
+    settings.THROTTLE_UPLOAD_CONCURRENT = 1
+    with throttled(request, UPLOAD):  # held here while the other process tries
+        assert _other_process(redis_url, user.pk, UPLOAD).startswith("refused")
+    assert _other_process(redis_url, user.pk, UPLOAD).startswith("admitted")  # given back
     # A third attempt from another process, at the same instant and with the same cache, is refused.
+    assert _other_process(redis_url, user.pk, SEND).startswith("refused")
+    caches["default"].clear()
+
+
+def _other_process(redis_url: str, user_id: int, action: str) -> str:
+    """One ``action`` of user ``user_id`` attempted by another Python process on the same Redis."""
     code = (
         "import django; django.setup()\n"
         "import time_machine\n"
@@ -207,9 +215,9 @@ def test_the_minute_counts_are_shared_by_processes_through_redis(user, settings)
         "from types import SimpleNamespace\n"
         "from django.test import RequestFactory\n"
         "from agent_platform.throttle import SEND, RateLimited, throttled\n"
-        f"request = RequestFactory().post('/'); request.user = SimpleNamespace(pk={user.pk})\n"
+        f"request = RequestFactory().post('/'); request.user = SimpleNamespace(pk={user_id})\n"
         "try:\n"
-        "    with throttled(request, SEND): print('admitted')\n"
+        f"    with throttled(request, {action!r}): print('admitted')\n"
         "except RateLimited as exc: print('refused', exc.retry_after)\n"
     )
     result = subprocess.run(
@@ -220,6 +228,7 @@ def test_the_minute_counts_are_shared_by_processes_through_redis(user, settings)
             "DJANGO_SETTINGS_MODULE": "config.settings",
             "REDIS_URL": redis_url,
             "THROTTLE_SEND_PER_MINUTE": "2",
+            "THROTTLE_UPLOAD_CONCURRENT": "1",
             "DATABASE_URL": "sqlite:////tmp/throttle-check.sqlite3",
         },
         capture_output=True,
@@ -227,5 +236,4 @@ def test_the_minute_counts_are_shared_by_processes_through_redis(user, settings)
         timeout=60,
     )
     assert result.returncode == 0, result.stderr
-    caches["default"].clear()
-    assert result.stdout.startswith("refused"), result.stdout
+    return result.stdout
