@@ -14,7 +14,6 @@ from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
-from django.utils.translation import gettext as _
 from django.utils.translation import ngettext
 
 LOCKED_OUT_STATUS = 429
@@ -46,7 +45,6 @@ def locked_out(request: HttpRequest, original_response=None, credentials=None) -
         "form": AuthenticationForm(request),
         "locked_out": message,
         "next": request.POST.get("next", "") or request.GET.get("next", ""),
-        "title": _("Log in"),
     }
     response = render(request, "registration/login.html", context, status=LOCKED_OUT_STATUS)
     response["Retry-After"] = str(seconds)
