@@ -25,7 +25,8 @@ NOT_FOUND_CLOSE_CODE = 4404
 
 
 class ThreadConsumer(AsyncJsonWebsocketConsumer):
-    """Joins the thread's group and its agent's group (a retuned budget changes every open meter)."""
+    """Joins the thread's group, its agent's group (a retuned budget changes every open meter) and its
+    user's group (a logout closes that session's sockets)."""
 
     groups_joined: tuple[str, ...] = ()
     thread_id: uuid.UUID | None = None
@@ -68,7 +69,8 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
 
     async def session_ended(self, message: dict) -> None:
         """A session of this user logged out: close if it is this socket's (or the socket has none)."""
-        own = self.scope.get("session") and self.scope["session"].session_key
+        session = self.scope.get("session")
+        own = session.session_key if session is not None else None
         if own is None or own == message.get("session_key"):
             await self._end(LOGGED_OUT_CLOSE_CODE)
 
@@ -82,7 +84,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         allowed = await database_sync_to_async(thread_visible_now)(
             thread_id=self.thread_id,
             user_id=self.scope["user"].pk,
-            session_key=session.session_key if session else None,
+            session_key=session.session_key if session is not None else None,
         )
         if not allowed:
             await self._end(FORBIDDEN_CLOSE_CODE)
