@@ -2,7 +2,8 @@
 
 Compression fields are editable only with ``agent_platform.tune_compression``; other staff see them
 read-only. Endpoints (a URL and the name of its key's variable) are created, changed and deleted only
-with ``agent_platform.manage_model_endpoints``. A token's owner is fixed when it is issued.
+with ``agent_platform.manage_model_endpoints``; which variable may go to which origin is the operator's
+``MODEL_KEY_BINDINGS``, shown on every endpoint page. A token's owner is fixed when it is issued.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ from django.contrib import admin
 from django.db.models import Count
 from django.http import HttpRequest
 from django.urls import reverse
-from django.utils.html import format_html_join
+from django.utils.html import format_html, format_html_join
 from django.utils.translation import gettext_lazy as _
 
 from agent_platform.calibration.selectors import calibration_for
+from agent_platform.key_bindings import binding_error, key_bindings
 from agent_platform.knowledge import admin as knowledge_admin  # noqa: F401  (registers KB admin)
 from agent_platform.models import (
     CAPABILITY_CHOICES,
@@ -112,13 +114,22 @@ class AgentAdmin(admin.ModelAdmin):
 
 @admin.register(ModelEndpoint)
 class ModelEndpointAdmin(admin.ModelAdmin):
-    list_display = ("name", "base_url", "api_key_env", "default_model", "supports_vision", "agent_count")
+    list_display = (
+        "name",
+        "base_url",
+        "api_key_env",
+        "key_bound",
+        "default_model",
+        "supports_vision",
+        "agent_count",
+    )
     search_fields = ("name", "base_url", "default_model")
-    readonly_fields = ("agents_using",)
+    readonly_fields = ("key_bindings_in_force", "agents_using")
     fields = (
         "name",
         "base_url",
         "api_key_env",
+        "key_bindings_in_force",
         "default_model",
         "context_window",
         "supports_vision",
@@ -131,6 +142,30 @@ class ModelEndpointAdmin(admin.ModelAdmin):
     @admin.display(description=_("Agents"), ordering="agent_total")
     def agent_count(self, obj: ModelEndpoint) -> int:
         return obj.agent_total
+
+    @admin.display(description=_("Key bound"), boolean=True)
+    def key_bound(self, obj: ModelEndpoint) -> bool | None:
+        """None (no key to bind) for a keyless endpoint; False: its key is not sent (runs fail)."""
+        if not obj.api_key_env:
+            return None
+        return binding_error(key_env=obj.api_key_env, url=obj.base_url) is None
+
+    @admin.display(description=_("Key bindings (MODEL_KEY_BINDINGS)"))
+    def key_bindings_in_force(self, obj: ModelEndpoint | None = None) -> str:
+        bindings = key_bindings()
+        if not bindings:
+            return _("None: no endpoint is sent a key. The operator sets MODEL_KEY_BINDINGS.")
+        return format_html(
+            "<ul>{}</ul>",
+            format_html_join(
+                "",
+                "<li><code>{}</code> → {}</li>",
+                (
+                    (name, ", ".join(sorted(str(origin) for origin in origins)))
+                    for name, origins in sorted(bindings.items())
+                ),
+            ),
+        )
 
     @admin.display(description=_("Agents using this endpoint"))
     def agents_using(self, obj: ModelEndpoint) -> str:

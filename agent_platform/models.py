@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from agent_platform.key_bindings import binding_error
 from agent_platform.model_catalog import OFFLINE_MODEL_NAME, context_window_for
 from context_engine.config import (
     COMPRESSION_CAPABILITY,
@@ -88,8 +89,9 @@ def key_env_error(name: str) -> str | None:
 class ModelEndpoint(models.Model):
     """An OpenAI-compatible server and the environment variable holding its key (never the key).
 
-    A key is only ever sent to its own endpoint's URL: agents pick an endpoint, never a URL or a key
-    variable, and only holders of ``manage_model_endpoints`` create or change endpoints.
+    A key is only ever sent to its own endpoint's URL, and only when the operator bound the variable to
+    that URL's origin (``MODEL_KEY_BINDINGS``): agents pick an endpoint, never a URL or a key variable,
+    and only holders of ``manage_model_endpoints`` create or change endpoints.
     """
 
     name = models.CharField(verbose_name=_("name"), max_length=100, unique=True)
@@ -142,6 +144,8 @@ class ModelEndpoint(models.Model):
         errors: dict[str, str] = {}
         if self.api_key_env and (problem := key_env_error(self.api_key_env)):
             errors["api_key_env"] = problem
+        elif problem := binding_error(key_env=self.api_key_env, url=self.base_url or ""):
+            errors["base_url"] = problem
         if self.context_window is not None and self.context_window < MIN_CONTEXT_WINDOW:
             errors["context_window"] = _(
                 "A context window below %(min)s tokens cannot hold a conversation."

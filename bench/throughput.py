@@ -82,6 +82,8 @@ def measure() -> dict[str, float | int]:
         from tests.support.openai_stub import OpenAIStub
 
         stub = OpenAIStub().start()
+        # The operator binds the key to the stub's origin, for the workers started below.
+        env["MODEL_KEY_BINDINGS"] = f"BENCH_API_KEY={stub.origin}"
         for _ in range(THREADS * MESSAGES):
             stub.reply("A short answer from the stub.")
         user = get_user_model().objects.create_user("bench", password="bench-pw-123")

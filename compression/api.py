@@ -11,6 +11,7 @@ from ninja import Header, Query, Router, Schema
 
 from agent_platform.api_errors import error_responses
 from agent_platform.errors import Unprocessable
+from agent_platform.throttle import COMPRESS, throttled
 from compression import services
 
 router = Router(tags=["compression"])
@@ -85,9 +86,10 @@ class UndoOut(Schema):
 
 
 ERRORS = error_responses(403, 404, 409, 502)
+COMPRESS_ERRORS = error_responses(403, 404, 409, 429, 502)
 
 
-@router.post("/{thread_id}/compress", response={200: CompressOut, **ERRORS})
+@router.post("/{thread_id}/compress", response={200: CompressOut, **COMPRESS_ERRORS})
 def thread_compress(
     request: HttpRequest,
     thread_id: uuid.UUID,
@@ -97,7 +99,8 @@ def thread_compress(
     """Compress an idle thread's context now. 409 `thread_busy` while a run is running or queued or the
     thread waits on the user; a retry with the same `Idempotency-Key` returns the first result. With
     `?preview_id=...` (from `.../compress/preview`), 409 `stale_preview` and nothing folded when the
-    thread changed since that preview."""
+    thread changed since that preview. 429 `rate_limited` (with `Retry-After`) over the user's
+    compression limits."""
     key = None if idempotency_key is None else idempotency_key.strip()
     # Printable only: a NUL byte, for one, cannot be stored in PostgreSQL (it would be a 500).
     if key is not None and not (0 < len(key) <= MAX_IDEMPOTENCY_KEY and key.isprintable()):
@@ -105,12 +108,13 @@ def thread_compress(
             _("Idempotency-Key must be 1 to %(max)d printable characters.") % {"max": MAX_IDEMPOTENCY_KEY},
             code="invalid_input",
         )
-    outcome = services.thread_compress(
-        thread_id=thread_id,
-        user=request.user,
-        idempotency_key=key,
-        preview_id=preview_id,
-    )
+    with throttled(request, COMPRESS):
+        outcome = services.thread_compress(
+            thread_id=thread_id,
+            user=request.user,
+            idempotency_key=key,
+            preview_id=preview_id,
+        )
     return outcome.result
 
 

@@ -25,7 +25,10 @@ def _error(request: HttpRequest, status: int, code: str, message: str, **extra: 
 
 @api.exception_handler(ApplicationError)
 def on_application_error(request: HttpRequest, exc: ApplicationError) -> HttpResponse:
-    return api.create_response(request, exc.as_body(), status=exc.status)
+    response = api.create_response(request, exc.as_body(), status=exc.status)
+    for header, value in getattr(exc, "headers", {}).items():  # e.g. Retry-After of a 429
+        response[header] = value
+    return response
 
 
 @api.exception_handler(AuthenticationError)

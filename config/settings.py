@@ -3,14 +3,17 @@
 Embedded default (no environment): SQLite, a SQLite LangGraph checkpointer, the in-memory channel
 layer, runs executed in-process, workdirs on local disk and the offline model. Production switches:
 DATABASE_URL, REDIS_URL, WORKDIR_STORAGE (+ WORKDIR_S3_*); model servers are ModelEndpoint records in
-the admin, whose keys are environment variables allowed by MODEL_KEY_ENV_ALLOWLIST.
+the admin, whose keys are environment variables allowed by MODEL_KEY_ENV_ALLOWLIST and bound to their
+origins by MODEL_KEY_BINDINGS.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -26,6 +29,7 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
     "daphne",
+    "csp",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -33,6 +37,8 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "axes",
+    "ninja",  # /api/docs from its own static files (no CDN, no inline script)
     "agent_platform",
     "conversations",
     "compression",
@@ -40,6 +46,7 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -50,6 +57,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.http_errors.ApiErrorBodyMiddleware",
     "config.http_errors.RequestSizeLimitMiddleware",
+    # Last, as django-axes asks: it answers a locked-out login (config.login_throttle.locked_out).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -94,6 +103,31 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_6
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# --- Login throttling (django-axes; admin: Axes → Access attempts, Access failures) ---------------
+# The axes backend only refuses a locked-out login; ModelBackend authenticates. API tokens and
+# sessions already signed in do not pass through authenticate() and are not affected.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15.0))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own: per account, per address
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "config.login_throttle.locked_out"
+AXES_CLIENT_IP_CALLABLE = "config.login_throttle.client_ip"
+AXES_VERBOSE = False
+
+# --- Per-user throttles (agent_platform.throttle): attempts a minute, and at once; 0 turns one off --
+# At once: sends count the user's queued and running runs; uploads and compressions their requests
+# still in flight. Over a limit: 429 rate_limited with Retry-After.
+THROTTLE_SEND_PER_MINUTE = env.int("THROTTLE_SEND_PER_MINUTE", default=20)
+THROTTLE_SEND_CONCURRENT = env.int("THROTTLE_SEND_CONCURRENT", default=5)
+THROTTLE_UPLOAD_PER_MINUTE = env.int("THROTTLE_UPLOAD_PER_MINUTE", default=10)
+THROTTLE_UPLOAD_CONCURRENT = env.int("THROTTLE_UPLOAD_CONCURRENT", default=2)
+THROTTLE_COMPRESS_PER_MINUTE = env.int("THROTTLE_COMPRESS_PER_MINUTE", default=5)
+THROTTLE_COMPRESS_CONCURRENT = env.int("THROTTLE_COMPRESS_CONCURRENT", default=1)
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "conversations:thread-list"
 LOGOUT_REDIRECT_URL = "login"
@@ -120,6 +154,10 @@ if REDIS_URL:
     }
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# An open thread socket checks again that its user may still see the thread (session, active,
+# permission) before relaying events, at most this often; a logout closes it at once.
+SOCKET_ACCESS_RECHECK_SECONDS = env.float("SOCKET_ACCESS_RECHECK_SECONDS", default=5.0)
 
 # Shared across processes when Redis is there (e.g. the "compression under way" marker of a thread).
 if REDIS_URL:
@@ -162,6 +200,10 @@ CHECKPOINT_SQLITE_PATH = env.path("CHECKPOINT_SQLITE_PATH", default=VAR_DIR / "c
 # Which environment variables a model endpoint may name as its key (shell-style patterns). Names of
 # settings (SECRET_KEY, WEB_SEARCH_API_KEY...) are refused whatever this says.
 MODEL_KEY_ENV_ALLOWLIST = env.list("MODEL_KEY_ENV_ALLOWLIST", default=["*_API_KEY"])
+# Which key variable may be sent to which origin (scheme, host, port), e.g.
+# "OPENAI_API_KEY=https://api.openai.com, DEEPSEEK_API_KEY=https://api.deepseek.com". Parsed and
+# checked by agent_platform.key_bindings; an endpoint whose origin is not bound to its variable gets no key.
+MODEL_KEY_BINDINGS = env.str("MODEL_KEY_BINDINGS", default="")
 WEB_SEARCH_BASE_URL = env.str("WEB_SEARCH_BASE_URL", default="")
 WEB_SEARCH_API_KEY = env.str("WEB_SEARCH_API_KEY", default="")
 MODEL_REQUEST_TIMEOUT = env.float("MODEL_REQUEST_TIMEOUT", default=120.0)
@@ -182,10 +224,36 @@ COMPRESSING_LEASE_SECONDS = env.int("COMPRESSING_LEASE_SECONDS", default=10)
 # How long message intake waits for a thread's row lock (held by a compression) before answering 409.
 THREAD_LOCK_TIMEOUT_MS = env.int("THREAD_LOCK_TIMEOUT_MS", default=3000)
 
+# --- Headers and proxies ----------------------------------------------------------------------
+# Every page: scripts and styles from this site only (no inline script anywhere; the templates load
+# static files), images from here (or data:/blob: previews), sockets and fetches to here, no plugins,
+# no framing, forms post here. Inline style *attributes* stay allowed (server-rendered meter widths);
+# with img-src and font-src closed to other hosts they cannot load or leak anything.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "style-src-attr": [UNSAFE_INLINE],
+        "img-src": [SELF, "data:", "blob:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+# How many reverse proxies (TLS termination, load balancer) stand in front of the web processes. Only
+# then is X-Forwarded-Proto believed (SECURE_PROXY_SSL_HEADER, the socket origin check) and the client
+# address read from X-Forwarded-For (login throttling); 0: the headers are whatever a client sent.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+if TRUSTED_PROXY_COUNT:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
 # --- Production hardening (manage.py check --deploy) ------------------------------------------
 if not DEBUG:
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)

@@ -27,3 +27,9 @@ CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}
 RUN_EXECUTION = "eager"
 # No recovery thread in the test process; the processes tests start (servers, workers) opt in.
 RUN_RECOVERY_TIMER = env.bool("RUN_RECOVERY_TIMER", default=False)
+# Tests log in with the test client (authenticate() without a request, which django-axes refuses)
+# and send many messages: the throttling tests turn these on themselves.
+AXES_ENABLED = False
+THROTTLE_SEND_PER_MINUTE = THROTTLE_SEND_CONCURRENT = 0
+THROTTLE_UPLOAD_PER_MINUTE = THROTTLE_UPLOAD_CONCURRENT = 0
+THROTTLE_COMPRESS_PER_MINUTE = THROTTLE_COMPRESS_CONCURRENT = 0

@@ -39,6 +39,8 @@ PIN = "message.pin"
 EVENT_TYPES = frozenset({RUN_STATUS, RUN_TOKEN, MESSAGE_CREATED, COMPRESSION, STATE, PIN})
 # The Channels message type; ThreadConsumer.thread_event receives it.
 CHANNELS_MESSAGE_TYPE = "thread.event"
+# Sent to a user's group when a session of theirs logs out; ThreadConsumer.session_ended receives it.
+SESSION_ENDED_MESSAGE_TYPE = "session.ended"
 
 
 def thread_group(thread_id: object) -> str:
@@ -49,6 +51,11 @@ def thread_group(thread_id: object) -> str:
 def agent_group(agent_id: object) -> str:
     """The Channels group of every open thread page of one agent (its configuration changed)."""
     return f"agent.{agent_id}"
+
+
+def user_group(user_id: object) -> str:
+    """The Channels group of every open socket of one user (closed when a session of theirs logs out)."""
+    return f"user.{user_id}"
 
 
 def json_safe(value: Any) -> Any:
@@ -87,6 +94,18 @@ def broadcast(thread_id: object, type: str, **payload: Any) -> None:  # noqa: A0
         transaction.on_commit(lambda: _send(thread_id, event))
     else:
         _send(thread_id, event)
+
+
+def session_ended(*, user_id: object, session_key: str | None) -> None:
+    """Tell the user's open sockets that ``session_key`` logged out: those of that session close."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    message = {"type": SESSION_ENDED_MESSAGE_TYPE, "session_key": session_key}
+    try:
+        async_to_sync(layer.group_send)(user_group(user_id), message)
+    except Exception:  # noqa: BLE001 - the logout itself must succeed; sockets re-check on their own
+        logger.exception("Could not tell the sockets of user %s that a session ended", user_id)
 
 
 def broadcast_agent(agent_id: object, type: str, **payload: Any) -> None:  # noqa: A002

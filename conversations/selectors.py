@@ -101,6 +101,11 @@ def run_running(*, conversation: Conversation) -> AgentRun | None:
     return conversation.runs.filter(status=AgentRun.Status.RUNNING).first()
 
 
+def runs_active_count(*, user: AbstractBaseUser) -> int:
+    """How many runs of ``user``'s threads are queued or running (the send throttle's "at once")."""
+    return AgentRun.objects.filter(conversation__owner=user, status__in=AgentRun.ACTIVE_STATUSES).count()
+
+
 def run_next_queued(*, conversation_id: int) -> AgentRun | None:
     return (
         AgentRun.objects.filter(conversation_id=conversation_id, status=AgentRun.Status.QUEUED)

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.http import HttpRequest, JsonResponse
+from django.test import RequestFactory
 from django.urls import include, path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -15,6 +19,7 @@ from agent_platform.local_model import seed_local_agent
 from agent_platform.models import Agent
 from agent_platform.runtime import models as runtime_models
 from agent_platform.runtime.offline import OfflineChatModel
+from agent_platform.throttle import RateLimited, throttled
 from agent_platform.workdir import workdir_for
 from compression.models import CompressionRecord
 from conversations import events
@@ -84,6 +89,16 @@ def seed(request: HttpRequest) -> JsonResponse:
         agent.tools = []
         agent.save()
         return JsonResponse({"agent": agent.slug})
+    if action == "throttle":  # set THROTTLE_* limits in this server; "spend" uses up alice's minute
+        for name, value in data.get("limits", {}).items():
+            setattr(settings, name, value)
+        cache.clear()
+        request = RequestFactory().post("/")
+        request.user = get_user_model().objects.get(username=USERNAME)
+        for kind in data.get("spend", []):
+            with contextlib.suppress(RateLimited), throttled(request, kind):
+                pass
+        return JsonResponse({})
     if action == "thread":
         user = get_user_model().objects.get(username=USERNAME)
         conversation = thread_create(

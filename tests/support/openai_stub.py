@@ -25,6 +25,7 @@ class ScriptedReply:
     usage: dict[str, int] | None = None
     error_status: int | None = None
     error_body: dict[str, Any] | None = None
+    redirect_to: str | None = None  # answer 307 with this Location (a redirect elsewhere)
     delay: float = 0.0  # seconds to wait before answering (a slow model; a worker killed meanwhile)
     word_delay: float = 0.0  # seconds between streamed words (a slow model, for Stop)
 
@@ -46,6 +47,10 @@ class OpenAIStub:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def start(self) -> OpenAIStub:
         self._thread.start()
@@ -77,6 +82,11 @@ class OpenAIStub:
 
     def error(self, status: int, body: dict[str, Any]) -> OpenAIStub:
         self.queue.append(ScriptedReply(error_status=status, error_body=body))
+        return self
+
+    def redirect(self, location: str) -> OpenAIStub:
+        """Answer the next request with ``307 Temporary Redirect`` to ``location``."""
+        self.queue.append(ScriptedReply(redirect_to=location))
         return self
 
     def context_overflow(
@@ -151,7 +161,12 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             reply = stub._next(body)
             if reply.delay:
                 time.sleep(reply.delay)
-            if reply.error_status is not None:
+            if reply.redirect_to is not None:
+                self.send_response(307)
+                self.send_header("Location", reply.redirect_to)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            elif reply.error_status is not None:
                 self._json(reply.error_status, reply.error_body or {})
             elif body.get("stream"):
                 self._stream(reply, body)
