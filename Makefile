@@ -3,24 +3,36 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Two install stamps: running needs only the main dependencies (`pip install -e .`); the test tools
+# (pytest, Playwright, moto, hypothesis, ruff...) are the `dev` extra, installed by `make test`.
+RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed-dev
 BENCH_STAMP := $(VENV)/.installed-bench
 PYTEST_ARGS ?=
+HOST ?= 127.0.0.1
+PORT ?= 8000
 
-.PHONY: install run test lint bench worker
+.PHONY: install install-run run test lint bench worker
+
+$(RUN_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check -e .
+	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
+
+install-run: $(RUN_STAMP)
 
 install: $(STAMP)
 
-run: install
+run: install-run
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_demo
-	$(BIN)/python manage.py serve 127.0.0.1:8000
+	$(BIN)/python manage.py serve $(HOST):$(PORT)
 
 # Two pytest runs: the context engine's tests first, with pytest-django off and no settings module
 # (the engine is pure: nothing there may need Django), then everything else. pytest exits 5 when it
@@ -36,7 +48,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-worker: install
+worker: install-run
 	$(BIN)/celery -A config worker -l info
 
 $(BENCH_STAMP): pyproject.toml $(STAMP)
