@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import logging
 import os
 import re
 import uuid
 from collections.abc import Callable, Iterator
 
 from django.conf import settings
+from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
@@ -26,6 +28,8 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from agent_platform.observability.log_context import log_bind, log_context, log_unbind
 from agent_platform.observability.readiness import readiness
 from conversations.models import AgentRun
+
+logger = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = "HTTP_X_REQUEST_ID"
 REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
@@ -57,8 +61,13 @@ class QueueDepthCollector:
     truth, and nothing is counted in memory that a crash could lose)."""
 
     def collect(self) -> Iterator[GaugeMetricFamily]:
+        try:
+            queued = AgentRun.objects.filter(status=AgentRun.Status.QUEUED).count()
+        except DatabaseError:  # the other series still matter when the database is down (/readyz says so)
+            logger.warning("metrics: could not read the run queue", exc_info=True)
+            return
         gauge = GaugeMetricFamily("agent_platform_runs_queued", "Agent runs queued, waiting to start.")
-        gauge.add_metric([], AgentRun.objects.filter(status=AgentRun.Status.QUEUED).count())
+        gauge.add_metric([], queued)
         yield gauge
 
 

@@ -45,7 +45,16 @@ class LogContextFilter(logging.Filter):
     """Puts the current ids on every record (``None`` where none is set); never drops a record."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        for name, value in current_ids().items():
-            if not hasattr(record, name) or getattr(record, name) is None:
+        ids = current_ids()
+        # Django logs a request's error response (``django.request``) after the middleware is done with
+        # it: those records carry the request itself, which carries its ids.
+        request = getattr(record, "request", None)
+        if request is not None and ids["request_id"] is None:
+            ids["request_id"] = getattr(request, "request_id", None)
+            match = getattr(request, "resolver_match", None)
+            thread = match.kwargs.get("thread_id") if match is not None else None
+            ids["thread_id"] = str(thread) if thread else None
+        for name, value in ids.items():
+            if getattr(record, name, None) is None:
                 setattr(record, name, value)
         return True

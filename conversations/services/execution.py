@@ -114,6 +114,7 @@ def _finish(run: AgentRun, status: str, *, error: str = "", question: str | None
     if not updated:
         return
     run.status, run.error, run.finished_at = status, error, now
+    logger.info("Run %s ended %s", run.pk, status)
     run_observed(status=status, seconds=(now - run.started_at).total_seconds() if run.started_at else None)
     if status == AgentRun.Status.FAILED:
         failure_notice_append(run=run, error=error)
