@@ -12,6 +12,7 @@ from typing import Any
 from django.db.models import Count, F, Q, QuerySet, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
+from django.utils.translation import gettext as _
 
 from agent_platform.errors import ApplicationError
 from conversations.models import UsageRecord
@@ -81,11 +82,11 @@ def usage_range(*, since: str | None, until: str | None) -> tuple[date, date]:
         end = date.fromisoformat(until) if until else today
         start = date.fromisoformat(since) if since else end - timedelta(days=DEFAULT_RANGE_DAYS - 1)
     except ValueError as exc:
-        raise InvalidUsageRange("Dates are written YYYY-MM-DD, e.g. 2026-01-31.") from exc
+        raise InvalidUsageRange(_("Dates are written YYYY-MM-DD, e.g. 2026-01-31.")) from exc
     if start > end:
-        raise InvalidUsageRange("'since' is after 'until'.")
+        raise InvalidUsageRange(_("'since' is after 'until'."))
     if (end - start).days + 1 > MAX_RANGE_DAYS:
-        raise InvalidUsageRange(f"A range covers at most {MAX_RANGE_DAYS} days.")
+        raise InvalidUsageRange(_("A range covers at most %(days)s days.") % {"days": MAX_RANGE_DAYS})
     return start, end
 
 

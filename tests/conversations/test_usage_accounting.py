@@ -186,3 +186,18 @@ def test_the_admin_shows_usage_per_user_agent_and_day(client, django_user_model,
     assert [r.reply_input_tokens for r in by_day.rows] == [20, 107]
     assert client.get("/admin/usage/?since=nonsense").status_code == 400
     assert client.get("/admin/conversations/usagerecord/").status_code == 200
+
+
+def test_the_endpoint_admin_takes_both_prices_or_neither(client, admin_user):
+    from tests.agent_platform.test_model_endpoints import ADD_URL, _endpoint_form
+
+    client.force_login(admin_user)
+    response = client.post(ADD_URL, _endpoint_form(input_price_per_million="2.5"))
+    assert response.status_code == 200
+    assert response.context["adminform"].form.errors["output_price_per_million"]
+    response = client.post(
+        ADD_URL, _endpoint_form(input_price_per_million="2.5", output_price_per_million="10")
+    )
+    assert response.status_code == 302
+    endpoint = ModelEndpoint.objects.get()
+    assert endpoint.cost(input_tokens=1_000_000, output_tokens=100_000) == Decimal("3.500000")
