@@ -25,7 +25,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, 
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from agent_platform.observability.log_context import log_bind, log_context, log_unbind
+from agent_platform.observability.log_context import log_set
 from agent_platform.observability.readiness import readiness
 from conversations.models import AgentRun
 
@@ -130,15 +130,14 @@ class RequestContextMiddleware:
         given = request.META.get(REQUEST_ID_HEADER, "")
         request_id = given if REQUEST_ID_PATTERN.match(given) else uuid.uuid4().hex
         request.request_id = request_id  # type: ignore[attr-defined]
-        request._log_tokens = []  # type: ignore[attr-defined]
-        with log_context(request_id=request_id):
-            try:
-                response = self.get_response(request)
-            finally:
-                log_unbind(request._log_tokens)  # type: ignore[attr-defined]
+        log_set(request_id=request_id, thread_id=None, run_id=None)
+        try:
+            response = self.get_response(request)
+        finally:
+            log_set(request_id=None, thread_id=None, run_id=None)
         response["X-Request-ID"] = request_id
         return response
 
     def process_view(self, request: HttpRequest, view, args, kwargs) -> None:
         if kwargs.get("thread_id"):
-            request._log_tokens = log_bind(thread_id=kwargs["thread_id"])  # type: ignore[attr-defined]
+            log_set(thread_id=kwargs["thread_id"])

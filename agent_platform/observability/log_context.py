@@ -11,30 +11,30 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from contextvars import ContextVar, Token
+from contextvars import ContextVar
 
 FIELDS = ("request_id", "thread_id", "run_id")
 _vars: dict[str, ContextVar[str | None]] = {name: ContextVar(name, default=None) for name in FIELDS}
 
 
-def log_bind(**ids: object) -> list[tuple[ContextVar[str | None], Token[str | None]]]:
-    """Log records carry these ids from now on; ``log_unbind`` the result to restore the previous."""
-    return [(_vars[name], _vars[name].set(str(value))) for name, value in ids.items() if value is not None]
-
-
-def log_unbind(tokens: list[tuple[ContextVar[str | None], Token[str | None]]]) -> None:
-    for var, token in reversed(tokens):
-        var.reset(token)
+def log_set(**ids: object) -> None:
+    """Set these ids (``None`` clears one) with no way back: for a request, whose middleware hooks
+    may each run in a context of their own under ASGI, so a token taken in one cannot be reset in the
+    next. The request middleware sets all three when a request starts and clears them when it ends."""
+    for name, value in ids.items():
+        _vars[name].set(None if value is None else str(value))
 
 
 @contextmanager
 def log_context(**ids: object) -> Iterator[None]:
-    """Within the block, log records carry these ids (``request_id``, ``thread_id``, ``run_id``)."""
-    tokens = log_bind(**ids)
+    """Within the block, log records carry these ids (``request_id``, ``thread_id``, ``run_id``); the
+    previous values come back after it. For code that enters and leaves in one context (a run)."""
+    tokens = [(_vars[name], _vars[name].set(str(value))) for name, value in ids.items() if value is not None]
     try:
         yield
     finally:
-        log_unbind(tokens)
+        for var, token in reversed(tokens):
+            var.reset(token)
 
 
 def current_ids() -> dict[str, str | None]:

@@ -88,3 +88,14 @@ def test_an_unknown_log_format_is_refused(monkeypatch):
     spec = importlib.util.spec_from_file_location("settings_with_bad_format", ROOT / "config" / "settings.py")
     with pytest.raises(ImproperlyConfigured):
         spec.loader.exec_module(importlib.util.module_from_spec(spec))
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_under_asgi_the_request_ids_survive_the_middleware_hooks(async_client, json_logs):
+    """Under ASGI each sync middleware hook may run in a context of its own (sync_to_async): setting
+    the ids must never depend on resetting them where they were set."""
+    missing = uuid.uuid4()
+    response = await async_client.get(f"/threads/{missing}/files/x.txt", headers={"X-Request-ID": "asgi-1"})
+    assert response.status_code in (302, 404) and response["X-Request-ID"] == "asgi-1"
+    response = await async_client.get("/api/usage", headers={"X-Request-ID": "asgi-2"})
+    assert response.status_code == 401 and response["X-Request-ID"] == "asgi-2"
