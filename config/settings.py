@@ -8,6 +8,7 @@ the admin, whose keys are environment variables allowed by MODEL_KEY_ENV_ALLOWLI
 
 from __future__ import annotations
 
+import ipaddress
 from pathlib import Path
 
 import environ
@@ -203,6 +204,11 @@ if not DEBUG:
 # set PROMETHEUS_MULTIPROC_DIR (an empty directory, cleared at deploy) in every process's environment.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS", default=[])
+for _network in METRICS_ALLOWED_IPS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"METRICS_ALLOWED_IPS: {exc}") from exc
 # "text" (the default) or "json": one JSON object per line with the request, thread and run ids.
 LOG_FORMAT = env.str("LOG_FORMAT", default="text")
 if LOG_FORMAT not in ("text", "json"):

@@ -117,3 +117,14 @@ def test_the_grafana_dashboard_is_json_that_charts_every_metric_the_platform_exp
     assert all(
         series.removesuffix(next((s for s in suffixes if series.endswith(s)), "")) in known for series in used
     )
+
+
+def test_a_malformed_allowed_address_stops_the_start(monkeypatch):
+    import importlib.util
+
+    from django.core.exceptions import ImproperlyConfigured
+
+    monkeypatch.setenv("METRICS_ALLOWED_IPS", "10.0.0.0/8,not-an-address")
+    spec = importlib.util.spec_from_file_location("settings_bad_ips", ROOT / "config" / "settings.py")
+    with pytest.raises(ImproperlyConfigured, match="METRICS_ALLOWED_IPS"):
+        spec.loader.exec_module(importlib.util.module_from_spec(spec))
