@@ -16,7 +16,7 @@ PORT ?= 8000
 
 $(RUN_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q --disable-pip-version-check -e .
+	$(BIN)/pip install -q --disable-pip-version-check --no-compile -e .
 	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml
@@ -29,10 +29,10 @@ install-run: $(RUN_STAMP)
 
 install: $(STAMP)
 
+# One Python start-up: serve --prepare migrates and seeds the demo before it listens; no autoreloader
+# (it would start everything twice). Developers who want reloading run `manage.py serve` themselves.
 run: install-run
-	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py seed_demo
-	$(BIN)/python manage.py serve $(HOST):$(PORT)
+	$(BIN)/python manage.py serve --prepare --noreload $(HOST):$(PORT)
 
 # Two pytest runs: the context engine's tests first, with pytest-django off and no settings module
 # (the engine is pure: nothing there may need Django), then everything else. pytest exits 5 when it

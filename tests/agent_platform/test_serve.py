@@ -25,7 +25,8 @@ def _recipe(target: str) -> str:
 
 def test_make_run_starts_the_announcing_server():
     makefile = _makefile()
-    assert _recipe("run").strip().splitlines()[-1].strip().endswith("manage.py serve $(HOST):$(PORT)")
+    run = _recipe("run").strip().splitlines()[-1].strip()
+    assert run.endswith("manage.py serve --prepare --noreload $(HOST):$(PORT)")
     assert "\nHOST ?= 127.0.0.1\n" in makefile and "\nPORT ?= 8000\n" in makefile
 
 
