@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
-from agent_platform.observability.metrics import lease_reclaim_observed
+from agent_platform.observability.metrics import lease_reclaim_observed, run_observed
 from conversations import events
 from conversations.models import AgentRun
 from conversations.services.threads import failure_notice_append
@@ -103,6 +103,8 @@ def run_reclaim(*, run: AgentRun) -> str | None:
     outcome = _reclaim(run)
     if outcome is not None:
         lease_reclaim_observed(outcome=outcome)
+    if outcome in (AgentRun.Status.FAILED, AgentRun.Status.CANCELLED):  # the run ended here
+        run_observed(status=outcome, seconds=None)
     return outcome
 
 

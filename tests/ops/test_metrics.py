@@ -75,6 +75,14 @@ def test_queue_depth_and_lease_reclaims(client, user, agent, settings):
     assert moved(before, after, "agent_platform_run_lease_reclaims_total", outcome="queued") == 1
     assert after[("agent_platform_runs_queued", ())] == 1  # queued again
 
+    # Stopped while queued: it ended without running (counted, with no duration).
+    client.force_login(user)
+    assert client.post(f"/api/threads/{thread.thread_id}/runs/{run.pk}/cancel").status_code == 202
+    stopped = scrape(client)
+    assert stopped[("agent_platform_runs_queued", ())] == 0
+    assert moved(after, stopped, "agent_platform_runs_total", status="cancelled") == 1
+    assert moved(after, stopped, "agent_platform_run_seconds_count", status="cancelled") == 0
+
 
 # A worker process moving a counter (the metrics module needs no Django).
 COUNT_ONE = """
