@@ -133,6 +133,8 @@ class ModelEndpointAdmin(admin.ModelAdmin):
         "default_model",
         "context_window",
         "supports_vision",
+        "input_price_per_million",
+        "output_price_per_million",
         "agents_using",
     )
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
+from decimal import Decimal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -126,6 +127,23 @@ class ModelEndpoint(models.Model):
         default=False,
         help_text=_("The endpoint's models accept image inputs."),
     )
+    # Prices for usage accounting, in any one currency: both set, or neither (then usage has no cost).
+    input_price_per_million = models.DecimalField(
+        verbose_name=_("input price per million tokens"),
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text=_("What the provider charges for a million prompt tokens. Empty: not priced."),
+    )
+    output_price_per_million = models.DecimalField(
+        verbose_name=_("output price per million tokens"),
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text=_("What the provider charges for a million completion tokens. Empty: not priced."),
+    )
     created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
@@ -150,8 +168,21 @@ class ModelEndpoint(models.Model):
             errors["context_window"] = _(
                 "A context window below %(min)s tokens cannot hold a conversation."
             ) % {"min": MIN_CONTEXT_WINDOW}
+        prices = (self.input_price_per_million, self.output_price_per_million)
+        if (prices[0] is None) != (prices[1] is None):
+            missing = "output_price_per_million" if prices[1] is None else "input_price_per_million"
+            errors[missing] = _("Set both prices, or neither.")
+        if any(price is not None and price < 0 for price in prices):
+            errors["input_price_per_million"] = _("A price cannot be negative.")
         if errors:
             raise ValidationError(errors)
+
+    def cost(self, *, input_tokens: int, output_tokens: int) -> Decimal | None:
+        """What these tokens cost at this endpoint's prices now; None when it is not priced."""
+        if self.input_price_per_million is None or self.output_price_per_million is None:
+            return None
+        total = input_tokens * self.input_price_per_million + output_tokens * self.output_price_per_million
+        return (total / Decimal(1_000_000)).quantize(Decimal("0.000001"))
 
 
 class Agent(models.Model):

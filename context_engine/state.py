@@ -17,6 +17,8 @@ PINNED_IDS_KEY = "pinned_message_ids"  # in the summary event: messages before t
 SUMMARY_EVENTS_KEY = "_summary_events"
 TOKEN_USAGE_KEY = "token_usage"
 SUMMARY_USAGE_KEY = "summary_model_usage"
+# Inside a summary usage dict: the repair call's own part of it (already included in the totals).
+REPAIR_USAGE_KEY = "repair"
 MAX_SUMMARY_EVENTS = 10
 # The run config's ``configurable`` key carrying the thread's pinned message ids (read at run start).
 PINNED_IDS_CONFIG_KEY = "pinned_message_ids"
@@ -29,6 +31,7 @@ __all__ = [
     "TokenUsageState",
     "MAX_SUMMARY_EVENTS",
     "PINNED_IDS_CONFIG_KEY",
+    "REPAIR_USAGE_KEY",
     "SESSION_ID_KEY",
     "SUMMARY_CALLS_KEY",
     "SUMMARY_EVENTS_KEY",

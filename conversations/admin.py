@@ -59,3 +59,6 @@ class AgentRunAdmin(AuditAdmin):
     list_display = ("id", "conversation", "kind", "status", "created_at", "started_at", "finished_at")
     list_filter = ("status", "kind")
     search_fields = ("conversation__thread_id", "conversation__title", "error", "error_detail")
+
+
+from conversations import usage_admin  # noqa: E402,F401 - registers the usage records list

@@ -74,7 +74,7 @@ def message_list(
     limit = max(1, min(limit, MESSAGE_PAGE_MAX))
     return (
         _with_pins(conversation.messages.filter(seq__gt=after_seq))
-        .select_related("run")
+        .select_related("run", "usage")
         .prefetch_related("attachments__conversation")
         .order_by("seq")[:limit]
     )
@@ -84,7 +84,7 @@ def message_list_latest(*, conversation: Conversation, limit: int = MESSAGE_PAGE
     """The newest ``limit`` messages, oldest first: a long thread's page opens at its end."""
     newest = (
         _with_pins(conversation.messages.all())
-        .select_related("run")
+        .select_related("run", "usage")
         .prefetch_related("attachments__conversation")
         .order_by("-seq")
     )

@@ -12,6 +12,7 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from agent_platform.errors import ApplicationError
 from agent_platform.key_bindings import Origin, binding_error, url_origin
 from agent_platform.models import Agent, ModelEndpoint, key_env_error
+from agent_platform.observability.metrics import SUMMARY_CALL_METRICS
 from agent_platform.runtime.offline import OfflineChatModel
 
 # A self-hosted OpenAI-compatible server (vLLM, Ollama, llama.cpp) usually accepts any key.
@@ -76,7 +77,7 @@ def chat_model_for(agent: Agent) -> BaseChatModel:
     profile = {"max_input_tokens": window} if window else None
     endpoint = agent.endpoint
     if endpoint is None:
-        return OfflineChatModel(profile=profile)
+        return OfflineChatModel(profile=profile, callbacks=[SUMMARY_CALL_METRICS])
 
     from langchain_openai import ChatOpenAI  # slow to import; only runs that use an endpoint pay for it
 
@@ -99,4 +100,5 @@ def chat_model_for(agent: Agent) -> BaseChatModel:
         max_retries=MODEL_MAX_RETRIES,
         stream_usage=True,
         profile=profile,
+        callbacks=[SUMMARY_CALL_METRICS],
     )

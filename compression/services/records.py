@@ -10,10 +10,12 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
+from agent_platform.observability.metrics import compression_observed
 from compression.errors import IdempotencyConflict
 from compression.models import CompressionRecord, no_loss_report
 from context_engine.manual.apply import REASON_SPEND_GUARD, ManualCompression
 from conversations.models import AgentRun, Conversation
+from conversations.services.usage import usage_record_summary
 
 
 def record_reserve(
@@ -66,6 +68,7 @@ def record_complete(*, record: CompressionRecord, manual: ManualCompression, sta
     record.result = manual.body()
     record.started_at = started_at
     record.save()
+    _accounted(record)
 
 
 def record_summary_failure(
@@ -79,7 +82,7 @@ def record_summary_failure(
 ) -> CompressionRecord:
     """A failed forced summary, audited after its transaction rolled back (``error`` in the words the
     thread's users read, ``error_detail`` the exception for the admin)."""
-    return CompressionRecord.objects.create(
+    record = CompressionRecord.objects.create(
         conversation_id=conversation_id,
         requested_by=requested_by,
         trigger=trigger,
@@ -89,6 +92,8 @@ def record_summary_failure(
         error_detail=error_detail,
         started_at=started_at,
     )
+    _accounted(record)
+    return record
 
 
 def record_undo(
@@ -99,7 +104,7 @@ def record_undo(
     result: Mapping[str, Any],
     started_at: datetime,
 ) -> CompressionRecord:
-    return CompressionRecord.objects.create(
+    record = CompressionRecord.objects.create(
         conversation=conversation,
         requested_by=requested_by,
         trigger=CompressionRecord.Trigger.UNDO,
@@ -110,6 +115,8 @@ def record_undo(
         result=dict(result),
         started_at=started_at,
     )
+    _accounted(record)
+    return record
 
 
 def compression_record_from_event(*, run: AgentRun, event: Mapping[str, Any]) -> CompressionRecord | None:
@@ -121,7 +128,7 @@ def compression_record_from_event(*, run: AgentRun, event: Mapping[str, Any]) ->
     if status not in (CompressionRecord.Status.COMPLETED, CompressionRecord.Status.FAILED):
         return None
     usage = event.get("summary_usage")
-    return CompressionRecord.objects.create(
+    record = CompressionRecord.objects.create(
         conversation_id=run.conversation_id,
         run=run,
         trigger=CompressionRecord.Trigger.AUTO,
@@ -143,6 +150,20 @@ def compression_record_from_event(*, run: AgentRun, event: Mapping[str, Any]) ->
         reason_detail=dict(why) if isinstance(why := event.get("reason_detail"), Mapping) else {},
         result={key: value for key, value in event.items() if key != "error_detail"},
     )
+    _accounted(record)
+    return record
+
+
+def _accounted(record: CompressionRecord) -> None:
+    """Every compression record, once written, is counted here: its metrics and its summary calls'
+    usage (the one place, whichever path wrote the record)."""
+    compression_observed(
+        trigger=record.trigger,
+        level=record.level,
+        outcome=record.outcome or record.status,
+        tokens_saved=record.tokens_saved,
+    )
+    usage_record_summary(conversation=record.conversation, summary_usage=record.summary_usage)
 
 
 def _count(value: Any) -> int | None:

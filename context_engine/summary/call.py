@@ -16,6 +16,7 @@ from context_engine.config import CompressionConfig
 from context_engine.errors import StoreError, SummaryError, SummaryNotSmaller
 from context_engine.policy.trigger import summary_shrinks
 from context_engine.state import (
+    REPAIR_USAGE_KEY,
     SESSION_ID_KEY,
     SUMMARY_CALLS_KEY,
     SUMMARY_EVENT_KEY,
@@ -143,7 +144,8 @@ def summarize_span(
             retry = yield Summarize(second)
         except Exception:  # a failed repair call keeps the valid first summary
             retry = None
-        usage = add_usage(usage, _usage(retry)) if usage or _usage(retry) else None
+        if retry_usage := _usage(retry):  # kept apart too: what the repair pass costs stays visible
+            usage = add_usage(usage, {**retry_usage, REPAIR_USAGE_KEY: retry_usage})
         try:
             retry_text = summary_text(retry, rule) if retry is not None else ""
         except SummaryError:

@@ -12,6 +12,8 @@ from django.utils import timezone
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
+from agent_platform.observability.log_context import log_context
+from agent_platform.observability.metrics import run_observed
 from agent_platform.runtime.graph import build_agent_graph, thread_config
 from agent_platform.runtime.public_errors import run_error_detail, run_error_public
 from agent_platform.runtime.state_repository import AgentStateRepository
@@ -25,6 +27,7 @@ from conversations.services.attachments import message_model_content
 from conversations.services.leases import run_is_orphaned, run_lease, run_reclaim, worker_name
 from conversations.services.pressure import conversation_pressure_update
 from conversations.services.threads import conversation_lock, failure_notice_append, message_append
+from conversations.services.usage import usage_record_reply
 from conversations.signals import run_compression_event, run_usage_reported
 
 logger = logging.getLogger(__name__)
@@ -33,7 +36,6 @@ ERROR_MAX_CHARS = 2000
 # What a tool call left unanswered reads as in the checkpoint (providers refuse a call without a result).
 NOT_EXECUTED = "[Not executed: {reason}]"
 EARLIER_ATTEMPT_STOPPED = "an earlier attempt of this turn stopped before the tool ran"
-USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
 # The cache flag is read on every chunk; the database (the source of truth) at most this often.
 CANCEL_DB_CHECK_SECONDS = 1.0
 # What the model reads next time in place of a tool result that Stop cut off.
@@ -84,7 +86,10 @@ def run_perform(*, run_id: int) -> int | None:
         run = AgentRun.objects.select_related("conversation__agent", "input_message").get(pk=run_id)
         events.broadcast(run.conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
         relay = _RunRelay(run)
-        with run_lease(run_id=run.pk, worker=run.worker):
+        with (
+            log_context(thread_id=run.conversation.thread_id, run_id=run.pk),
+            run_lease(run_id=run.pk, worker=run.worker),
+        ):
             try:
                 relay.execute()
             except Exception as exc:  # noqa: BLE001 - any failure becomes the run's recorded error
@@ -115,6 +120,8 @@ def _finish(
     if not updated:
         return
     run.status, run.error, run.finished_at = status, error, now
+    logger.info("Run %s ended %s", run.pk, status)
+    run_observed(status=status, seconds=(now - run.started_at).total_seconds() if run.started_at else None)
     if status == AgentRun.Status.FAILED:
         failure_notice_append(run=run, error=error)
     Conversation.objects.filter(pk=run.conversation_id).update(last_activity_at=now)
@@ -361,7 +368,6 @@ class _RunRelay:
             if not interrupted:  # this model call's reply is complete: the next one streams afresh
                 self.partial = ""
                 run_signals.stream_set(run_id=self.run.pk, text="")
-            self._add_usage(message)
             fields = {
                 "role": Message.Role.ASSISTANT,
                 "tool_calls": [
@@ -376,7 +382,7 @@ class _RunRelay:
                 "tool_name": message.name,
             }
         with conversation_lock(conversation_id=self.conversation.pk):
-            message_append(
+            row = message_append(
                 conversation=self.conversation,
                 content=_text(message),
                 run=self.run,
@@ -384,17 +390,8 @@ class _RunRelay:
                 interrupted=interrupted,
                 **fields,
             )
-
-    def _add_usage(self, message: AIMessage) -> None:
-        usage = message.usage_metadata
-        if not usage:
-            return
-        totals = dict(self.run.usage or {})
-        for key in USAGE_KEYS:
-            totals[key] = int(totals.get(key, 0)) + int(usage.get(key) or 0)
-        totals["model_calls"] = int(totals.get("model_calls", 0)) + 1
-        self.run.usage = totals
-        AgentRun.objects.filter(pk=self.run.pk).update(usage=totals)
+            if isinstance(message, AIMessage):
+                usage_record_reply(run=self.run, message=row, usage=message.usage_metadata)
 
     def _record_pressure(self) -> None:
         conversation_pressure_update(conversation_id=self.conversation.pk, token_usage=self.token_usage)

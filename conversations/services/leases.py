@@ -20,6 +20,7 @@ from django.conf import settings
 from django.db import connections, transaction
 from django.utils import timezone
 
+from agent_platform.observability.metrics import lease_reclaim_observed, run_observed
 from conversations import events
 from conversations.models import AgentRun
 from conversations.services.threads import failure_notice_append
@@ -99,6 +100,15 @@ def run_reclaim(*, run: AgentRun) -> str | None:
     """Take a lost run back from its worker: ``"cancelled"`` if its user had stopped it (never started
     again), else re-queued (``"queued"``) if it was claimed once, failed (``"failed"``) after that.
     ``None`` when the run was no longer ``running`` as read."""
+    outcome = _reclaim(run)
+    if outcome is not None:
+        lease_reclaim_observed(outcome=outcome)
+    if outcome in (AgentRun.Status.FAILED, AgentRun.Status.CANCELLED):  # the run ended here
+        run_observed(status=outcome, seconds=None)
+    return outcome
+
+
+def _reclaim(run: AgentRun) -> str | None:
     with transaction.atomic():
         # Compare-and-swap on the holder and its last renewal: a lease renewed meanwhile is kept.
         held = AgentRun.objects.filter(

@@ -5,8 +5,8 @@ superuser.
 The routes are found by walking the URL resolver, so a new route without an entry here fails
 ``test_every_route_has_an_entry``. The admin site's own model pages are left to Django's model
 permissions (the ones the platform adds are tested in tests/agent_platform, its actions in
-tests/compression/test_authorization_matrix_admin_actions.py); /admin/pressure/ is ours and is in
-the matrix. Reads follow ``conversations.access`` (owner, or the view permission); writes
+tests/compression/test_authorization_matrix_admin_actions.py); /admin/pressure/ and /admin/usage/ are
+ours and are in the matrix. Reads follow ``conversations.access`` (owner, or the view permission); writes
 are the owner's alone. Where a role may not see the thread, its response must not carry the thread's
 text either.
 """
@@ -103,6 +103,8 @@ MATRIX: dict[str, Route] = {
     "api:thread_compress_preview": Route("POST", f"{API_THREAD}/compress/preview", _api_write(200)),
     "api:message_pin": Route("POST", f"{API_THREAD}/messages/{{message}}/pin", _api_write(200)),
     "api:message_unpin": Route("DELETE", f"{API_THREAD}/messages/{{message}}/pin", _api_write(200)),
+    # Usage: everyone signed in gets their own figures (none of them carries a thread's text).
+    "api:usage": Route("GET", "/api/usage", _roles(401, 200, 200)),
     "api/<path:rest>": Route("GET", "/api/no-such-thing", _roles(404, 404, 404)),
     # --- accounts and language ---
     "login": Route("GET", "/accounts/login/", EVERYONE),
@@ -133,12 +135,23 @@ MATRIX: dict[str, Route] = {
         "GET", f"{THREAD}/fragments/compress-preview", _roles(LOGIN, 200, 404)
     ),
     "favicon.ico": Route("GET", "/favicon.ico", _roles(301, 301, 301)),
+    # --- operations: liveness and readiness are public (they show no data); metrics are off until a
+    # token or an address list is configured (tests/test_ops.py covers them configured) ---
+    "healthz": Route("GET", "/healthz", EVERYONE),
+    "readyz": Route("GET", "/readyz", EVERYONE),
+    "metrics": Route("GET", "/metrics", _roles(404, 404, 404)),
     # --- the admin page the platform adds ---
     "admin-pressure": Route(
         "GET",
         "/admin/pressure/",
         _roles(ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, staff=200, viewer=200, superuser=200),
         frozenset({"viewer", "superuser"}),
+    ),
+    # Every user's spending: only with conversations.view_usagerecord (superusers hold it).
+    "admin-usage": Route(
+        "GET",
+        "/admin/usage/",
+        _roles(ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, staff=403, viewer=403, superuser=200),
     ),
 }
 
