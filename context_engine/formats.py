@@ -143,3 +143,19 @@ DROPPED_NOTE_TEMPLATE = (
     "a summary. They are saved in {file_path}; read that file for any detail you need.]"
 )
 DROPPED_NOTE_AFTER_SUMMARY_TEMPLATE = "{summary}\n\n{note}"
+
+# --- Reference index after a summary (issue 25) -----------------------------------------------------
+
+# Appended to the summary message: the folded identifiers the summary and the kept messages lack, each
+# with the line of the history file where it was last seen (``context_engine.summary.reference_index``).
+REFERENCE_INDEX_HEADER = (
+    "<reference_index>\n"
+    "Identifiers from the summarized messages that the summary leaves out, by kind, most used first. "
+    'L<n> is a line of {file_path}: read_file("{file_path}:L<n>") opens it; search_history finds any text.'
+)
+REFERENCE_INDEX_KIND_LINE = "{kind}:"
+REFERENCE_INDEX_ENTRY = "- {value} L{line}"
+REFERENCE_INDEX_OMITTED = "{count} more not listed here, all in {file_path}."
+REFERENCE_INDEX_OMITTED_RANGE = "- {count} in lines {start}-{end} (one read_file: offset={offset}, limit={limit})"
+REFERENCE_INDEX_FOOTER = "</reference_index>"
+REFERENCE_INDEX_SEPARATOR = "\n\n"  # between the summary message's text and the index

@@ -9,7 +9,7 @@ import string
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
@@ -20,13 +20,16 @@ from context_engine.formats import (
     DEFAULT_SUMMARY_PROMPT,
     HISTORY_FILE_TEMPLATE,
     HISTORY_SECTION_TEMPLATE,
+    REFERENCE_INDEX_SEPARATOR,
     SESSION_ID_PREFIX,
     SUMMARY_MARKER_KEY,
     SUMMARY_MARKER_VALUE,
     SUMMARY_MESSAGE_NO_FILE_TEMPLATE,
     SUMMARY_MESSAGE_TEMPLATE,
 )
-from context_engine.state import PINNED_IDS_KEY, SummarizationEvent
+from context_engine.lines import next_line_number
+from context_engine.state import PINNED_IDS_KEY, REFERENCE_INDEX_KEY, SummarizationEvent
+from context_engine.store import ResultStore
 from context_engine.summary.cutoff import is_summary_message
 from context_engine.summary.error_texts import error_summary_shape
 from context_engine.summary.rendering import render_message, render_messages
@@ -40,6 +43,15 @@ from context_engine.tokens.messages import (
 )
 
 MESSAGES_PLACEHOLDER = "{messages}"
+
+
+class ReferenceIndexLike(Protocol):
+    """``summary.reference_index.ReferenceIndex`` as the event needs it (that module imports this one)."""
+
+    text: str
+
+    def as_dict(self) -> dict[str, Any]: ...
+
 _SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 __all__ = [
@@ -48,6 +60,7 @@ __all__ = [
     "effective_messages",
     "format_summary_prompt",
     "global_cutoff",
+    "history_next_line",
     "history_path",
     "is_summary_message",
     "new_session_id",
@@ -72,6 +85,11 @@ def history_path(session_id: str) -> str:
     return HISTORY_FILE_TEMPLATE.format(directory=CONVERSATION_HISTORY_DIR, session_id=session_id)
 
 
+def history_next_line(store: ResultStore, path: str) -> int:
+    """The line of ``path`` where the next section will start (1 when there is no file yet)."""
+    return next_line_number(store.read_text(path)) if store.exists(path) else 1
+
+
 def render_history_section(messages: Sequence[BaseMessage], *, now: datetime | None = None) -> str:
     """A timestamped section for the history file; earlier summary messages are left out."""
     kept = [m for m in messages if not is_summary_message(m)]
@@ -82,11 +100,15 @@ def render_history_section(messages: Sequence[BaseMessage], *, now: datetime | N
 # --- summary message and event -----------------------------------------------------------------
 
 
-def build_summary_message(summary: str, *, file_path: str | None) -> HumanMessage:
+def build_summary_message(summary: str, *, file_path: str | None, index: str = "") -> HumanMessage:
+    """The summary message; ``index`` (the reference index's text) follows the summary in it, so it
+    stands after the summary and before the pinned messages."""
     if file_path:
         content = SUMMARY_MESSAGE_TEMPLATE.format(file_path=file_path, summary=summary)
     else:
         content = SUMMARY_MESSAGE_NO_FILE_TEMPLATE.format(summary=summary)
+    if index:
+        content += REFERENCE_INDEX_SEPARATOR + index
     return HumanMessage(content=content, additional_kwargs={SUMMARY_MARKER_KEY: SUMMARY_MARKER_VALUE})
 
 
@@ -106,6 +128,7 @@ def build_summarization_event(
     file_path: str | None,
     lead: int = 1,
     pinned_ids: Sequence[str] = (),
+    reference_index: ReferenceIndexLike | None = None,
 ) -> SummarizationEvent:
     event: SummarizationEvent = {
         "cutoff_index": global_cutoff(previous, local_cutoff, lead=lead),
@@ -114,6 +137,8 @@ def build_summarization_event(
     }
     if pinned_ids:
         event[PINNED_IDS_KEY] = list(pinned_ids)
+    if reference_index is not None and reference_index.text:
+        event[REFERENCE_INDEX_KEY] = reference_index.as_dict()
     return event
 
 
