@@ -156,6 +156,8 @@ REFERENCE_INDEX_HEADER = (
 REFERENCE_INDEX_KIND_LINE = "{kind}:"
 REFERENCE_INDEX_ENTRY = "- {value} L{line}"
 REFERENCE_INDEX_OMITTED = "{count} more not listed here, all in {file_path}."
-REFERENCE_INDEX_OMITTED_RANGE = "- {count} in lines {start}-{end} (one read_file: offset={offset}, limit={limit})"
+REFERENCE_INDEX_OMITTED_RANGE = (
+    "- {count} in lines {start}-{end} (one read_file: offset={offset}, limit={limit})"
+)
 REFERENCE_INDEX_FOOTER = "</reference_index>"
 REFERENCE_INDEX_SEPARATOR = "\n\n"  # between the summary message's text and the index

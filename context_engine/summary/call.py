@@ -145,7 +145,9 @@ def summarize_span(
                 budget=budget,
                 profile=profile,
             )
-            if summary_shrinks(summary_tokens=summary_size(candidate, index.text), folded_tokens=folded_tokens):
+            if summary_shrinks(
+                summary_tokens=summary_size(candidate, index.text), folded_tokens=folded_tokens
+            ):
                 return index
             budget = min(budget - 1, budget * 3 // 4)
         return NO_INDEX
@@ -182,7 +184,9 @@ def summarize_span(
             retry_text = summary_text(retry, rule) if retry is not None else ""
         except SummaryError:
             retry_text = ""  # a repair that is not a summary keeps the first one
-        if retry_text and summary_shrinks(summary_tokens=summary_size(retry_text), folded_tokens=folded_tokens):
+        if retry_text and summary_shrinks(
+            summary_tokens=summary_size(retry_text), folded_tokens=folded_tokens
+        ):
             retry_index = indexed(retry_text)
             retry_loss = fold_loss_report(
                 to_summarize,

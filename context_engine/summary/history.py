@@ -52,6 +52,7 @@ class ReferenceIndexLike(Protocol):
 
     def as_dict(self) -> dict[str, Any]: ...
 
+
 _SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 __all__ = [

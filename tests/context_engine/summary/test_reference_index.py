@@ -19,7 +19,7 @@ from context_engine.steps import run_sync
 from context_engine.store import MemoryStore
 from context_engine.summary.call import summarize_span
 from context_engine.summary.fold_plan import fold_identifiers, message_text
-from context_engine.summary.history import history_path, history_next_line, render_history_section
+from context_engine.summary.history import history_next_line, history_path, render_history_section
 from context_engine.summary.identifiers import Haystack
 from context_engine.summary.reference_index import build_reference_index
 from context_engine.tokens.messages import DEFAULT_PROFILE, estimate_message, estimate_text, messages_tokens
@@ -51,7 +51,9 @@ def folds(draw) -> list[BaseMessage]:
         if kind == "human":
             out.append(HumanMessage(text, id=f"h{n}"))
         elif kind == "call":
-            out.append(AIMessage("", id=f"a{n}", tool_calls=[{"name": "q", "args": {"q": text}, "id": f"c{n}"}]))
+            out.append(
+                AIMessage("", id=f"a{n}", tool_calls=[{"name": "q", "args": {"q": text}, "id": f"c{n}"}])
+            )
         else:
             out.append(ToolMessage(text, tool_call_id=f"c{n}", id=f"t{n}"))
     return out
@@ -214,9 +216,13 @@ def test_summarize_span_appends_the_index_to_the_summary_message_and_counts_it(f
 
 
 def test_without_the_index_the_same_fold_loses_what_the_index_carries():
-    folded = [HumanMessage(f"see src/pkg_{i}/mod.py and PROJ-{i + 10} for item {i}", id=f"m{i}") for i in range(20)]
+    folded = [
+        HumanMessage(f"see src/pkg_{i}/mod.py and PROJ-{i + 10} for item {i}", id=f"m{i}") for i in range(20)
+    ]
     with_index = _summarize(folded, store=MemoryStore(), config=CompressionConfig(trigger_tokens=8000))
-    without = _summarize(folded, store=MemoryStore(), config=CompressionConfig(trigger_tokens=8000, index_percent=0))
+    without = _summarize(
+        folded, store=MemoryStore(), config=CompressionConfig(trigger_tokens=8000, index_percent=0)
+    )
     assert without.index.text == "" and "reference_index" not in without.event
     assert with_index.loss.in_view == len(with_index.index.entries) > 0
     assert with_index.loss.lost < without.loss.lost
