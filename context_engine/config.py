@@ -17,6 +17,7 @@ COMPRESSION_CAPABILITY = "context_compression"
 DEFAULT_PINNED_TOKEN_LIMIT = 2000
 DEFAULT_SUMMARY_CALLS_PER_HOUR = 10
 DEFAULT_INDEX_PERCENT = 10  # the reference index after a summary: at most this share of T, in percent
+MAX_INDEX_PERCENT = 50  # the admin's ceiling: the index never takes the room the summary exists to free
 PINNED_SHARE_OF_TRIGGER = 0.25  # pinned messages never take more than this share of T, whatever the field
 TOKENS_PER_K = 1024
 WINDOW_CAP_RATIO = 0.9
