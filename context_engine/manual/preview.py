@@ -173,6 +173,7 @@ def preview_fingerprint(
         config.context_window,
         config.model_name,
         config.pinned_cap,
+        config.index_percent,
     ]
     digest.update(json.dumps([settings, sorted(pinned_ids), transcript_marker], default=str).encode())
     return digest.hexdigest()[:PREVIEW_ID_CHARS]

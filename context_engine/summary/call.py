@@ -38,9 +38,9 @@ from context_engine.summary.history import (
     render_history_section,
     summary_text,
 )
-from context_engine.summary.identifiers import LossReport, better_summary
+from context_engine.summary.identifiers import LossReport, better_summary, identifiers_of
 from context_engine.summary.loss import fold_loss_report, read_saved_texts, repair_prompt
-from context_engine.summary.reference_index import NO_INDEX, ReferenceIndex, build_reference_index
+from context_engine.summary.reference_index import NO_INDEX, ReferenceIndex, Source, build_reference_index
 from context_engine.summary.spend_guard import record_call
 from context_engine.summary.validation import summary_rule
 from context_engine.tokens.messages import (
@@ -126,6 +126,11 @@ def summarize_span(
     # The section starts on the line after what the (append-only) history file holds now.
     first_line = yield Blocking(partial(history_next_line, store, file_path))
     kept_texts = [message_text(m) for m in kept]
+    saved_paths = receipt_paths(to_summarize)
+    saved = (yield Blocking(partial(read_saved_texts, store, saved_paths))) if saved_paths else {}
+    sources = [Source(file_path, section, first_line), *(Source(p, t) for p, t in saved.items())]
+    # The index also lists what the folded receipts' saved results hold (their previews are folded).
+    indexable = {**identifiers_of(saved.values()), **identifiers}
 
     def summary_size(candidate: str, index: str = "") -> int:
         return estimate_message(build_summary_message(candidate, file_path=file_path, index=index), profile)
@@ -136,14 +141,12 @@ def summarize_span(
         budget = min(config.index_budget, folded_tokens - 1 - summary_size(candidate))
         while budget > 0:
             index = build_reference_index(
-                identifiers,
+                indexable,
                 summary=candidate,
                 kept=kept_texts,
-                section=section,
-                first_line=first_line,
-                file_path=file_path,
+                sources=sources,
                 budget=budget,
-                profile=profile,
+                estimate=partial(estimate_text, profile=profile),
             )
             if summary_shrinks(
                 summary_tokens=summary_size(candidate, index.text), folded_tokens=folded_tokens
@@ -157,9 +160,6 @@ def summarize_span(
         raise SummaryNotSmaller(summary_tokens=size, folded_tokens=folded_tokens)
     yield Blocking(partial(store.append_text, file_path, section))
     usage = _usage(reply)
-    saved = (
-        (yield Blocking(partial(read_saved_texts, store, receipt_paths(to_summarize)))) if identifiers else []
-    )
     index = indexed(text)
     # The summary message names the history file the section was just appended to.
     loss = fold_loss_report(

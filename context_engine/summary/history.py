@@ -20,6 +20,7 @@ from context_engine.formats import (
     DEFAULT_SUMMARY_PROMPT,
     HISTORY_FILE_TEMPLATE,
     HISTORY_SECTION_TEMPLATE,
+    REFERENCE_INDEX_HEADER,
     REFERENCE_INDEX_SEPARATOR,
     SESSION_ID_PREFIX,
     SUMMARY_MARKER_KEY,
@@ -40,6 +41,7 @@ from context_engine.tokens.messages import (
     estimate_message,
     estimate_text,
     messages_tokens,
+    without_estimate,
 )
 
 MESSAGES_PLACEHOLDER = "{messages}"
@@ -111,6 +113,21 @@ def build_summary_message(summary: str, *, file_path: str | None, index: str = "
     if index:
         content += REFERENCE_INDEX_SEPARATOR + index
     return HumanMessage(content=content, additional_kwargs={SUMMARY_MARKER_KEY: SUMMARY_MARKER_VALUE})
+
+
+def without_index(view: list[BaseMessage]) -> list[BaseMessage]:
+    """``view`` with the reference index taken out of its leading summary message (the index yields
+    first when the request reaches ``T``: what it lists stays in the history file and searchable);
+    ``view`` itself when it holds no index."""
+    if not view or not is_summary_message(view[0]) or not isinstance(view[0].content, str):
+        return view
+    content = view[0].content
+    at = content.rfind(REFERENCE_INDEX_SEPARATOR + REFERENCE_INDEX_HEADER)
+    if at < 0:
+        return view
+    metadata = without_estimate(dict(view[0].response_metadata))
+    lean = view[0].model_copy(update={"content": content[:at], "response_metadata": metadata})
+    return [lean, *view[1:]]
 
 
 def global_cutoff(previous: Mapping[str, Any] | None, local_cutoff: int, *, lead: int = 1) -> int:

@@ -7,13 +7,20 @@ the compression bigger."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import partial
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from context_engine.config import CompressionConfig
-from context_engine.formats import REFERENCE_INDEX_HEADER
+from context_engine.formats import (
+    RECEIPT_HEADER,
+    RECEIPT_PATH_PREFIX,
+    RECEIPT_PREVIEW_HEADER,
+    REFERENCE_INDEX_HEADER,
+    TOOL_RESULT_SAVED_KEY,
+)
 from context_engine.lines import parse_pointer, pointer, split_lines
 from context_engine.steps import run_sync
 from context_engine.store import MemoryStore
@@ -21,7 +28,7 @@ from context_engine.summary.call import summarize_span
 from context_engine.summary.fold_plan import fold_identifiers, message_text
 from context_engine.summary.history import history_next_line, history_path, render_history_section
 from context_engine.summary.identifiers import Haystack
-from context_engine.summary.reference_index import build_reference_index
+from context_engine.summary.reference_index import Source, build_reference_index
 from context_engine.tokens.messages import DEFAULT_PROFILE, estimate_message, estimate_text, messages_tokens
 from tests.context_engine.fakes import ScriptedChatModel
 
@@ -66,11 +73,9 @@ def _index(folded, *, summary, kept=(), existing="", budget=400):
         fold_identifiers(folded),
         summary=summary,
         kept=[message_text(m) for m in kept],
-        section=section,
-        first_line=first,
-        file_path=HISTORY,
+        sources=[Source(HISTORY, section, first)],
         budget=budget,
-        profile=DEFAULT_PROFILE,
+        estimate=partial(estimate_text, profile=DEFAULT_PROFILE),
     )
     return index, existing + section
 
@@ -143,7 +148,7 @@ def test_the_index_says_how_many_it_left_out_and_in_which_lines():
     folded = [HumanMessage(f"ticket PROJ-{1000 + i} is open", id=f"m{i}") for i in range(60)]
     index, file_text = _index(folded, summary="", budget=200)
     assert 0 < len(index.entries) < 60 and index.omitted == 60 - len(index.entries)
-    assert f"{index.omitted} more not listed here" in index.text
+    assert f"{index.omitted} more not listed here" in index.text and f"in {HISTORY} lines" in index.text
     assert index.ranges and sum(r.count for r in index.ranges) == index.omitted
     for r, text in zip(index.ranges, index.range_texts, strict=True):
         assert text == "\n".join(split_lines(file_text)[r.start - 1 : r.end])
@@ -204,9 +209,10 @@ def test_summarize_span_appends_the_index_to_the_summary_message_and_counts_it(f
     if index.text:
         assert message.content.endswith(index.text)
         assert outcome.event["reference_index"]["entries"] == [
-            {"value": e.value, "kind": e.kind, "line": e.line} for e in index.entries
+            {"value": e.value, "kind": e.kind, "path": HISTORY, "line": e.line} for e in index.entries
         ]
-        assert index.text.startswith(REFERENCE_INDEX_HEADER.format(file_path=HISTORY))
+        assert index.text.startswith(REFERENCE_INDEX_HEADER)
+        assert not index.entries or index.text.startswith(f"{REFERENCE_INDEX_HEADER}\n{HISTORY}:\n")
     for entry in index.entries:
         assert _resolves(store.files[HISTORY], entry.value, entry.line)
     # The loss report counts the index: what it lists is in view, never lost.
@@ -226,3 +232,34 @@ def test_without_the_index_the_same_fold_loses_what_the_index_carries():
     assert without.index.text == "" and "reference_index" not in without.event
     assert with_index.loss.in_view == len(with_index.index.entries) > 0
     assert with_index.loss.lost < without.loss.lost
+
+
+def test_identifiers_of_a_folded_receipts_saved_result_point_into_the_saved_file():
+    saved = "outputs/large_tool_results/web_search-00000000000000aa.txt"
+    store = MemoryStore()
+    store.files[saved] = "".join(f"result {n}: https://docs.example.org/page/{n}?v=2\n" for n in range(1, 40))
+    receipt = ToolMessage(
+        "\n".join(
+            [
+                RECEIPT_HEADER,
+                "Tool: web_search",
+                "Approx tokens: 900",
+                f"{RECEIPT_PATH_PREFIX}{saved}",
+                "",
+                RECEIPT_PREVIEW_HEADER,
+                "result 1: https://docs.example.org/page/1?v=2",
+            ]
+        ),
+        tool_call_id="c1",
+        id="t1",
+        additional_kwargs={TOOL_RESULT_SAVED_KEY: True},
+    )
+    call = AIMessage("", id="a1", tool_calls=[{"name": "web_search", "args": {"query": "docs"}, "id": "c1"}])
+    folded = [HumanMessage("find the docs pages " + "please " * 1500, id="h1"), call, receipt]
+    outcome = _summarize(folded, store=store, config=CompressionConfig(trigger_tokens=8000))
+    in_saved = [e for e in outcome.index.entries if e.path == saved]
+    assert in_saved, outcome.index.text
+    lines = split_lines(store.files[saved])
+    for entry in in_saved:
+        assert entry.value in lines[entry.line - 1]
+    assert f"\n{saved}:\n" in outcome.index.text
