@@ -11,6 +11,7 @@ from typing import Any
 
 from agent_platform.workdir import WorkdirPathError, resolve
 from context_engine.compaction.tool_results import sha256_text, tool_result_path
+from context_engine.lines import LINE_BREAK, split_lines
 from context_engine.formats import (
     RECEIPT_HEADER,
     RECEIPT_PATH_PREFIX,
@@ -122,6 +123,16 @@ class SavedFile:
     sha256: str
     text: str
     cut: bool
+
+    @property
+    def numbered_lines(self) -> list[tuple[int, str]]:
+        """``(number, line with its break)``: lines as ``read_file`` and the index's pointers count them
+        (``context_engine.lines``), so ``#L412`` on this page is the line ``path:L412`` names."""
+        lines = split_lines(self.text)
+        ends = [LINE_BREAK] * len(lines)
+        if lines and not self.text.endswith(LINE_BREAK):
+            ends[-1] = ""
+        return [(n, line + end) for n, (line, end) in enumerate(zip(lines, ends, strict=True), start=1)]
 
 
 def saved_file(*, path: str, text: str) -> SavedFile:

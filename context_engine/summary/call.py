@@ -67,7 +67,12 @@ class SummaryOutcome:
 
     def loss_report(self) -> dict[str, Any]:
         """The loss report as the event and the audit record carry it."""
-        return {**self.loss.as_dict(), "repair_calls": len(self.calls) - 1, "repaired": self.repaired}
+        return {
+            **self.loss.as_dict(),
+            "repair_calls": len(self.calls) - 1,
+            "repaired": self.repaired,
+            "indexed": len(self.index.entries),  # of those in view, the ones the reference index lists
+        }
 
 
 def summarize_span(
