@@ -243,7 +243,7 @@ class Agent(models.Model):
         ),
     )
     summary_index_percent = models.PositiveSmallIntegerField(
-        verbose_name=_("reference index budget (% of trigger)"),
+        verbose_name=_("reference index budget (percent of the trigger)"),
         default=DEFAULT_INDEX_PERCENT,
         validators=[MaxValueValidator(MAX_INDEX_PERCENT)],
         help_text=_(

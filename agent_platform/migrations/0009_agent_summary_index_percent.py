@@ -14,6 +14,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='agent',
             name='summary_index_percent',
-            field=models.PositiveSmallIntegerField(default=10, help_text='After every summary, the identifiers it left out (paths, URLs, ids) are listed with the line of the history file where each appears, in at most this share of the trigger. 0 turns the index off.', validators=[django.core.validators.MaxValueValidator(50)], verbose_name='reference index budget (% of trigger)'),
+            field=models.PositiveSmallIntegerField(default=10, help_text='After every summary, the identifiers it left out (paths, URLs, ids) are listed with the line of the history file where each appears, in at most this share of the trigger. 0 turns the index off.', validators=[django.core.validators.MaxValueValidator(50)], verbose_name='reference index budget (percent of the trigger)'),
         ),
     ]
