@@ -132,6 +132,11 @@ class IndexLink:
     def pointer(self) -> str:
         return pointer(self.path, self.line)
 
+    @property
+    def short(self) -> str:
+        """The pointer with the file's name only (the link's title carries the whole path)."""
+        return pointer(self.path.rsplit("/", 1)[-1], self.line)
+
 
 @dataclass(frozen=True)
 class Memory:

@@ -20,7 +20,7 @@ from tests.context_engine.chats import conversation_messages
 from tests.conversations.test_context_panel import _detail, _section
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("keep_four")]
-_LINK = re.compile(r'<a class="mono index-pointer" href="([^"]+)#L(\d+)"[^>]*>([^<]+)</a>')
+_LINK = re.compile(r'<a class="mono index-pointer" href="([^"]+)#L(\d+)"[^>]*title="([^"]+)">([^<]+)</a>')
 
 
 def _seed_with_many_identifiers(thread) -> None:
@@ -55,8 +55,9 @@ def test_the_memory_panel_links_each_index_entry_to_its_line(owner_client, threa
     links = _LINK.findall(panel)
     assert links
     workdir = workdir_for(thread)
-    for href, line, text in links:
-        path = text.rsplit(":L", 1)[0]
+    for href, line, title, text in links:
+        path = title.rsplit(":L", 1)[0]
+        assert title == f"{path}:L{line}" and text == f"{path.rsplit('/', 1)[-1]}:L{line}"
         assert href == reverse(
             "conversations:workdir-file", kwargs={"thread_id": thread.thread_id, "path": path}
         )
