@@ -11,7 +11,6 @@ from typing import Any
 
 from agent_platform.workdir import WorkdirPathError, resolve
 from context_engine.compaction.tool_results import sha256_text, tool_result_path
-from context_engine.lines import LINE_BREAK, split_lines
 from context_engine.formats import (
     RECEIPT_HEADER,
     RECEIPT_PATH_PREFIX,
@@ -20,6 +19,7 @@ from context_engine.formats import (
     RECEIPT_TOKENS_PREFIX,
     RECEIPT_TOOL_PREFIX,
 )
+from context_engine.lines import LINE_BREAK, split_lines
 
 # The hint is a derived line for people only; it never triggers anything (0.849 no, 0.85 yes).
 HINT_RATIO = 0.85
