@@ -252,7 +252,7 @@ def headline_rows(results: list[Reached]) -> list[dict]:
     def cell(summarizer: str) -> str:
         ours, off = by[(summarizer, "ours")], by[(summarizer, "ours (no index)")]
         return (
-            f"{_pct(ours['reached'])} ({ours['unreachable'] * 100:.1f}% unreachable, index max "
+            f"{_pct(ours['reached'])} ({_pct(ours['unreachable'])} unreachable, index max "
             f"{_pct(ours['index_max_of_T'])} of T, {ours['summary_calls']} summary calls; without the index "
             f"{_pct(off['in_view'])} in view, {off['summary_calls']} calls)"
         )
