@@ -220,7 +220,10 @@ def memory_from(
     )
     return Memory(
         active=True,
-        summary_text=text.split(REFERENCE_INDEX_SEPARATOR + REFERENCE_INDEX_HEADER, 1)[0],
+        # The index is shown below the summary: cut at its header, the last one (a summary may quote one).
+        summary_text=text.rpartition(REFERENCE_INDEX_SEPARATOR + REFERENCE_INDEX_HEADER)[0]
+        if isinstance(index, Mapping) and REFERENCE_INDEX_HEADER in text
+        else text,
         summary_tokens=int(summary_tokens or 0),
         file_path=workdir_path(event.get("file_path")),
         folded_last_seq=folded_last_seq,

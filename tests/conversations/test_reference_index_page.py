@@ -10,9 +10,11 @@ import re
 
 import pytest
 from django.urls import reverse
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from agent_platform.workdir import workdir_for
+from compression.panels import memory_from
+from context_engine.formats import REFERENCE_INDEX_HEADER, REFERENCE_INDEX_SEPARATOR
 from context_engine.lines import split_lines
 from conversations.services import message_append
 from tests.compression._threads import seed_state
@@ -83,3 +85,20 @@ def test_a_file_view_numbers_lines_as_read_file_does(owner_client, thread):
     view = owner_client.get(url).content.decode()
     assert '<span class="file-line" id="L3" data-line="3">three\u2028still three\n</span>' in view
     assert '<span class="file-line" id="L4" data-line="4">four</span></pre>' in view
+
+
+def test_the_panel_cuts_the_summary_at_the_last_index_header_only():
+    quoted = f"## SESSION INTENT\nwork; the model quoted{REFERENCE_INDEX_SEPARATOR}{REFERENCE_INDEX_HEADER}\n- X L1"
+    index = f"{REFERENCE_INDEX_HEADER}\n3 more not listed here\n</reference_index>"
+    event = {
+        "cutoff_index": 1,
+        "summary_message": HumanMessage(quoted + REFERENCE_INDEX_SEPARATOR + index),
+        "file_path": "outputs/conversation_history/s.md",
+        "reference_index": {"entries": [], "omitted": 3, "ranges": [], "tokens": 20},
+    }
+    memory = memory_from(
+        {"messages": [HumanMessage("a"), HumanMessage("b")], "_summarization_event": event},
+        summary_tokens=50,
+        folded_last_seq=1,
+    )
+    assert memory.summary_text == quoted and memory.index == () and memory.index_omitted == 3
