@@ -27,7 +27,7 @@ from context_engine.store import MemoryStore
 from context_engine.summary.call import summarize_span
 from context_engine.summary.fold_plan import fold_identifiers, message_text
 from context_engine.summary.history import history_next_line, history_path, render_history_section
-from context_engine.summary.identifiers import Haystack
+from context_engine.summary.identifiers import Haystack, identifiers_of
 from context_engine.summary.reference_index import Source, build_reference_index
 from context_engine.tokens.messages import DEFAULT_PROFILE, estimate_message, estimate_text, messages_tokens
 from tests.context_engine.fakes import ScriptedChatModel
@@ -263,3 +263,34 @@ def test_identifiers_of_a_folded_receipts_saved_result_point_into_the_saved_file
     for entry in in_saved:
         assert entry.value in lines[entry.line - 1]
     assert f"\n{saved}:\n" in outcome.index.text
+
+
+@PROPERTY
+@given(
+    folded=folds(),
+    saved_lines=st.lists(st.lists(st.sampled_from(IDS), max_size=3).map(" ; ".join), min_size=1, max_size=30),
+    summary_ids=st.lists(st.sampled_from(IDS), max_size=6),
+    budget=st.integers(min_value=0, max_value=900),
+)
+def test_pointers_into_saved_results_resolve_and_the_budget_holds(folded, saved_lines, summary_ids, budget):
+    saved_path = "outputs/large_tool_results/web_search-00000000000000bb.txt"
+    saved = "\n".join(saved_lines) + "\n"
+    section = render_history_section(folded, now=NOW)
+    texts = {HISTORY: section, saved_path: saved}
+    summary = " ".join(summary_ids)
+    identifiers = {**identifiers_of([saved]), **fold_identifiers(folded)}
+    index = build_reference_index(
+        identifiers,
+        summary=summary,
+        kept=[],
+        sources=[Source(HISTORY, section), Source(saved_path, saved)],
+        budget=budget,
+        estimate=partial(estimate_text, profile=DEFAULT_PROFILE),
+    )
+    assert index.tokens <= budget
+    in_summary = Haystack([summary])
+    for entry in index.entries:
+        assert entry.value in split_lines(texts[entry.path])[entry.line - 1]
+        assert (entry.value, entry.kind) not in in_summary
+    for r, text in zip(index.ranges, index.range_texts, strict=True):
+        assert text == "\n".join(split_lines(texts[r.path])[r.start - 1 : r.end])
