@@ -28,7 +28,7 @@ from context_engine.state import (
 from context_engine.steps import Blocking, Steps, Summarize
 from context_engine.store import ResultStore
 from context_engine.summary.dropping import session_id_from
-from context_engine.summary.fold_plan import fold_identifiers, message_text, receipt_paths
+from context_engine.summary.fold_plan import fold_identifiers, receipt_paths
 from context_engine.summary.history import (
     build_summarization_event,
     build_summary_message,
@@ -38,9 +38,10 @@ from context_engine.summary.history import (
     render_history_section,
     summary_text,
 )
-from context_engine.summary.identifiers import LossReport, better_summary, identifiers_of
+from context_engine.summary.identifiers import LossReport, better_summary
+from context_engine.summary.indexing import index_inputs
 from context_engine.summary.loss import fold_loss_report, read_saved_texts, repair_prompt
-from context_engine.summary.reference_index import NO_INDEX, ReferenceIndex, Source, build_reference_index
+from context_engine.summary.reference_index import NO_INDEX, ReferenceIndex
 from context_engine.summary.spend_guard import record_call
 from context_engine.summary.validation import summary_rule
 from context_engine.tokens.messages import (
@@ -62,7 +63,7 @@ class SummaryOutcome:
     loss: LossReport = field(default_factory=LossReport)
     calls: tuple[int, ...] = ()  # input tokens (estimated) of each summary call made: 1, or 2 with a repair
     repaired: bool = False  # the repair pass's summary was kept
-    summary_tokens: int = 0  # the summary message's estimate (what a preview goes by next time)
+    summary_tokens: int = 0  # the summary message's estimate without its index (what a preview goes by)
     index: ReferenceIndex = NO_INDEX  # the reference index that follows the summary (in its message)
 
     def loss_report(self) -> dict[str, Any]:
@@ -130,12 +131,11 @@ def summarize_span(
     section = render_history_section(to_summarize, now=now)
     # The section starts on the line after what the (append-only) history file holds now.
     first_line = yield Blocking(partial(history_next_line, store, file_path))
-    kept_texts = [message_text(m) for m in kept]
     saved_paths = receipt_paths(to_summarize)
     saved = (yield Blocking(partial(read_saved_texts, store, saved_paths))) if saved_paths else {}
-    sources = [Source(file_path, section, first_line), *(Source(p, t) for p, t in saved.items())]
-    # The index also lists what the folded receipts' saved results hold (their previews are folded).
-    indexable = {**identifiers_of(saved.values()), **identifiers}
+    inputs = index_inputs(
+        to_summarize, kept=kept, saved=saved, section=section, file_path=file_path, first_line=first_line
+    )
 
     def summary_size(candidate: str, index: str = "") -> int:
         return estimate_message(build_summary_message(candidate, file_path=file_path, index=index), profile)
@@ -145,14 +145,7 @@ def summarize_span(
         leaves below what it folds (the index never makes a compression grow the request)."""
         budget = min(config.index_budget, folded_tokens - 1 - summary_size(candidate))
         while budget > 0:
-            index = build_reference_index(
-                indexable,
-                summary=candidate,
-                kept=kept_texts,
-                sources=sources,
-                budget=budget,
-                estimate=partial(estimate_text, profile=profile),
-            )
+            index = inputs.build(summary=candidate, budget=budget, profile=profile)
             if summary_shrinks(
                 summary_tokens=summary_size(candidate, index.text), folded_tokens=folded_tokens
             ):
@@ -223,7 +216,7 @@ def summarize_span(
         loss=loss,
         calls=tuple(calls),
         repaired=repaired,
-        summary_tokens=estimate_message(event["summary_message"], profile),
+        summary_tokens=summary_size(text),  # without the index: the preview sizes that itself
         index=index,
     )
 
