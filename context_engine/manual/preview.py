@@ -36,6 +36,7 @@ class FoldPreview:
     before_tokens: int
     estimated_after_tokens: int
     summary_estimate_tokens: int = 0  # the summary alone; the reference index is in the size after
+    index_tokens: int = 0  # the reference index that will follow the summary (built, not estimated)
     estimated_after_range: tuple[int, int] = (0, 0)  # the estimate's likely range (``summary_size``)
     estimate_unsure: bool = False  # the range is too wide for one number: the page shows the range
     folded_ids: tuple[str, ...] = ()
@@ -124,6 +125,7 @@ def fold_preview(
             overhead_tokens + estimate + pinned_tokens + tail_tokens
         ),
         summary_estimate_tokens=size.tokens,  # the summary alone, as fitted (the index is sized apart)
+        index_tokens=index,
         estimated_after_range=(
             calibration.corrected(overhead_tokens + size.low + index + pinned_tokens + tail_tokens),
             calibration.corrected(overhead_tokens + size.high + index + pinned_tokens + tail_tokens),

@@ -46,7 +46,7 @@ def test_the_previewed_size_after_counts_the_index_the_summary_will_carry():
     fresh = _plan(values, config, MemoryStore())  # the thread as it was before that summary
     preview = fold_preview(fresh, preview_id="p", summary_history=history)
     index = preview_index_tokens(fresh, summary_tokens=preview.summary_estimate_tokens, folded_tokens=folded)
-    assert index > 0
+    assert index == preview.index_tokens > 0
     assert preview.estimated_after_tokens == preview.summary_estimate_tokens + preview.tail_tokens + index
     assert abs(preview.estimated_after_tokens - applied.after_tokens) <= 0.02 * applied.after_tokens
     off = CompressionConfig(trigger_tokens=20_000, keep_messages=4, index_percent=0)
