@@ -8,6 +8,7 @@ from decimal import Decimal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
@@ -15,11 +16,13 @@ from agent_platform.key_bindings import binding_error
 from agent_platform.model_catalog import OFFLINE_MODEL_NAME, context_window_for
 from context_engine.config import (
     COMPRESSION_CAPABILITY,
+    DEFAULT_INDEX_PERCENT,
     DEFAULT_KEEP_MESSAGES,
     DEFAULT_PINNED_TOKEN_LIMIT,
     DEFAULT_SUMMARY_CALLS_PER_HOUR,
     DEFAULT_THRESHOLD_K,
     DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
+    MAX_INDEX_PERCENT,
     CompressionConfig,
     effective_trigger,
 )
@@ -48,6 +51,7 @@ COMPRESSION_FIELDS = (
     "summary_tool_result_token_limit",
     "summary_pinned_token_limit",
     "summary_repair_pass",
+    "summary_index_percent",
     "summary_max_calls_per_hour",
     "summary_max_input_tokens_per_hour",
 )
@@ -273,6 +277,16 @@ class Agent(models.Model):
             "must-keep and keep the better summary. Costs one more summary call when it happens."
         ),
     )
+    summary_index_percent = models.PositiveSmallIntegerField(
+        verbose_name=_("reference index budget (percent of the trigger)"),
+        default=DEFAULT_INDEX_PERCENT,
+        validators=[MaxValueValidator(MAX_INDEX_PERCENT)],
+        help_text=_(
+            "After every summary, the identifiers it left out (paths, URLs, ids) are listed with the line "
+            "of the history file where each appears, in at most this share of the trigger. 0 turns the "
+            "index off."
+        ),
+    )
     summary_max_calls_per_hour = models.PositiveIntegerField(
         default=DEFAULT_SUMMARY_CALLS_PER_HOUR,
         help_text=_(
@@ -371,6 +385,7 @@ class Agent(models.Model):
             model_name=self.resolved_model_name,
             pinned_token_limit=self.summary_pinned_token_limit,
             repair_pass=self.summary_repair_pass,
+            index_percent=self.summary_index_percent,
             spend=SpendLimits(
                 max_calls_per_hour=self.summary_max_calls_per_hour,
                 max_input_tokens_per_hour=self.summary_max_input_tokens_per_hour,

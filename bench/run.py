@@ -26,6 +26,7 @@ from bench import (
     manual_latency,
     overhead,
     peers,
+    reference_index,
 )
 from bench.common import machine_markdown, markdown_table
 
@@ -420,6 +421,9 @@ def main() -> None:
         loss_report.render_survival(survival) + "\n" + loss_report.render_preview(previews, real_previews),
     )
 
+    reached = reference_index.run()
+    section("6b. Reference index: nothing folded out of reach", reference_index.render(reached))
+
     head = headline(
         acc,
         summary,
@@ -429,7 +433,10 @@ def main() -> None:
         fresh,
         vs_tiktoken,
         calib,
-        extra=loss_report.headline_rows(survival, previews, real_previews),
+        extra=[
+            *loss_report.headline_rows(survival, previews, real_previews),
+            *reference_index.headline_rows(reached),
+        ],
     )
     elapsed = time.perf_counter() - started
     doc = (

@@ -58,7 +58,11 @@ class CompressionRecordAdmin(AuditAdmin):
             return "–"
         kept = report.in_summary + report.in_view
         text = f"{kept} / {report.one_read} / {report.two_reads} / {report.unreachable} of {report.total}"
-        return text + (" (repaired)" if (record.loss_report or {}).get("repaired") else "")
+        loss = record.loss_report or {}
+        indexed = loss.get("indexed")
+        if isinstance(indexed, int) and not isinstance(indexed, bool) and indexed > 0:
+            text += f" ({indexed} in the reference index)"
+        return text + (" (repaired)" if loss.get("repaired") else "")
 
     @admin.display(description=_("Lost identifiers"))
     def lost_identifiers(self, record: CompressionRecord) -> str:

@@ -19,6 +19,7 @@ from context_engine.formats import (
     RECEIPT_TOKENS_PREFIX,
     RECEIPT_TOOL_PREFIX,
 )
+from context_engine.lines import LINE_BREAK, split_lines
 
 # The hint is a derived line for people only; it never triggers anything (0.849 no, 0.85 yes).
 HINT_RATIO = 0.85
@@ -123,6 +124,16 @@ class SavedFile:
     sha256: str
     text: str
     cut: bool
+
+    @property
+    def numbered_lines(self) -> list[tuple[int, str]]:
+        """``(number, line with its break)``: lines as ``read_file`` and the index's pointers count them
+        (``context_engine.lines``), so ``#L412`` on this page is the line ``path:L412`` names."""
+        lines = split_lines(self.text)
+        ends = [LINE_BREAK] * len(lines)
+        if lines and not self.text.endswith(LINE_BREAK):
+            ends[-1] = ""
+        return [(n, line + end) for n, (line, end) in enumerate(zip(lines, ends, strict=True), start=1)]
 
 
 def saved_file(*, path: str, text: str) -> SavedFile:

@@ -40,7 +40,7 @@ from context_engine.steps import Blocking, CallModel, Steps, run_async, run_sync
 from context_engine.store import ResultStore
 from context_engine.summary.call import ledger_update, summarize_span, summary_update
 from context_engine.summary.fold_plan import fold_split, view_lead
-from context_engine.summary.history import effective_messages, valid_event
+from context_engine.summary.history import effective_messages, valid_event, without_index
 from context_engine.summary.pins import pinned_closure, restore_pinned
 from context_engine.summary.spend_guard import (
     LedgerSource,
@@ -49,7 +49,7 @@ from context_engine.summary.spend_guard import (
     thread_ledger,
 )
 from context_engine.tokens.calibration import Calibration, CalibrationMemory, CalibrationSource
-from context_engine.tokens.messages import TokenProfile, messages_tokens, profile_for_model
+from context_engine.tokens.messages import TokenProfile, estimate_message, messages_tokens, profile_for_model
 
 TRIED_COMPACTION = "saving large tool results to files"
 
@@ -178,24 +178,36 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         compacted = yield Blocking(partial(self._compactor.compact, effective))
         emitter.record_files([r for r in compacted.saved if r.message_id not in pinned], compacted.failed)
         view = restore_pinned(effective, compacted.messages, pinned) if pinned else compacted.messages
-        raw = overhead + self._view_totals.total(view)
-        emitter.after_tokens = after = self._calibration().corrected(raw)
-        if policy.compaction_suffices(
-            after,
-            trigger=self.config.trigger_tokens,
-            overflowed=overflowed_at is not None,
-            raw=raw,
-            context_window=self.config.context_window,
-        ):
+        total = self._view_totals.total(view)
+        lean = without_index(view)
+        # The reference index yields first: when the view fits below T without it, it goes out so,
+        # with no summary call (what the index lists stays in the history file, and searchable).
+        candidates = [(view, total)]
+        if lean is not view:
+            shed = estimate_message(view[0], self.profile) - estimate_message(lean[0], self.profile)
+            candidates.append((lean, total - shed))
+        for candidate, tokens in candidates:
+            raw = overhead + tokens
+            after = self._calibration().corrected(raw)
+            if not policy.compaction_suffices(
+                after,
+                trigger=self.config.trigger_tokens,
+                overflowed=overflowed_at is not None,
+                raw=raw,
+                context_window=self.config.context_window,
+            ):
+                continue
+            emitter.after_tokens = after
             try:
-                response = yield CallModel(request.override(messages=view))
+                response = yield CallModel(request.override(messages=candidate))
             except Exception as exc:
                 if not is_context_overflow(exc):
                     raise
                 overflowed_at = after
-            else:
-                emitter.sent(level=LEVEL_COMPACTION, after_tokens=after, messages=view)
-                return _Compacted(view, overflowed_at, response, pinned)
+                break
+            emitter.sent(level=LEVEL_COMPACTION, after_tokens=after, messages=candidate)
+            return _Compacted(candidate, overflowed_at, response, pinned)
+        emitter.after_tokens = self._calibration().corrected(overhead + total)
         return _Compacted(view, overflowed_at, None, pinned)
 
     def _summarize(

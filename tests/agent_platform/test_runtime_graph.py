@@ -49,11 +49,12 @@ def test_tools_follow_the_agent_and_sub_agents_get_no_task_or_ask_user(thread, a
         agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel(), subagent=True
     )
     assert {"task", "ask_user"}.isdisjoint(t.name for t in sub)
+    assert "search_history" in [t.name for t in sub]  # sub-agents search the thread's history too
     agent.tools = ["ls"]
     assert [
         t.name
         for t in agent_tools(agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel())
-    ] == ["ls"]
+    ] == ["ls", "search_history"]
 
 
 def test_the_checkpointer_is_reopened_after_a_fork(monkeypatch):

@@ -52,7 +52,12 @@ def test_tool_call_round_trip_streams_through_the_openai_client(
     first, second = openai_stub.requests
     assert first["stream"] is True and first["stream_options"] == {"include_usage": True}
     assert first["model"] == "gpt-4o-mini"
-    assert {t["function"]["name"] for t in first["tools"]} == {"ls", "read_file", "write_file"}
+    assert {t["function"]["name"] for t in first["tools"]} == {
+        "ls",
+        "read_file",
+        "write_file",
+        "search_history",
+    }
     assert first["messages"][-1] == {"role": "user", "content": "write a note"}
     tool_result = second["messages"][-1]
     assert tool_result["role"] == "tool" and tool_result["tool_call_id"] == "call_w1"

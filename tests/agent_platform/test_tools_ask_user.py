@@ -47,11 +47,19 @@ def test_build_tools_returns_the_enabled_tools_with_model_names(agent, settings,
     workdir = Workdir(uuid.uuid4())
     assert set(BUILT_HERE) == set(TOOL_NAMES) - {"task"}
     all_tools = build_tools(agent=agent, conversation=None, workdir=workdir)
-    assert [tool.name for tool in all_tools] == [name for name in TOOL_NAMES if name != "task"]
+    # The compression capability brings search_history after the admin's choice (issue 25).
+    assert [tool.name for tool in all_tools] == [name for name in TOOL_NAMES if name != "task"] + [
+        "search_history"
+    ]
     agent.tools = ["read_file", "query_kb", "task"]
     assert [tool.name for tool in build_tools(agent=agent, conversation=None, workdir=workdir)] == [
         "read_file",
         "query_kb",
+        "search_history",
     ]
     agent.tools = []
+    assert [tool.name for tool in build_tools(agent=agent, conversation=None, workdir=workdir)] == [
+        "search_history"
+    ]
+    agent.capabilities = []
     assert build_tools(agent=agent, conversation=None, workdir=workdir) == []

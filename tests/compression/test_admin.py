@@ -62,12 +62,13 @@ def test_the_list_and_the_record_show_the_loss_report_by_reach_tier(client, admi
         "lost_kinds": {"ticket": 1, "url": 1},
         "repair_calls": 1,
         "repaired": True,
+        "indexed": 1,
     }
     record.save()
     client.force_login(admin_user)
     listing = client.get(reverse("admin:compression_compressionrecord_changelist")).content.decode()
     assert "in view / one read / two reads / unreachable" in listing
-    assert "8 / 2 / 1 / 1 of 12 (repaired)" in listing
+    assert "8 / 2 / 1 / 1 of 12 (1 in the reference index) (repaired)" in listing
     detail = client.get(
         reverse("admin:compression_compressionrecord_change", args=[record.pk])
     ).content.decode()
