@@ -38,6 +38,8 @@ TOOL_CHOICES = [
 TOOL_NAMES = [name for name, _label in TOOL_CHOICES]
 CAPABILITY_CHOICES = [(COMPRESSION_CAPABILITY, f"{COMPRESSION_CAPABILITY}: manual and bulk compression")]
 MIN_CONTEXT_WINDOW = 1024
+# Where an agent's context window comes from (``Agent.context_window_source``), in the order tried.
+WINDOW_FROM_FIELD, WINDOW_FROM_ENDPOINT, WINDOW_FROM_TABLE, WINDOW_UNKNOWN = "field", "endpoint", "table", "none"
 COMPRESSION_FIELDS = (
     "summary_threshold",
     "summary_keep_messages",
@@ -281,6 +283,11 @@ class Agent(models.Model):
             errors["capabilities"] = _("Unknown capabilities.")
         if self.endpoint_id is not None and not self.resolved_model_name:
             errors["model_name"] = _("Name a model: this endpoint has no default model.")
+        elif self.endpoint_id is not None and self.model_name == OFFLINE_MODEL_NAME:
+            errors["model_name"] = _(
+                "%(name)s is the built-in offline model, which no endpoint serves: name the endpoint's "
+                "model, or leave this empty for its default."
+            ) % {"name": OFFLINE_MODEL_NAME}
         if self.context_window is not None and self.context_window < MIN_CONTEXT_WINDOW:
             errors["context_window"] = _(
                 "A context window below %(min)s tokens cannot hold a conversation."
@@ -308,12 +315,19 @@ class Agent(models.Model):
 
     @property
     def resolved_context_window(self) -> int | None:
-        """The agent's window, else the known-models table, else the endpoint's (for its default model)."""
-        known = context_window_for(self.resolved_model_name)
-        endpoint_window = None
+        """The agent's window, else the endpoint's (for its default model), else the known-models table."""
+        return self.context_window_source[0]
+
+    @property
+    def context_window_source(self) -> tuple[int | None, str]:
+        """The resolved window and where it came from: one of ``WINDOW_SOURCES`` (``"none"`` if unknown)."""
+        if self.context_window:
+            return self.context_window, WINDOW_FROM_FIELD
         if self.endpoint is not None and self.resolved_model_name == self.endpoint.default_model:
-            endpoint_window = self.endpoint.context_window
-        return self.context_window or endpoint_window or known
+            if self.endpoint.context_window:
+                return self.endpoint.context_window, WINDOW_FROM_ENDPOINT
+        known = context_window_for(self.resolved_model_name)
+        return (known, WINDOW_FROM_TABLE) if known else (None, WINDOW_UNKNOWN)
 
     @property
     def effective_trigger(self) -> int:

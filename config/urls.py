@@ -15,6 +15,8 @@ def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
 
 urlpatterns = [
     path("admin/pressure/", include("conversations.admin_views")),
+    path("admin/agents/", include("agent_platform.admin_views")),
+    path("admin/agents/", include("conversations.admin_retune")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("api/<path:rest>", not_found),

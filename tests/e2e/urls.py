@@ -11,6 +11,8 @@ from django.urls import include, path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from agent_platform.knowledge.models import KnowledgeBase
+from agent_platform.knowledge.services import document_ingest
 from agent_platform.models import Agent
 from agent_platform.runtime import models as runtime_models
 from agent_platform.runtime.offline import OfflineChatModel
@@ -52,6 +54,10 @@ def seed(request: HttpRequest) -> JsonResponse:
             user_model.objects.create_user(USERNAME, "alice@example.com", PASSWORD)
         if not user_model.objects.filter(username=STAFF_USERNAME).exists():
             user_model.objects.create_superuser(STAFF_USERNAME, "root@example.com", STAFF_PASSWORD)
+        # Something for query_kb to search (a tool with nothing to search is left out of the agent's).
+        kb, _ = KnowledgeBase.objects.get_or_create(slug="policies", defaults={"name": "Policies"})
+        if not kb.documents.exists():
+            document_ingest(kb=kb, title="Refund policy", text="Refunds are paid within 14 days.")
         # Keep two messages after a summary, so a short thread already has history to compress.
         Agent.objects.get_or_create(
             slug=AGENT_SLUG, defaults={"name": "Assistant", "summary_keep_messages": 2}
