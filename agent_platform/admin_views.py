@@ -39,7 +39,9 @@ def agent_or_none(request: HttpRequest) -> Agent | None:
     """The saved agent named by ``?agent=`` (absent or empty: a new one)."""
     if not request.GET.get("agent"):
         return None
-    agent = Agent.objects.select_related("endpoint").filter(pk=_row_id(request.GET["agent"], what="agent"))
+    agent = Agent.objects.select_related("endpoint").filter(
+        pk=_row_id(request.GET["agent"], what=Agent._meta.verbose_name)
+    )
     if (found := agent.first()) is None:
         raise NotFound(_("No such agent."))
     return found
@@ -53,7 +55,9 @@ def agent_figures(request: HttpRequest) -> JsonResponse:
 
 @admin_json(permissions=MODEL_LIST_PERMISSIONS)
 def endpoint_model_list(request: HttpRequest) -> JsonResponse:
-    endpoint = ModelEndpoint.objects.filter(pk=_row_id(request.GET.get("endpoint"), what="endpoint")).first()
+    endpoint = ModelEndpoint.objects.filter(
+        pk=_row_id(request.GET.get("endpoint"), what=ModelEndpoint._meta.verbose_name)
+    ).first()
     if endpoint is None:
         raise NotFound(_("No such model endpoint."))
     try:

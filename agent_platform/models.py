@@ -39,7 +39,12 @@ TOOL_NAMES = [name for name, _label in TOOL_CHOICES]
 CAPABILITY_CHOICES = [(COMPRESSION_CAPABILITY, f"{COMPRESSION_CAPABILITY}: manual and bulk compression")]
 MIN_CONTEXT_WINDOW = 1024
 # Where an agent's context window comes from (``Agent.context_window_source``), in the order tried.
-WINDOW_FROM_FIELD, WINDOW_FROM_ENDPOINT, WINDOW_FROM_TABLE, WINDOW_UNKNOWN = "field", "endpoint", "table", "none"
+WINDOW_FROM_FIELD, WINDOW_FROM_ENDPOINT, WINDOW_FROM_TABLE, WINDOW_UNKNOWN = (
+    "field",
+    "endpoint",
+    "table",
+    "none",
+)
 COMPRESSION_FIELDS = (
     "summary_threshold",
     "summary_keep_messages",
