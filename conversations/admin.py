@@ -7,9 +7,8 @@ from django.contrib import admin
 from django.http import HttpRequest
 from django.utils.formats import date_format
 from django.utils.timezone import localtime
-from django.utils.translation import gettext
+from django.utils.translation import gettext, ngettext
 from django.utils.translation import gettext_lazy as _
-from django.utils.translation import ngettext
 
 from agent_platform.admin_base import AuditAdmin
 from context_engine.events import COMPLETED
