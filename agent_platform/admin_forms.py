@@ -38,11 +38,21 @@ class ModelNameInput(forms.TextInput):
 
 
 class AgentAdminForm(forms.ModelForm):
+    # A new agent starts with the model's defaults ticked (every tool, the compression capability):
+    # a declared field does not inherit them, and an unticked box saves an agent without tools.
     tools = forms.MultipleChoiceField(
-        choices=TOOL_CHOICES, required=False, widget=forms.CheckboxSelectMultiple
+        choices=TOOL_CHOICES,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        initial=Agent._meta.get_field("tools").get_default,
+        label=Agent._meta.get_field("tools").verbose_name,
     )
     capabilities = forms.MultipleChoiceField(
-        choices=CAPABILITY_CHOICES, required=False, widget=forms.CheckboxSelectMultiple
+        choices=CAPABILITY_CHOICES,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        initial=Agent._meta.get_field("capabilities").get_default,
+        label=Agent._meta.get_field("capabilities").verbose_name,
     )
 
     class Meta:

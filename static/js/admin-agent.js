@@ -3,7 +3,8 @@
 // the server (the functions the runtime uses); this file only asks and puts the answer in place.
 "use strict";
 
-(function () {
+// The admin puts a form's scripts in <head>: start once the form exists.
+function startAgentForm() {
   const field = (name) => document.getElementById("id_" + name);
   const TYPED = ["endpoint", "model_name", "context_window", "summary_threshold", "summary_pinned_token_limit"];
 
@@ -119,4 +120,7 @@
   endpoint.addEventListener("change", () => listModels({ pickDefault: true }));
   button.addEventListener("click", () => listModels({ refreshList: true }));
   if (endpoint.value) listModels();
-})();
+}
+
+if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", startAgentForm);
+else startAgentForm();

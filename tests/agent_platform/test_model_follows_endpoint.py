@@ -182,3 +182,11 @@ def test_only_get_is_answered(client, admin_user, endpoint):
     client.force_login(admin_user)
     response = client.post(MODELS_URL + f"?endpoint={endpoint.pk}")
     assert response.status_code == 405 and response.json()["code"] == "method_not_allowed"
+
+
+def test_a_new_agent_starts_with_every_tool_and_the_compression_capability_ticked(client, admin_user):
+    client.force_login(admin_user)
+    form = client.get(ADD_URL).context["adminform"].form
+    assert form["tools"].value() == Agent._meta.get_field("tools").get_default()
+    assert form["capabilities"].value() == ["context_compression"]
+    assert str(form["tools"]).count("checked") == len(form["tools"].value())

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_POST
 
 from agent_platform.knowledge.models import KnowledgeBase
 from agent_platform.knowledge.services import document_ingest
-from agent_platform.models import Agent
+from agent_platform.models import Agent, ModelEndpoint
 from agent_platform.runtime import models as runtime_models
 from agent_platform.runtime.offline import OfflineChatModel
 from agent_platform.workdir import workdir_for
@@ -81,6 +81,19 @@ def seed(request: HttpRequest) -> JsonResponse:
             slug=data["slug"], defaults={"name": data["slug"], **fields}
         )
         return JsonResponse({"agent_id": agent.pk, "trigger": agent.effective_trigger})
+    if action == "endpoint":
+        endpoint, _ = ModelEndpoint.objects.update_or_create(
+            name=data["name"], defaults=data.get("fields", {})
+        )
+        return JsonResponse({"endpoint_id": endpoint.pk})
+    if action == "agent_threads":  # threads whose stored figure of the next request is ``tokens``
+        user = get_user_model().objects.get(username=USERNAME)
+        agent = Agent.objects.get(slug=data["agent"])
+        Conversation.objects.bulk_create(
+            Conversation(owner=user, agent=agent, title=f"Thread {i}", context_tokens=tokens)
+            for i, tokens in enumerate(data["tokens"])
+        )
+        return JsonResponse({})
     if action == "thread":
         user = get_user_model().objects.get(username=USERNAME)
         conversation = thread_create(
@@ -132,6 +145,9 @@ def seed(request: HttpRequest) -> JsonResponse:
             conversation.thread_id, events.COMPRESSION, status="failed", level="summary", error=data["error"]
         )
         return JsonResponse({})
+    if action == "record":
+        record = CompressionRecord.objects.create(conversation=conversation, **data["fields"])
+        return JsonResponse({"record_id": record.pk})
     if action == "event":
         events.broadcast(conversation.thread_id, data["type"], **data.get("payload", {}))
         return JsonResponse({})
