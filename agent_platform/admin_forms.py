@@ -9,6 +9,7 @@ from typing import Any
 from django import forms
 from django.template.loader import render_to_string
 from django.urls import reverse
+from django.utils.text import capfirst
 from django.utils.translation import gettext as _
 
 from agent_platform.model_catalog import OFFLINE_MODEL_NAME
@@ -45,14 +46,14 @@ class AgentAdminForm(forms.ModelForm):
         required=False,
         widget=forms.CheckboxSelectMultiple,
         initial=Agent._meta.get_field("tools").get_default,
-        label=Agent._meta.get_field("tools").verbose_name,
+        label=capfirst(Agent._meta.get_field("tools").verbose_name),
     )
     capabilities = forms.MultipleChoiceField(
         choices=CAPABILITY_CHOICES,
         required=False,
         widget=forms.CheckboxSelectMultiple,
         initial=Agent._meta.get_field("capabilities").get_default,
-        label=Agent._meta.get_field("capabilities").verbose_name,
+        label=capfirst(Agent._meta.get_field("capabilities").verbose_name),
     )
 
     class Meta:

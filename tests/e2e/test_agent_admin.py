@@ -24,6 +24,8 @@ README_SHOTS = {
     "admin-agent-add-en-1366",
     "admin-agent-form-en-1366",
     "admin-agent-form-zh-hans-390",
+    "admin-agent-retune-en-1366",
+    "admin-agent-retune-zh-hans-390",
     "admin-compression-record-en-1366",
     "admin-compression-record-zh-hans-390",
 }
@@ -137,9 +139,10 @@ def test_the_figures_and_what_the_threshold_would_do_follow_the_typed_value(
     expect(budget.locator("[data-figure=pinned]")).to_contain_text("512")
     page.fill("#id_summary_threshold", "50")
     expect(budget).to_contain_text("51,200")
-    page.locator(".retune-module").scroll_into_view_if_needed()
     page.locator("#id_summary_threshold").scroll_into_view_if_needed()
     _shot(page, f"admin-agent-form-{lang}-{width}")
+    page.locator(".retune-module").scroll_into_view_if_needed()
+    _shot(page, f"admin-agent-retune-{lang}-{width}")
     assert overflow(page) == 0
 
 
