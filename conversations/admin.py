@@ -62,7 +62,7 @@ class ConversationAdmin(admin.ModelAdmin):
 
 @admin.register(AgentRun)
 class AgentRunAdmin(AuditAdmin):
-    list_display = ("id", "thread", "agent", "kind", "status", "compressions", "created_at", "finished_at")
+    list_display = ("id", "thread", "agent", "kind", "status", "compressions", "started_at", "finished_at")
     list_filter = ("conversation__agent", "status", "kind", ("created_at", admin.DateFieldListFilter))
     list_select_related = ("conversation__agent", "conversation__owner")
     search_fields = ("conversation__thread_id", "conversation__title", "error")
