@@ -9,6 +9,7 @@ environment, not the admin, decides: whoever may edit endpoints cannot send a ke
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import re
 from typing import NamedTuple
@@ -95,3 +96,29 @@ def binding_error(*, key_env: str, url: str) -> str | None:
         "origins": ", ".join(sorted(str(o) for o in bound)),
         "origin": str(origin) if origin else url,
     }
+
+
+# Env names read by settings.py that are not themselves settings: never a model key either.
+SERVICE_ENV_NAMES = frozenset({"DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"})
+_ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
+
+
+def key_env_error(name: str) -> str | None:
+    """Why ``name`` may not hold a model endpoint's key, or None when it may.
+
+    Allowed: an environment variable name matching a pattern of ``MODEL_KEY_ENV_ALLOWLIST`` (default
+    ``*_API_KEY``) that is not the name of a Django setting (``SECRET_KEY``, ``WEB_SEARCH_API_KEY``...)
+    nor of a service URL the settings read: whoever may edit endpoints must not be able to send the
+    process's own secrets to a server.
+    """
+    if not _ENV_NAME.fullmatch(name):
+        return str(_("An environment variable name: capital letters, digits and underscores."))
+    if name in SERVICE_ENV_NAMES or hasattr(settings, name):
+        return str(_("%(name)s is a setting of this server, never a model key.") % {"name": name})
+    patterns = settings.MODEL_KEY_ENV_ALLOWLIST
+    if not any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
+        return str(
+            _("%(name)s is not allowed by MODEL_KEY_ENV_ALLOWLIST (%(patterns)s).")
+            % {"name": name, "patterns": ", ".join(patterns)}
+        )
+    return None

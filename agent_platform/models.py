@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from decimal import Decimal
 
 from django.conf import settings
@@ -12,7 +10,7 @@ from django.core.validators import MaxValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from agent_platform.key_bindings import binding_error
+from agent_platform.key_bindings import binding_error, key_env_error  # noqa: F401 - key_env_error: re-exported
 from agent_platform.model_catalog import OFFLINE_MODEL_NAME, context_window_for
 from context_engine.config import (
     COMPRESSION_CAPABILITY,
@@ -43,6 +41,13 @@ TOOL_CHOICES = [
 TOOL_NAMES = [name for name, _label in TOOL_CHOICES]
 CAPABILITY_CHOICES = [(COMPRESSION_CAPABILITY, f"{COMPRESSION_CAPABILITY}: manual and bulk compression")]
 MIN_CONTEXT_WINDOW = 1024
+# Where an agent's context window comes from (``Agent.context_window_source``), in the order tried.
+WINDOW_FROM_FIELD, WINDOW_FROM_ENDPOINT, WINDOW_FROM_TABLE, WINDOW_UNKNOWN = (
+    "field",
+    "endpoint",
+    "table",
+    "none",
+)
 COMPRESSION_FIELDS = (
     "summary_threshold",
     "summary_keep_messages",
@@ -63,32 +68,6 @@ def _default_tools() -> list[str]:
 
 def _default_capabilities() -> list[str]:
     return [COMPRESSION_CAPABILITY]
-
-
-# Env names read by settings.py that are not themselves settings: never a model key either.
-SERVICE_ENV_NAMES = frozenset({"DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"})
-_ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
-
-
-def key_env_error(name: str) -> str | None:
-    """Why ``name`` may not hold a model endpoint's key, or None when it may.
-
-    Allowed: an environment variable name matching a pattern of ``MODEL_KEY_ENV_ALLOWLIST`` (default
-    ``*_API_KEY``) that is not the name of a Django setting (``SECRET_KEY``, ``WEB_SEARCH_API_KEY``...)
-    nor of a service URL the settings read: whoever may edit endpoints must not be able to send the
-    process's own secrets to a server.
-    """
-    if not _ENV_NAME.fullmatch(name):
-        return str(_("An environment variable name: capital letters, digits and underscores."))
-    if name in SERVICE_ENV_NAMES or hasattr(settings, name):
-        return str(_("%(name)s is a setting of this server, never a model key.") % {"name": name})
-    patterns = settings.MODEL_KEY_ENV_ALLOWLIST
-    if not any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
-        return str(
-            _("%(name)s is not allowed by MODEL_KEY_ENV_ALLOWLIST (%(patterns)s).")
-            % {"name": name, "patterns": ", ".join(patterns)}
-        )
-    return None
 
 
 class ModelEndpoint(models.Model):
@@ -330,6 +309,11 @@ class Agent(models.Model):
             errors["capabilities"] = _("Unknown capabilities.")
         if self.endpoint_id is not None and not self.resolved_model_name:
             errors["model_name"] = _("Name a model: this endpoint has no default model.")
+        elif self.endpoint_id is not None and self.model_name == OFFLINE_MODEL_NAME:
+            errors["model_name"] = _(
+                "%(name)s is the built-in offline model, which no endpoint serves: name the endpoint's "
+                "model, or leave this empty for its default."
+            ) % {"name": OFFLINE_MODEL_NAME}
         if self.context_window is not None and self.context_window < MIN_CONTEXT_WINDOW:
             errors["context_window"] = _(
                 "A context window below %(min)s tokens cannot hold a conversation."
@@ -357,12 +341,19 @@ class Agent(models.Model):
 
     @property
     def resolved_context_window(self) -> int | None:
-        """The agent's window, else the known-models table, else the endpoint's (for its default model)."""
-        known = context_window_for(self.resolved_model_name)
-        endpoint_window = None
+        """The agent's window, else the endpoint's (for its default model), else the known-models table."""
+        return self.context_window_source[0]
+
+    @property
+    def context_window_source(self) -> tuple[int | None, str]:
+        """The resolved window and where it came from: one of ``WINDOW_SOURCES`` (``"none"`` if unknown)."""
+        if self.context_window:
+            return self.context_window, WINDOW_FROM_FIELD
         if self.endpoint is not None and self.resolved_model_name == self.endpoint.default_model:
-            endpoint_window = self.endpoint.context_window
-        return self.context_window or endpoint_window or known
+            if self.endpoint.context_window:
+                return self.endpoint.context_window, WINDOW_FROM_ENDPOINT
+        known = context_window_for(self.resolved_model_name)
+        return (known, WINDOW_FROM_TABLE) if known else (None, WINDOW_UNKNOWN)
 
     @property
     def effective_trigger(self) -> int:

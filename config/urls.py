@@ -20,6 +20,8 @@ urlpatterns = [
     path("metrics", ops.metrics, name="metrics"),
     path("admin/pressure/", include("conversations.admin_views")),
     path("admin/usage/", include("conversations.usage_admin")),
+    path("admin/agents/", include("agent_platform.admin_views")),
+    path("admin/agents/", include("conversations.admin_retune")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("api/<path:rest>", not_found),

@@ -20,9 +20,8 @@ from context_engine.formats import (
     RECEIPT_TOOL_PREFIX,
 )
 from context_engine.lines import LINE_BREAK, split_lines
+from context_engine.policy.pressure import HINT_RATIO
 
-# The hint is a derived line for people only; it never triggers anything (0.849 no, 0.85 yes).
-HINT_RATIO = 0.85
 AUTO_RATIO = 1.0  # at or above the trigger the next request compresses by itself (SPEC 6: >=)
 WARNING_RATIO = 0.75
 DANGER_RATIO = 0.9

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 
 import httpx
 from django.conf import settings
+from django.core.cache import cache
+from django.utils.translation import gettext as _
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from agent_platform.errors import ApplicationError
@@ -18,6 +21,10 @@ from agent_platform.runtime.offline import OfflineChatModel
 # A self-hosted OpenAI-compatible server (vLLM, Ollama, llama.cpp) usually accepts any key.
 PLACEHOLDER_API_KEY = "not-needed"
 MODEL_MAX_RETRIES = 2
+# Asking an endpoint for its models (the admin's model field): short, and remembered for a while.
+MODEL_LIST_TIMEOUT = 5.0
+MODEL_LIST_CACHE_SECONDS = 300
+MODEL_LIST_MAX = 500
 
 
 class ModelConfigurationError(ApplicationError):
@@ -69,6 +76,60 @@ def _pinned_clients(origin: Origin) -> tuple[httpx.Client, httpx.AsyncClient]:
         httpx.Client(follow_redirects=True, event_hooks={"request": [check]}),
         httpx.AsyncClient(follow_redirects=True, event_hooks={"request": [acheck]}),
     )
+
+
+class EndpointModelsUnavailable(ApplicationError):
+    """The endpoint could not say which models it serves (unreachable, refused, or not the protocol)."""
+
+    status = 502
+    code = "endpoint_unavailable"
+
+
+def endpoint_models(endpoint: ModelEndpoint, *, refresh: bool = False) -> list[str]:
+    """The model ids ``endpoint`` lists at ``GET /models``, sorted; remembered for a few minutes.
+
+    The key is the endpoint's own (``endpoint_api_key``) and goes only to its URL, as for a chat; the
+    ids are all that leaves this function. Raises ``EndpointModelsUnavailable`` with a readable reason.
+    """
+    base_url = endpoint.base_url.rstrip("/")
+    key = (
+        "endpoint-models:"
+        + hashlib.sha256(f"{endpoint.pk}|{base_url}|{endpoint.api_key_env}".encode()).hexdigest()
+    )
+    if not refresh and (known := cache.get(key)) is not None:
+        return known
+
+    from openai import APIConnectionError, APIStatusError, APITimeoutError, OpenAI, OpenAIError
+
+    try:
+        client = OpenAI(
+            base_url=base_url, api_key=endpoint_api_key(endpoint), timeout=MODEL_LIST_TIMEOUT, max_retries=0
+        )
+        ids = sorted({str(model.id) for model in client.models.list() if getattr(model, "id", None)})
+    except ModelConfigurationError as exc:
+        raise EndpointModelsUnavailable(str(exc)) from exc
+    except APITimeoutError as exc:
+        raise EndpointModelsUnavailable(
+            _("%(url)s/models did not answer within %(seconds)s s.")
+            % {"url": base_url, "seconds": f"{MODEL_LIST_TIMEOUT:g}"}
+        ) from exc
+    except APIConnectionError as exc:
+        raise EndpointModelsUnavailable(
+            _("%(url)s/models could not be reached.") % {"url": base_url}
+        ) from exc
+    except APIStatusError as exc:
+        raise EndpointModelsUnavailable(
+            _("%(url)s/models answered HTTP %(status)s.") % {"url": base_url, "status": exc.status_code}
+        ) from exc
+    except (OpenAIError, ValueError, TypeError, AttributeError) as exc:
+        raise EndpointModelsUnavailable(
+            _("%(url)s/models did not answer with a model list.") % {"url": base_url}
+        ) from exc
+    if not ids:  # an empty list would refuse every name: treat it as not knowing
+        raise EndpointModelsUnavailable(_("%(url)s/models listed no models.") % {"url": base_url})
+    ids = ids[:MODEL_LIST_MAX]
+    cache.set(key, ids, MODEL_LIST_CACHE_SECONDS)
+    return ids
 
 
 def chat_model_for(agent: Agent) -> BaseChatModel:

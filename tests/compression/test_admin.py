@@ -29,9 +29,9 @@ def test_records_list_with_filters(client, admin_user, record):
     client.force_login(admin_user)
     page = client.get(reverse("admin:compression_compressionrecord_changelist"), {"trigger__exact": "manual"})
     assert page.status_code == 200
-    assert "9000" in page.content.decode()
+    assert "9,000 → 900 (8,100 saved)" in page.content.decode()
     empty = client.get(reverse("admin:compression_compressionrecord_changelist"), {"trigger__exact": "bulk"})
-    assert "9000" not in empty.content.decode()
+    assert "9,000 → 900" not in empty.content.decode()
 
 
 def test_records_cannot_be_added_changed_or_deleted(client, admin_user, record):

@@ -1,6 +1,6 @@
 """The authorization matrix: every URL pattern of the project (and the thread socket) × anonymous,
-owner, other user, staff without permissions, staff holding ``conversations.view_conversation`` and
-superuser.
+owner, other user, staff without permissions, staff holding ``conversations.view_conversation``, staff
+holding the agent permissions (the agent form's JSON views) and superuser.
 
 The routes are found by walking the URL resolver, so a new route without an entry here fails
 ``test_every_route_has_an_entry``. The admin site's own model pages are left to Django's model
@@ -30,7 +30,7 @@ from conversations.models import Message
 from conversations.routing import websocket_urlpatterns
 from conversations.services import thread_create
 
-ROLES = ("anonymous", "owner", "other", "staff", "viewer", "superuser")
+ROLES = ("anonymous", "owner", "other", "staff", "viewer", "tuner", "superuser")
 MARK = "MARK-7f3a"  # in the thread's title, its message and its file
 LOGIN = "login"  # a redirect to the login page
 ADMIN_LOGIN = "admin-login"
@@ -48,7 +48,14 @@ class Route:
 
 
 def _roles(anonymous, owner, rest, **overrides) -> dict[str, int | str]:
-    expect = {"anonymous": anonymous, "owner": owner, "other": rest, "staff": rest, "viewer": rest}
+    expect = {
+        "anonymous": anonymous,
+        "owner": owner,
+        "other": rest,
+        "staff": rest,
+        "viewer": rest,
+        "tuner": rest,
+    }
     return {**expect, "superuser": rest, **overrides}
 
 
@@ -56,6 +63,7 @@ SEEING = frozenset({"owner", "viewer", "superuser"})
 API_READ = _roles(401, 200, 404, viewer=200, superuser=200)
 PAGE_READ = _roles(LOGIN, 200, 404, viewer=200, superuser=200)
 EVERYONE = _roles(200, 200, 200)
+AGENT_FORM = _roles(401, 403, 403, tuner=200, superuser=200)
 
 
 def _api_write(owner: int) -> dict[str, int | str]:
@@ -144,14 +152,22 @@ MATRIX: dict[str, Route] = {
     "admin-pressure": Route(
         "GET",
         "/admin/pressure/",
-        _roles(ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, staff=200, viewer=200, superuser=200),
+        _roles(ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, staff=200, viewer=200, tuner=200, superuser=200),
         frozenset({"viewer", "superuser"}),
     ),
     # Every user's spending: only with conversations.view_usagerecord (superusers hold it).
     "admin-usage": Route(
         "GET",
         "/admin/usage/",
-        _roles(ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, staff=403, viewer=403, superuser=200),
+        _roles(ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, staff=403, viewer=403, tuner=403, superuser=200),
+    ),
+    # --- the agent form's JSON views: staff who may open an agent form (a missing endpoint: 404) ---
+    "agent-figures": Route("GET", "/admin/agents/figures?agent={agent}&summary_threshold=50", AGENT_FORM),
+    "agent-retune": Route("GET", "/admin/agents/{agent}/retune?summary_threshold=50", AGENT_FORM),
+    "agent-endpoint-models": Route(
+        "GET",
+        "/admin/agents/endpoint-models?endpoint=999999",
+        _roles(401, 403, 403, tuner=404, superuser=404),
     ),
 }
 
@@ -194,12 +210,19 @@ def people(django_user_model, user, other_user):
     viewer = django_user_model.objects.create_user("viewer", password="pw-viewer-123", is_staff=True)
     viewer.user_permissions.add(Permission.objects.get(codename="view_conversation"))
     superuser = django_user_model.objects.create_superuser("root", password="pw-root-123")
+    tuner = django_user_model.objects.create_user("tuner", password="pw-tuner-123", is_staff=True)
+    tuner.user_permissions.set(
+        Permission.objects.filter(
+            codename__in=["view_agent", "add_agent", "change_agent", "tune_compression"]
+        )
+    )
     return {
         "anonymous": None,
         "owner": user,
         "other": other_user,
         "staff": staff,
         "viewer": viewer,
+        "tuner": tuner,
         "superuser": superuser,
     }
 
@@ -218,7 +241,9 @@ def marked_thread(user, agent):
 
 def _request(client, route: Route, thread):
     path = route.path.format(
-        thread=thread.thread_id, message=thread.messages.values_list("pk", flat=True).first()
+        thread=thread.thread_id,
+        message=thread.messages.values_list("pk", flat=True).first(),
+        agent=thread.agent_id,
     )
     if route.json:
         return client.generic(
@@ -250,7 +275,7 @@ def test_authorization_matrix(client, people, marked_thread, key, role):
         assert response["Location"].startswith(prefix)
     else:
         assert response.status_code == expected, response.content[:300]
-        if route.path.startswith("/api/") and response.status_code >= 400:
+        if route.path.startswith(("/api/", "/admin/agents/")) and response.status_code >= 400:
             assert {"code", "message"} <= response.json().keys()
     body = b"".join(response) if response.streaming else response.content
     assert (MARK.encode() in body) == (role in route.sees), "the thread's text was shown or hidden wrongly"

@@ -236,6 +236,11 @@ def test_token_usage_from_the_checkpoint_reaches_state_events_the_thread_and_get
 
 
 def test_a_knowledge_question_goes_through_query_kb(thread, user, django_capture_on_commit_callbacks):
+    from agent_platform.knowledge.models import KnowledgeBase
+    from agent_platform.knowledge.services import document_ingest
+
+    kb = KnowledgeBase.objects.create(name="Policies", slug="policies")
+    document_ingest(kb=kb, title="Refunds", text="Refunds are paid within 14 days.")
     result = _say(thread, user, "search the knowledge base for refunds", django_capture_on_commit_callbacks)
     result.run.refresh_from_db()
     assert result.run.status == AgentRun.Status.SUCCEEDED, result.run.error

@@ -15,8 +15,10 @@ from django.urls import include, path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from agent_platform.knowledge.models import KnowledgeBase
+from agent_platform.knowledge.services import document_ingest
 from agent_platform.local_model import seed_local_agent
-from agent_platform.models import Agent
+from agent_platform.models import Agent, ModelEndpoint
 from agent_platform.runtime import models as runtime_models
 from agent_platform.runtime.offline import OfflineChatModel
 from agent_platform.throttle import RateLimited, throttled
@@ -58,6 +60,10 @@ def seed(request: HttpRequest) -> JsonResponse:
             user_model.objects.create_user(USERNAME, "alice@example.com", PASSWORD)
         if not user_model.objects.filter(username=STAFF_USERNAME).exists():
             user_model.objects.create_superuser(STAFF_USERNAME, "root@example.com", STAFF_PASSWORD)
+        # Something for query_kb to search (a tool with nothing to search is left out of the agent's).
+        kb, _ = KnowledgeBase.objects.get_or_create(slug="policies", defaults={"name": "Policies"})
+        if not kb.documents.exists():
+            document_ingest(kb=kb, title="Refund policy", text="Refunds are paid within 14 days.")
         # Keep two messages after a summary, so a short thread already has history to compress.
         Agent.objects.get_or_create(
             slug=AGENT_SLUG, defaults={"name": "Assistant", "summary_keep_messages": 2}
@@ -98,6 +104,19 @@ def seed(request: HttpRequest) -> JsonResponse:
         for kind in data.get("spend", []):
             with contextlib.suppress(RateLimited), throttled(request, kind):
                 pass
+        return JsonResponse({})
+    if action == "endpoint":
+        endpoint, _ = ModelEndpoint.objects.update_or_create(
+            name=data["name"], defaults=data.get("fields", {})
+        )
+        return JsonResponse({"endpoint_id": endpoint.pk})
+    if action == "agent_threads":  # threads whose stored figure of the next request is ``tokens``
+        user = get_user_model().objects.get(username=USERNAME)
+        agent = Agent.objects.get(slug=data["agent"])
+        Conversation.objects.bulk_create(
+            Conversation(owner=user, agent=agent, title=f"Thread {i}", context_tokens=tokens)
+            for i, tokens in enumerate(data["tokens"])
+        )
         return JsonResponse({})
     if action == "thread":
         user = get_user_model().objects.get(username=USERNAME)
@@ -150,6 +169,9 @@ def seed(request: HttpRequest) -> JsonResponse:
             conversation.thread_id, events.COMPRESSION, status="failed", level="summary", error=data["error"]
         )
         return JsonResponse({})
+    if action == "record":
+        record = CompressionRecord.objects.create(conversation=conversation, **data["fields"])
+        return JsonResponse({"record_id": record.pk})
     if action == "event":
         events.broadcast(conversation.thread_id, data["type"], **data.get("payload", {}))
         return JsonResponse({})

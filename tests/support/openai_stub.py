@@ -1,4 +1,5 @@
-"""A local OpenAI-protocol stub server: ``POST /v1/chat/completions`` from a scripted queue.
+"""A local OpenAI-protocol stub server: ``POST /v1/chat/completions`` from a scripted queue, and
+``GET /v1/models`` listing ``models`` (or answering ``models_error``: a status and a JSON body).
 
 Each scripted reply is served as a JSON completion, or as SSE chunks when the request has
 ``"stream": true`` (with a final usage chunk when ``stream_options.include_usage`` is set); errors are
@@ -39,6 +40,8 @@ class OpenAIStub:
         self.queue: deque[ScriptedReply] = deque()
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str] = []  # the Authorization header of every request, in order
+        self.models: list[str] = [model]  # what GET /v1/models lists
+        self.models_error: tuple[int, dict[str, Any]] | None = None  # else: that status and body
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -150,6 +153,18 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            stub.authorizations.append(self.headers.get("Authorization", ""))
+            if self.path.rstrip("/") != "/v1/models":
+                self._json(404, {"error": {"message": f"stub has no {self.path}", "type": "not_found"}})
+            elif stub.models_error is not None:
+                self._json(*stub.models_error)
+            else:
+                data = [
+                    {"id": name, "object": "model", "created": 0, "owned_by": "stub"} for name in stub.models
+                ]
+                self._json(200, {"object": "list", "data": data})
 
         def do_POST(self) -> None:
             stub.authorizations.append(self.headers.get("Authorization", ""))
