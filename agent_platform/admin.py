@@ -234,3 +234,6 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         # Raw tokens are shown once, by `manage.py create_api_token`; the admin only revokes.
         return False
+
+
+from agent_platform import axes_admin  # noqa: E402,F401 - axes' login attempts, with their action's permission

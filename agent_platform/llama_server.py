@@ -64,10 +64,30 @@ def _with_body(scope: Scope, body: bytes) -> Scope:
     return {**scope, "headers": [*headers, (b"content-length", str(len(body)).encode())]}
 
 
+def _normalized(request: dict[str, Any], *, n_predict: int | None) -> bool:
+    """Fill in what the server's request schema lacks, in place; returns whether anything changed:
+    ``max_tokens`` from ``n_predict``, and ``""`` for an assistant message's ``null`` content (OpenAI sends
+    and accepts ``null`` beside tool calls; this server's schema refuses it with a 500)."""
+    changed = False
+    if n_predict and not request.get("max_tokens"):
+        request["max_tokens"] = n_predict
+        changed = True
+    for message in request.get("messages") or ():
+        if (
+            isinstance(message, dict)
+            and message.get("role") == "assistant"
+            and message.get("content") is None
+        ):
+            message["content"] = ""
+            changed = True
+    return changed
+
+
 class StreamUsage:
-    """ASGI middleware adding the usage chunk to streamed chat completions that ask for it, and giving a
+    """ASGI middleware adding the usage chunk to streamed chat completions that ask for it, giving a
     request that names no ``max_tokens`` the operator's ``n_predict`` (llama.cpp's own server option:
-    without it a small model may ramble to the end of its window)."""
+    without it a small model may ramble to the end of its window), and accepting ``null`` assistant
+    content (``_normalized``)."""
 
     def __init__(self, app: ASGIApp, *, n_predict: int | None = None) -> None:
         self.app = app
@@ -80,8 +100,7 @@ class StreamUsage:
         body = await _read_body(receive)
         try:
             request = json.loads(body)
-            if self.n_predict and isinstance(request, dict) and not request.get("max_tokens"):
-                request["max_tokens"] = self.n_predict
+            if isinstance(request, dict) and _normalized(request, n_predict=self.n_predict):
                 body = json.dumps(request).encode()
                 scope = _with_body(scope, body)
             wanted = bool(request.get("stream")) and bool(

@@ -25,7 +25,7 @@ from tests.compression._threads import repository_for, seed_state, without_ledge
 
 pytestmark = [pytest.mark.local_model, pytest.mark.django_db(transaction=True)]
 
-WAIT_SECONDS = 120.0
+WAIT_SECONDS = 300.0  # a summary call and a reply on two shared cores
 # A long, varied paragraph: a few of them overflow the test server's window.
 FILLER = (
     "The deployment runbook for service {n} lists the database host db-{n}.internal, the queue "

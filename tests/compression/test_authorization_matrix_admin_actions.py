@@ -12,10 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
 
 import pytest
+from axes.models import AccessAttempt
 from django.contrib import admin
 from django.contrib.auth.models import Permission
+from django.utils import timezone
 
 from agent_platform.knowledge.models import Chunk, KnowledgeBase
 from agent_platform.knowledge.services import document_ingest
@@ -61,6 +64,12 @@ MATRIX: dict[tuple[str, str, str], tuple[Action, dict[str, str]]] = {
     ),
     ("agent_platform", "apitoken", "revoke"): (
         Action("/admin/agent_platform/apitoken/", ("agent_platform.change_apitoken",), "token"),
+        _expect(viewer=REFUSED),
+    ),
+    ("axes", "accessattempt", "cleanup_expired_attempts"): (
+        Action(
+            "/admin/axes/accessattempt/", ("axes.delete_accessattempt", "axes.view_accessattempt"), "attempt"
+        ),
         _expect(viewer=REFUSED),
     ),
     ("agent_platform", "document", "rechunk"): (
@@ -123,6 +132,14 @@ def targets(make_thread, user):
     kb = KnowledgeBase.objects.create(name="Handbook", slug="handbook")
     document = document_ingest(kb=kb, title="Leave policy", text="Paid leave is 25 days a year. " * 40)
     chunk_ids = set(document.chunks.values_list("pk", flat=True))
+    attempt = AccessAttempt.objects.create(  # failed logins long past the cool-off: expired
+        username="mallory",
+        ip_address="203.0.113.9",
+        user_agent="",
+        path_info="/accounts/login/",
+        failures_since_start=3,
+    )
+    AccessAttempt.objects.filter(pk=attempt.pk).update(attempt_time=timezone.now() - timedelta(days=2))
 
     happened: dict[str, Callable[[], bool]] = {
         "thread": lambda: (
@@ -130,11 +147,12 @@ def targets(make_thread, user):
             or not type(thread).objects.filter(pk=thread.pk).exists()
         ),
         "token": lambda: ApiToken.objects.get(pk=token.pk).revoked_at is not None,
+        "attempt": lambda: not AccessAttempt.objects.filter(pk=attempt.pk).exists(),
         "document": lambda: (
             set(Chunk.objects.filter(document=document).values_list("pk", flat=True)) != chunk_ids
         ),
     }
-    return {"thread": thread.pk, "token": token.pk, "document": document.pk}, happened
+    return {"thread": thread.pk, "token": token.pk, "document": document.pk, "attempt": attempt.pk}, happened
 
 
 @pytest.mark.parametrize("role", ROLES)
