@@ -19,8 +19,9 @@ CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"
 WORKDIR_ROOT = BASE_DIR / "var" / "test-workdirs"
 MEDIA_ROOT = BASE_DIR / "var" / "test-media"
 CHECKPOINT_SQLITE_PATH = BASE_DIR / "var" / "test-checkpoints.sqlite3"
-WEB_SEARCH_BASE_URL = ""
-WEB_SEARCH_API_KEY = ""
+# No real search provider; the processes tests start (a worker searching a slow stub) opt in.
+WEB_SEARCH_BASE_URL = env.str("TEST_WEB_SEARCH_BASE_URL", default="")
+WEB_SEARCH_API_KEY = env.str("TEST_WEB_SEARCH_API_KEY", default="")
 # Socket tests run in one process; Celery-through-Redis tests opt in explicitly.
 CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 # Runs execute inline after commit, so tests are deterministic; one test covers the threaded path.

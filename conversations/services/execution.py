@@ -20,6 +20,13 @@ from conversations import events, run_signals
 from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import pinned_message_ids, run_next_queued
 from conversations.services.attachments import message_model_content
+from conversations.services.closing import (
+    EARLIER_ATTEMPT_STOPPED,
+    ERROR_MAX_CHARS,
+    cancelled_tool_answers,
+    dangling_tool_answers,
+    unrecorded_tail,
+)
 from conversations.services.leases import run_is_orphaned, run_lease, run_reclaim, worker_name
 from conversations.services.pressure import conversation_pressure_update
 from conversations.services.threads import conversation_lock, failure_notice_append, message_append
@@ -27,15 +34,9 @@ from conversations.signals import run_compression_event, run_usage_reported
 
 logger = logging.getLogger(__name__)
 
-ERROR_MAX_CHARS = 2000
-# What a tool call left unanswered reads as in the checkpoint (providers refuse a call without a result).
-NOT_EXECUTED = "[Not executed: {reason}]"
-EARLIER_ATTEMPT_STOPPED = "an earlier attempt of this turn stopped before the tool ran"
 USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
 # The cache flag is read on every chunk; the database (the source of truth) at most this often.
 CANCEL_DB_CHECK_SECONDS = 1.0
-# What the model reads next time in place of a tool result that Stop cut off.
-CANCELLED_TOOL_RESULT = "The user stopped the run before this tool call returned; it has no result."
 
 
 def run_claim(*, run_id: int) -> bool:
@@ -118,28 +119,6 @@ def _finish(run: AgentRun, status: str, *, error: str = "", question: str | None
     if question is not None:
         payload["question"] = question
     events.broadcast(run.conversation.thread_id, events.RUN_STATUS, **payload)
-
-
-def dangling_tool_answers(messages: list[BaseMessage], *, reason: str) -> list[ToolMessage]:
-    """Results for the last AI message's tool calls that have none after it (pure)."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if isinstance(message, AIMessage):
-            answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
-            return [
-                ToolMessage(
-                    content=NOT_EXECUTED.format(reason=reason)[:ERROR_MAX_CHARS],
-                    tool_call_id=call["id"],
-                    name=call["name"],
-                    id=f"not-executed-{call['id']}",
-                    status="error",
-                )
-                for call in message.tool_calls
-                if call.get("id") and call["id"] not in answered
-            ]
-        if not isinstance(message, ToolMessage):
-            return []
-    return []
 
 
 def _text(message: BaseMessage) -> str:
@@ -225,9 +204,14 @@ class _RunRelay:
             snapshot = self.repository.snapshot()
             if snapshot.interrupts:  # ask_user waits: its call is answered by the user's reply
                 return False
-            answers = dangling_tool_answers(snapshot.values.get("messages", []), reason=reason)
+            messages = snapshot.values.get("messages", [])
+            answers = dangling_tool_answers(messages, reason=reason)
             if answers:
                 self.repository.update({"messages": answers}, as_node="tools")
+            # Through the message path, as Stop's closing messages: what the model sees is in the transcript.
+            unrecorded = unrecorded_tail(messages, conversation_id=self.conversation.pk, seen=self.seen)
+            for message in [*unrecorded, *answers]:
+                self._on_message(message)
             return bool(answers)
         except Exception:  # noqa: BLE001 - the failure being recorded matters more than this repair
             logger.exception("Could not answer the dangling tool calls of thread %s", self.thread_id)
@@ -273,20 +257,7 @@ class _RunRelay:
         finished = [m for m in messages if isinstance(m, (AIMessage, ToolMessage)) and m.id not in self.seen]
         for message in finished:
             self._on_message(message)
-        answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
-        closing: list[BaseMessage] = [
-            ToolMessage(
-                content=CANCELLED_TOOL_RESULT,
-                tool_call_id=call["id"],
-                name=call["name"],
-                id=f"cancelled-{call['id']}",
-                status="error",
-            )
-            for message in messages
-            if isinstance(message, AIMessage)
-            for call in message.tool_calls
-            if call.get("id") and call["id"] not in answered
-        ]
+        closing: list[BaseMessage] = list(cancelled_tool_answers(messages))
         partial = self.partial
         if partial:
             closing.append(AIMessage(content=partial, id=f"interrupted-{uuid.uuid4()}"))
