@@ -1,5 +1,6 @@
 """What a run writes to close what it left open: answers to tool calls left without a result (a tool
-that raised, a worker that died, Stop), and the checkpoint's messages the transcript does not hold yet.
+that raised, a worker that died, Stop), the checkpoint's messages the transcript does not hold yet, and
+the ``failed`` end of a compression its lost worker started.
 
 The model never sees a dangling call (providers refuse one), and every message it sees is also in the
 transcript: the executor records all of these through its one message path.
@@ -11,6 +12,7 @@ from collections.abc import Collection
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from context_engine.events import EVENT_TYPE, FAILED, STARTED, compression_event
 from conversations.models import Message
 
 ERROR_MAX_CHARS = 2000
@@ -19,6 +21,8 @@ NOT_EXECUTED = "[Not executed: {reason}]"
 EARLIER_ATTEMPT_STOPPED = "an earlier attempt of this turn stopped before the tool ran"
 # What the model reads next time in place of a tool result that Stop cut off.
 CANCELLED_TOOL_RESULT = "The user stopped the run before this tool call returned; it has no result."
+WORKER_LOST = "worker_lost"
+WORKER_LOST_ERROR = "worker lost: the process executing this compression stopped before it ended"
 
 
 def dangling_tool_answers(messages: list[BaseMessage], *, reason: str) -> list[ToolMessage]:
@@ -79,3 +83,21 @@ def unrecorded_tail(
         if isinstance(message, (AIMessage, ToolMessage)) and message.id and message.id not in seen:
             tail.append(message)
     return tail[::-1]
+
+
+def compression_left_open(run_events: list[dict]) -> dict | None:
+    """The ``failed`` event (payload without ``type``) that closes the run's last compression if it was
+    ``started`` and never ended (its worker died); ``None`` when every compression ended (pure)."""
+    left_open = None
+    for event in run_events:
+        if isinstance(event, dict) and event.get("type") == EVENT_TYPE:
+            left_open = event if event.get("status") == STARTED else None
+    if left_open is None:
+        return None
+    return compression_event(
+        status=FAILED,
+        level=left_open.get("level") or "",
+        before_tokens=left_open.get("before_tokens"),
+        error=WORKER_LOST_ERROR,
+        reason=WORKER_LOST,
+    )

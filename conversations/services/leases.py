@@ -22,7 +22,9 @@ from django.utils import timezone
 
 from conversations import events
 from conversations.models import AgentRun
+from conversations.services.closing import compression_left_open
 from conversations.services.threads import failure_notice_append
+from conversations.signals import run_compression_event
 
 logger = logging.getLogger(__name__)
 
@@ -98,7 +100,25 @@ def run_is_orphaned(run: AgentRun, *, now: datetime | None = None) -> bool:
 def run_reclaim(*, run: AgentRun) -> str | None:
     """Take a lost run back from its worker: ``"cancelled"`` if its user had stopped it (never started
     again), else re-queued (``"queued"``) if it was claimed once, failed (``"failed"``) after that.
-    ``None`` when the run was no longer ``running`` as read."""
+    ``None`` when the run was no longer ``running`` as read. A compression the lost worker had started
+    and not ended is closed as ``failed`` (reason ``worker_lost``), so no event stays open."""
+    outcome = _reclaim(run)
+    if outcome is not None:
+        _close_open_compression(run)
+    return outcome
+
+
+def _close_open_compression(run: AgentRun) -> None:
+    closing = compression_left_open(run.events or [])
+    if closing is None:
+        return
+    run.events = [*(run.events or []), {"type": events.COMPRESSION, **closing}]
+    AgentRun.objects.filter(pk=run.pk).update(events=run.events)
+    run_compression_event.send(sender=AgentRun, run=run, event=closing)  # its audit record
+    events.broadcast(run.conversation.thread_id, events.COMPRESSION, **closing)
+
+
+def _reclaim(run: AgentRun) -> str | None:
     with transaction.atomic():
         # Compare-and-swap on the holder and its last renewal: a lease renewed meanwhile is kept.
         held = AgentRun.objects.filter(
