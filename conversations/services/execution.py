@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from typing import Any
 
+from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
@@ -14,6 +16,7 @@ from langgraph.types import Command
 
 from agent_platform.runtime.graph import build_agent_graph, thread_config
 from agent_platform.runtime.state_repository import AgentStateRepository
+from agent_platform.runtime.stopping import STOP_CHECK_CONFIG_KEY, ToolStopped
 from context_engine.state import PINNED_IDS_CONFIG_KEY, TOKEN_USAGE_KEY, merge_token_usage
 from context_engine.tokens.messages import profile_for_model, with_estimate
 from conversations import events, run_signals
@@ -37,6 +40,8 @@ logger = logging.getLogger(__name__)
 USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
 # The cache flag is read on every chunk; the database (the source of truth) at most this often.
 CANCEL_DB_CHECK_SECONDS = 1.0
+# A waiting tool has no chunks to check between: its watcher asks the database this often (Stop ≤ 1 s).
+TOOL_STOP_DB_CHECK_SECONDS = 0.5
 
 
 def run_claim(*, run_id: int) -> bool:
@@ -146,6 +151,8 @@ class _RunRelay:
         self.repository: Any = None
         self.partial = ""  # the reply streamed so far by the current model call
         self.cancel_checked_at = 0.0
+        self.tool_stop_checked_at = 0.0
+        self.executor_thread = threading.get_ident()
 
     def execute(self) -> None:
         graph = build_agent_graph(agent=self.conversation.agent, conversation=self.conversation)
@@ -164,6 +171,8 @@ class _RunRelay:
         interrupted: Any = None
         cancelled = self._cancel_requested(force=True)
         config = {**config, "callbacks": [run_signals.StopOnCancel(self.run.pk)]}
+        # A tool that waits (search, sub-agent) watches the cache flag too: Stop ends it, not its return.
+        config["configurable"][STOP_CHECK_CONFIG_KEY] = self._stop_requested_in_tool
         stream = graph.stream(payload, config, stream_mode=["messages", "custom", "updates"])
         try:
             for mode, chunk in () if cancelled else stream:
@@ -176,7 +185,7 @@ class _RunRelay:
                 if self._cancel_requested():  # between steps (a long tool), or a lost cache flag
                     cancelled = True
                     break
-        except run_signals.RunCancelled:
+        except (run_signals.RunCancelled, ToolStopped):
             cancelled = True
         finally:
             stream.close()
@@ -243,6 +252,22 @@ class _RunRelay:
         # The flag was lost or lives in another process's cache: set it where this model call sees it.
         run_signals.cancel_flag_set(run_id=self.run.pk)
         return True
+
+    def _stop_requested_in_tool(self) -> bool:
+        """Stop, as a waiting tool's watcher sees it: the cache flag, and (a flag lost or in another
+        process's cache) the database at most every ``TOOL_STOP_DB_CHECK_SECONDS``, on that graph
+        thread's own connection, closed right after so it never outlives the check."""
+        if run_signals.cancel_flag_is_set(run_id=self.run.pk):
+            return True
+        now = time.monotonic()
+        if now - self.tool_stop_checked_at < TOOL_STOP_DB_CHECK_SECONDS:
+            return False
+        self.tool_stop_checked_at = now
+        try:
+            return AgentRun.objects.filter(pk=self.run.pk, cancel_requested_at__isnull=False).exists()
+        finally:
+            if threading.get_ident() != self.executor_thread:
+                connection.close()
 
     def _close_cancelled(self, repository: Any) -> None:
         """Leave transcript and checkpoint consistent after Stop.
