@@ -138,11 +138,12 @@ CELERY_ACCEPT_CONTENT = ["json"]
 # "celery": runs go to Celery workers; "inprocess": a thread in the web process (embedded default).
 RUN_EXECUTION = env.str("RUN_EXECUTION", default="celery" if REDIS_URL else "inprocess")
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
-# A running run holds a lease, renewed every third of it while it executes. A run whose lease ran out
-# (or whose process on this host is gone) lost its worker: re-queued once, then failed.
-RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=60.0)
+# A running run holds a lease, renewed every sixth of it while it executes. A run whose lease ran out
+# (or whose process on this host is gone) lost its worker: re-queued once, then failed. 12 s, checked
+# every 2 s: a surviving worker takes a dead worker's run back within 14 s.
+RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=12.0)
 # Every Celery worker, and the web server when runs execute in-process, reclaims expired leases every
-# lease period (and an in-process server, at start, what the previous one left running or queued).
+# sixth of a lease (and an in-process server, at start, what the previous one left running or queued).
 RUN_RECOVERY_TIMER = env.bool("RUN_RECOVERY_TIMER", default=True)
 
 # --- Agent runtime ------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Run leases: a ``running`` run is held by one worker while that worker renews its lease.
 
-The executor renews ``heartbeat_at`` every third of ``RUN_LEASE_SECONDS`` while the run executes
+The executor renews ``heartbeat_at`` every sixth of ``RUN_LEASE_SECONDS`` while the run executes
 (``run_lease``). A run whose lease ran out, or whose worker was a process of this host that no longer
 exists, has lost its worker (``run_is_orphaned``) and may be taken back (``run_reclaim``): re-queued
 if it was claimed once, failed after that.
@@ -36,8 +36,18 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+# Renewals per lease: a holder misses five in a row (a stalled database, a starved thread) before it
+# loses the run; recovery looks as often, so a dead worker's run is back in a lease and a sixth.
+RENEWALS_PER_LEASE = 6
+
+
 def run_lease_duration() -> timedelta:
     return timedelta(seconds=settings.RUN_LEASE_SECONDS)
+
+
+def run_lease_check_period() -> float:
+    """Seconds between two renewals of a lease, and between two recovery passes."""
+    return max(0.2, settings.RUN_LEASE_SECONDS / RENEWALS_PER_LEASE)
 
 
 @contextmanager
@@ -48,7 +58,7 @@ def run_lease(*, run_id: int, worker: str) -> Iterator[None]:
     run to someone else, this holder stops renewing it (and ``_finish`` refuses its outcome).
     """
     stop = threading.Event()
-    every = max(0.2, settings.RUN_LEASE_SECONDS / 3)
+    every = run_lease_check_period()
 
     def renew() -> None:
         try:
