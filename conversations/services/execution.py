@@ -32,6 +32,7 @@ from conversations.services.closing import (
 )
 from conversations.services.leases import run_is_orphaned, run_lease, run_reclaim, worker_name
 from conversations.services.pressure import conversation_pressure_update
+from conversations.services.streaming import ReplyStream
 from conversations.services.threads import conversation_lock, failure_notice_append, message_append
 from conversations.signals import run_compression_event, run_usage_reported
 
@@ -97,6 +98,7 @@ def run_perform(*, run_id: int) -> int | None:
                 relay.answer_dangling_tool_calls(reason=f"the turn failed ({error})")
                 _finish(run, AgentRun.Status.FAILED, error=error)
             finally:
+                relay.reply.flush()  # no timer of this run's reply outlives it
                 run_signals.run_signals_clear(run_id=run_id)
     return found.conversation_id
 
@@ -149,7 +151,7 @@ class _RunRelay:
         self.seen: set[str] = set()
         self.token_usage: dict[str, Any] | None = None
         self.repository: Any = None
-        self.partial = ""  # the reply streamed so far by the current model call
+        self.reply = ReplyStream(run_id=run.pk, thread_id=self.thread_id)
         self.cancel_checked_at = 0.0
         self.tool_stop_checked_at = 0.0
         self.executor_thread = threading.get_ident()
@@ -283,7 +285,8 @@ class _RunRelay:
         for message in finished:
             self._on_message(message)
         closing: list[BaseMessage] = list(cancelled_tool_answers(messages))
-        partial = self.partial
+        self.reply.flush()
+        partial = self.reply.text
         if partial:
             closing.append(AIMessage(content=partial, id=f"interrupted-{uuid.uuid4()}"))
         if not finished and not closing:
@@ -298,14 +301,8 @@ class _RunRelay:
             return
         if "|" in str(metadata.get("langgraph_checkpoint_ns", "")):
             return
-        text = _text(message)
-        if text:
-            offset = len(self.partial)
-            self.partial += text
-            # Buffered before it is sent: a page that loads now shows it, and one that saw the event
-            # can tell by the offset whether it missed a piece.
-            run_signals.stream_set(run_id=self.run.pk, text=self.partial)
-            events.broadcast(self.thread_id, events.RUN_TOKEN, run_id=self.run.pk, text=text, offset=offset)
+        if text := _text(message):
+            self.reply.add(text)
 
     def _on_custom(self, chunk: Any) -> None:
         if not isinstance(chunk, dict) or chunk.get("type") != events.COMPRESSION:
@@ -348,8 +345,7 @@ class _RunRelay:
         self.seen.add(message.id)
         if isinstance(message, AIMessage):
             if not interrupted:  # this model call's reply is complete: the next one streams afresh
-                self.partial = ""
-                run_signals.stream_set(run_id=self.run.pk, text="")
+                self.reply.reset()
             self._add_usage(message)
             fields = {
                 "role": Message.Role.ASSISTANT,
