@@ -145,6 +145,9 @@ RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=12.0)
 # Every Celery worker, and the web server when runs execute in-process, reclaims expired leases every
 # sixth of a lease (and an in-process server, at start, what the previous one left running or queued).
 RUN_RECOVERY_TIMER = env.bool("RUN_RECOVERY_TIMER", default=True)
+# Reported prompt tokens calibrate a model's estimate; a process stores its readings in batches, at
+# most this many seconds apart (0: each at once, under the row lock, as the tests do).
+CALIBRATION_FLUSH_SECONDS = env.float("CALIBRATION_FLUSH_SECONDS", default=2.0)
 
 # --- Agent runtime ------------------------------------------------------------------------------
 # Thread workdirs (saved tool results, conversation history): "local" (a directory per thread under

@@ -28,3 +28,5 @@ CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}
 RUN_EXECUTION = "eager"
 # No recovery thread in the test process; the processes tests start (servers, workers) opt in.
 RUN_RECOVERY_TIMER = env.bool("RUN_RECOVERY_TIMER", default=False)
+# Calibration readings stored at once: a test reads the table right after its run.
+CALIBRATION_FLUSH_SECONDS = env.float("CALIBRATION_FLUSH_SECONDS", default=0)
