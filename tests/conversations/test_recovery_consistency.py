@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import time
+from pathlib import Path
 
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage
@@ -103,3 +104,87 @@ def test_a_celery_worker_killed_mid_tool_leaves_transcript_and_checkpoint_equal(
     transcript = assert_transcript_equals_checkpoint(thread)
     assert ("not-executed-call-search", ANSWERED) in transcript
     assert transcript[-1][1] == "the answer after the crash"
+
+
+# A thread whose message waits for a server to start it: the agent searches (slowly) first.
+SEED = """
+from django.contrib.auth import get_user_model
+from agent_platform.models import Agent, ModelEndpoint
+from conversations.models import AgentRun
+from conversations.services import thread_create
+from conversations.services.threads import message_append
+
+user = get_user_model().objects.create_user("killed", password="pw-killed-123")
+endpoint = ModelEndpoint.objects.create(name="stub", base_url="{base_url}", api_key_env="STUB_API_KEY")
+Agent.objects.create(name="Searcher", slug="searcher", endpoint=endpoint, model_name="gpt-4o-mini",
+                     tools=["web_search"])
+thread = thread_create(user=user, agent_slug="searcher")
+message = message_append(conversation=thread, role="user", content="search it", lc_message_id="m-search")
+AgentRun.objects.create(conversation=thread, input_message=message)
+"""
+# Both stores of that thread, as JSON: (id, text) of every reply and tool result, and the run.
+READ_BACK = """
+import json
+from conversations.models import AgentRun, Conversation
+from tests.conversations.consistency import model_visible, transcribed
+thread = Conversation.objects.get()
+run = AgentRun.objects.get()
+print(json.dumps({"status": run.status, "attempts": run.attempts, "checkpoint": model_visible(thread),
+                  "transcript": transcribed(thread)}))
+"""
+
+
+def test_a_server_killed_mid_tool_leaves_transcript_and_checkpoint_equal(openai_stub, tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    from tests.support.processes import ROOT, daphne_server
+
+    openai_stub.tool_call("web_search", {"query": "slow"}, call_id="call-search")
+    openai_stub.reply("the answer after the restart")
+    with slow_search(delay=60) as search:
+        env = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL")
+        }
+        env.update(
+            DJANGO_SETTINGS_MODULE="tests.e2e.settings", E2E_DIR=str(tmp_path), RUN_RECOVERY_TIMER="1",
+            STUB_API_KEY="sk-test", TEST_WEB_SEARCH_BASE_URL=search.base_url, TEST_WEB_SEARCH_API_KEY="search-key",
+        )  # fmt: skip
+        manage = [sys.executable, "manage.py"]
+        subprocess.run([*manage, "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True)
+        seed = SEED.replace("{base_url}", openai_stub.base_url)
+        subprocess.run([*manage, "shell", "-c", seed], cwd=ROOT, env=env, check=True)
+
+        with daphne_server(tmp_path, env=env, name="first"):
+            assert search.received.wait(90), "the first server never reached the tool"
+            server = next(p for p in _children() if "daphne" in p[1])
+            os.kill(server[0], signal.SIGKILL)  # dies inside the tool call
+
+        def read_back() -> dict:
+            out = subprocess.run([*manage, "shell", "-c", READ_BACK], cwd=ROOT, env=env, check=True,
+                                 capture_output=True, text=True).stdout  # fmt: skip
+            return json.loads(out.strip().splitlines()[-1])
+
+        with daphne_server(tmp_path, env=env, name="second"):
+            state = _wait_for(lambda: (s := read_back())["status"] in ("succeeded", "failed") and s)
+    assert (state["status"], state["attempts"]) == ("succeeded", 2)
+    assert state["transcript"] == state["checkpoint"]
+    assert ["not-executed-call-search", ANSWERED] in state["transcript"]
+    assert state["transcript"][-1][1] == "the answer after the restart"
+
+
+def _children() -> list[tuple[int, str]]:
+    """(pid, command line) of this process's children."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            if int(stat.read_text().rsplit(")", 1)[1].split()[1]) == os.getpid():
+                found.append(
+                    (int(stat.parent.name), (stat.parent / "cmdline").read_text().replace("\0", " "))
+                )
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
