@@ -276,6 +276,15 @@ def markdown(rows: list[tuple[str, dict[str, float | int]]]) -> str:
             f"{row['cpu_per_message']:.3f} | {row['redis_per_message']:.2f} ({row['redis_raw_per_message']:.2f}) | "
             f"{row['load_start']:.1f} → {row['load_end']:.1f} |"
         )
+    if len(rows) == 2:
+        (before_label, before), (after_label, after) = rows
+        lines += [
+            "",
+            f"{after_label} against {before_label}, same run: CPU-s per message ×"
+            f"{after['cpu_per_message'] / before['cpu_per_message']:.2f}, Redis connections per message ×"
+            f"{after['redis_per_message'] / max(before['redis_per_message'], 1e-9):.2f}, messages/s ×"
+            f"{after['messages_per_s'] / before['messages_per_s']:.2f}, p95 ×{after['p95_s'] / before['p95_s']:.2f}.",
+        ]
     return "\n".join(lines) + "\n"
 
 
