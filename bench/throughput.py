@@ -264,7 +264,7 @@ def markdown(rows: list[tuple[str, dict[str, float | int]]]) -> str:
         f"processes' CPU-seconds per message; Redis is connections opened per message (the server's count "
         f"less its background rate, measured idle just before; raw count beside it). Load is the machine's "
         f"1-minute load average at the start and the end of the messages, on {rows[0][1]['cores']} cores: "
-        f"wall-clock figures move with it, CPU per message much less.\n",
+        f"wall-clock figures move with it, CPU per message less (still by tens of percent at a high load).\n",
         "| code | messages | failed | wall | messages/s | p50 | p95 | CPU-s / message | Redis conn. / message "
         "(raw) | load start → end |",
         "|---|---|---|---|---|---|---|---|---|---|",
