@@ -163,7 +163,14 @@ SOCKET_ACCESS_RECHECK_SECONDS = env.float("SOCKET_ACCESS_RECHECK_SECONDS", defau
 
 # Shared across processes when Redis is there (e.g. the "compression under way" marker of a thread).
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            # One pool per process, not per thread: run signals are read from the graph's threads.
+            "OPTIONS": {"pool_class": "config.redis_pool.SharedConnectionPool"},
+        }
+    }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
@@ -178,12 +185,16 @@ CELERY_ACCEPT_CONTENT = ["json"]
 # "celery": runs go to Celery workers; "inprocess": a thread in the web process (embedded default).
 RUN_EXECUTION = env.str("RUN_EXECUTION", default="celery" if REDIS_URL else "inprocess")
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
-# A running run holds a lease, renewed every third of it while it executes. A run whose lease ran out
-# (or whose process on this host is gone) lost its worker: re-queued once, then failed.
-RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=60.0)
+# A running run holds a lease, renewed every sixth of it while it executes. A run whose lease ran out
+# (or whose process on this host is gone) lost its worker: re-queued once, then failed. 12 s, checked
+# every 2 s: a surviving worker takes a dead worker's run back within 14 s.
+RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=12.0)
 # Every Celery worker, and the web server when runs execute in-process, reclaims expired leases every
-# lease period (and an in-process server, at start, what the previous one left running or queued).
+# sixth of a lease (and an in-process server, at start, what the previous one left running or queued).
 RUN_RECOVERY_TIMER = env.bool("RUN_RECOVERY_TIMER", default=True)
+# Reported prompt tokens calibrate a model's estimate; a process stores its readings in batches, at
+# most this many seconds apart (0: each at once, under the row lock, as the tests do).
+CALIBRATION_FLUSH_SECONDS = env.float("CALIBRATION_FLUSH_SECONDS", default=2.0)
 
 # --- Agent runtime ------------------------------------------------------------------------------
 # Thread workdirs (saved tool results, conversation history): "local" (a directory per thread under

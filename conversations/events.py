@@ -1,4 +1,5 @@
-"""Live events to a thread's Channels group, sent only outside an open transaction.
+"""Live events to a thread's Channels group, sent only outside an open transaction (on Redis, through
+the process's one publisher: ``conversations.publisher``).
 
 Event shapes (JSON primitives only), delivered to sockets as ``{"type": <type>, **payload}``:
 
@@ -28,6 +29,7 @@ from django.db import transaction
 
 from context_engine.events import EVENT_TYPE as COMPRESSION  # the middleware's own event type
 from context_engine.text import clean_text
+from conversations.publisher import pooled, publisher
 
 logger = logging.getLogger(__name__)
 
@@ -68,10 +70,12 @@ def _send(thread_id: str, event: dict[str, Any], *, group: str | None = None) ->
     layer = get_channel_layer()
     if layer is None:
         return
+    target, message = group or thread_group(thread_id), {"type": CHANNELS_MESSAGE_TYPE, "event": event}
+    if pooled(layer):  # Redis: one long-lived loop and pool per process, the run never waits on it
+        publisher.publish(layer, target, message)
+        return
     try:
-        async_to_sync(layer.group_send)(
-            group or thread_group(thread_id), {"type": CHANNELS_MESSAGE_TYPE, "event": event}
-        )
+        async_to_sync(layer.group_send)(target, message)
     except Exception:  # noqa: BLE001 - a lost live event must never fail the run that emitted it
         logger.exception("Could not broadcast a %s event to %s", event.get("type"), group or thread_id)
 

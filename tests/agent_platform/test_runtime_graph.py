@@ -11,6 +11,7 @@ from agent_platform.runtime import checkpointer as cp
 from agent_platform.runtime.graph import agent_tools, build_agent_graph, thread_config
 from agent_platform.runtime.offline import OfflineChatModel
 from agent_platform.runtime.state_repository import AgentStateRepository
+from agent_platform.runtime.stopping import StopWaitingToolsMiddleware
 from agent_platform.workdir import workdir_for
 
 pytestmark = pytest.mark.django_db
@@ -86,7 +87,11 @@ def test_a_sub_agent_shares_the_parents_workdir_and_middleware_stack(thread, age
     workdir = workdir_for(thread)
     workdir.write_text("parent.txt", "written by the parent")
     stack = agent_middleware(agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel())
-    assert [type(m) for m in stack] == [CompressionMiddleware, TokenUsageMiddleware]
+    assert [type(m) for m in stack] == [
+        CompressionMiddleware,
+        TokenUsageMiddleware,
+        StopWaitingToolsMiddleware,
+    ]
     assert stack[0].store is workdir
     sub = build_agent_graph(
         agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel(), subagent=True

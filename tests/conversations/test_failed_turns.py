@@ -9,8 +9,9 @@ from langchain_core.messages import AIMessage, ToolMessage
 from agent_platform.workdir import Workdir
 from conversations.models import AgentRun
 from conversations.services import message_intake
-from conversations.services.execution import dangling_tool_answers
+from conversations.services.closing import dangling_tool_answers
 from tests.compression._threads import repository_for
+from tests.conversations.consistency import assert_transcript_equals_checkpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -67,6 +68,9 @@ def test_a_tool_that_raises_leaves_no_dangling_call_and_the_next_model_call_is_v
 
     assert failed.status == AgentRun.Status.FAILED and "disk gone" in failed.error_detail
     assert _unanswered_calls(thread) == []
+    # A cut-off write (S3 gone mid-call) answers the call in the transcript too, not only the checkpoint.
+    answers = [text for _id, text in assert_transcript_equals_checkpoint(thread) if "Not executed" in text]
+    assert len(answers) == 1 and "disk gone" in answers[0]
 
     again = _send(thread, user, "try again", django_capture_on_commit_callbacks)
     assert again.status == AgentRun.Status.SUCCEEDED, again.error
