@@ -12,10 +12,13 @@ STUB_KEY_ENV = "STUB_API_KEY"
 @pytest.fixture
 def openai_stub(request):
     """A running local OpenAI-protocol server; script it with ``.reply``, ``.tool_call``, ``.error``.
-    Under Django, the operator's bindings let ``STUB_API_KEY`` (and only it) go to the stub's origin."""
+    Under Django, the operator's bindings let ``STUB_API_KEY`` (and only it) go to the stub's origin, in
+    this process (the setting) and in the workers and servers it starts (the environment they inherit)."""
     stub = OpenAIStub().start()
     if request.config.pluginmanager.hasplugin("django"):
-        request.getfixturevalue("settings").MODEL_KEY_BINDINGS = f"{STUB_KEY_ENV}={stub.origin}"
+        binding = f"{STUB_KEY_ENV}={stub.origin}"
+        request.getfixturevalue("settings").MODEL_KEY_BINDINGS = binding
+        request.getfixturevalue("monkeypatch").setenv("MODEL_KEY_BINDINGS", binding)
     try:
         yield stub
     finally:
