@@ -8,47 +8,28 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
 
-from compression.errors import IdempotencyConflict
 from compression.models import CompressionRecord, no_loss_report
 from context_engine.manual.apply import REASON_SPEND_GUARD, ManualCompression
 from conversations.models import AgentRun, Conversation
 
 
-def record_reserve(
-    *, conversation: Conversation, trigger: str, requested_by: AbstractBaseUser | None, key: str | None
+def record_from_manual(
+    *,
+    conversation: Conversation,
+    trigger: str,
+    requested_by: AbstractBaseUser | None,
+    manual: ManualCompression,
+    started_at: datetime,
 ) -> CompressionRecord:
-    """Claim the Idempotency-Key before any work: a concurrent use on another thread waits on the
-    unique index, then conflicts, so a key never compresses two threads."""
-    try:
-        with transaction.atomic():
-            return CompressionRecord.objects.create(
-                conversation=conversation,
-                requested_by=requested_by,
-                trigger=trigger,
-                status=CompressionRecord.Status.NO_OP,
-                idempotency_key=key or None,
-            )
-    except IntegrityError as exc:
-        raise IdempotencyConflict() from exc
-
-
-def record_replay(*, conversation: Conversation, key: str | None) -> CompressionRecord | None:
-    """The record a retried request with this key already produced (``IdempotencyConflict`` when the
-    key was used on another thread), else None."""
-    if not key:
-        return None
-    record = CompressionRecord.objects.filter(idempotency_key=key).first()
-    if record is None:
-        return None
-    if record.conversation_id != conversation.pk:
-        raise IdempotencyConflict()
+    """The audit record of a forced compression, written when its job applies it."""
+    record = CompressionRecord(conversation=conversation, requested_by=requested_by, trigger=trigger)
+    record_complete(record=record, manual=manual, started_at=started_at)
     return record
 
 
 def record_complete(*, record: CompressionRecord, manual: ManualCompression, started_at: datetime) -> None:
-    """Fill a reserved record with what the forced compression did."""
+    """Fill (and save) a record with what the forced compression did."""
     record.level = CompressionRecord.Level.SUMMARY if manual.update else CompressionRecord.Level.NONE
     record.status = manual.status
     record.reason = manual.reason or ""

@@ -19,6 +19,7 @@ from django.utils import timezone
 from conversations.models import AgentRun
 from conversations.services.dispatch import run_dispatch_next
 from conversations.services.leases import run_is_orphaned, run_lease_duration, run_reclaim
+from conversations.signals import recovery_pass
 
 logger = logging.getLogger(__name__)
 
@@ -68,6 +69,7 @@ def runs_recover(*, queued_before: datetime | None = None, dispatch: bool = True
             started = run_dispatch_next(conversation_id=conversation_id)
             if started is not None:
                 report.dispatched.append(started)
+    recovery_pass.send(sender=RecoveryReport, now=now)
     return report
 
 
