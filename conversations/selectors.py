@@ -209,7 +209,9 @@ def thread_state(*, conversation: Conversation, values: dict | None = None) -> d
     return {
         "thread_id": conversation.thread_id,
         "token_usage": thread_token_usage(conversation=conversation, values=values),
-        "compressing": thread_compressing(thread_id=conversation.thread_id),
+        # A compression job's row is the durable fact (queued ones included); the cache marker also
+        # covers the admin's and the automatic paths.
+        "compressing": bool(flags["maintenance"]) or thread_compressing(thread_id=conversation.thread_id),
         "running": flags["running"],
         "queued": flags["queued"],
         "interrupted": flags["interrupted"],

@@ -12,10 +12,12 @@ from datetime import datetime
 from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections, connections, transaction
+from django.utils import timezone
 
 from compression.models import CompressionJob
 from compression.services.job_control import compress_job_reclaim, job_orphaned
 from compression.services.jobs import compress_job_perform
+from conversations.services.leases import run_lease_duration
 
 logger = logging.getLogger(__name__)
 
@@ -59,9 +61,12 @@ def compress_job_task(job_id: int) -> str | None:
 
 
 def compress_jobs_recover(*, now: datetime | None = None, start: bool = True) -> dict[str, list[int]]:
-    """Reclaim every ``running`` job whose worker is gone; start the re-queued ones again (``start``).
-    Run by the run-recovery timer of every server and worker (``conversations.signals.recovery_pass``)."""
-    report: dict[str, list[int]] = {"queued": [], "failed": []}
+    """Reclaim every ``running`` job whose worker is gone, and start again (``start``) the re-queued ones
+    and those queued for a lease or more (their start was lost with a process; a second start of a job
+    is harmless: one claim wins). Run by the run-recovery timer of every server and worker
+    (``conversations.signals.recovery_pass``)."""
+    now = now or timezone.now()
+    report: dict[str, list[int]] = {"queued": [], "failed": [], "started": []}
     running = CompressionJob.objects.filter(status=CompressionJob.Status.RUNNING).select_related(
         "conversation"
     )
@@ -71,6 +76,11 @@ def compress_jobs_recover(*, now: datetime | None = None, start: bool = True) ->
         outcome = compress_job_reclaim(job=job)
         if outcome is not None:
             report[outcome].append(job.pk)
-            if outcome == CompressionJob.Status.QUEUED and start:
-                compress_job_start(job_id=job.pk)
+    waiting = CompressionJob.objects.filter(
+        status=CompressionJob.Status.QUEUED, created_at__lt=now - run_lease_duration()
+    )
+    report["started"] = sorted({*report["queued"], *waiting.values_list("pk", flat=True)})
+    if start:
+        for job_id in report["started"]:
+            compress_job_start(job_id=job_id)
     return report

@@ -155,15 +155,16 @@ def test_a_job_whose_worker_died_is_retried_once_then_failed(user, thread, summa
     )
     fresh = timezone.now() - timedelta(seconds=30)
     CompressionJob.objects.filter(pk=job.pk).update(heartbeat_at=fresh)
-    assert compress_jobs_recover(start=False) == {"queued": [], "failed": []}  # its holder may be alive
+    nothing = {"queued": [], "failed": [], "started": []}
+    assert compress_jobs_recover(start=False) == nothing  # its holder may be alive
 
     CompressionJob.objects.filter(pk=job.pk).update(heartbeat_at=stale)
-    assert compress_jobs_recover(start=False) == {"queued": [job.pk], "failed": []}
+    assert compress_jobs_recover(start=False) == {"queued": [job.pk], "failed": [], "started": [job.pk]}
     job.refresh_from_db()
     assert (job.status, job.worker) == ("queued", "")
 
     CompressionJob.objects.filter(pk=job.pk).update(status="running", attempts=2, worker="elsewhere:2:b")
-    assert compress_jobs_recover(start=False) == {"queued": [], "failed": [job.pk]}
+    assert compress_jobs_recover(start=False) == {"queued": [], "failed": [job.pk], "started": []}
     job.refresh_from_db()
     assert (job.status, job.error_code) == ("failed", "worker_lost")
     assert "_summarization_event" not in repository_for(thread).get_values()
@@ -183,3 +184,13 @@ def test_a_requeued_job_is_performed_again_to_its_end(user, thread, summarizer):
     compress_jobs_recover()  # re-queued and started (inline under tests)
     job.refresh_from_db()
     assert (job.status, job.attempts) == ("succeeded", 2)
+
+
+def test_a_job_queued_for_a_lease_whose_start_was_lost_is_started_again(
+    user, thread, summarizer, not_started
+):
+    summarizer(SUMMARY)
+    job = CompressionJob.objects.create(conversation=thread, requested_by=user, trigger="manual")
+    assert compress_jobs_recover(start=False)["started"] == []  # young: its start may be on its way
+    CompressionJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(hours=1))
+    assert compress_jobs_recover(start=False)["started"] == [job.pk]
