@@ -48,6 +48,7 @@ from context_engine.manual.apply import STATUS_COMPLETED, ManualCompression
 from context_engine.policy.pressure import refreshed_usage
 from context_engine.state import TOKEN_USAGE_KEY
 from context_engine.summary.call import ledger_update
+from context_engine.tokens.calibration import Calibration
 from context_engine.tokens.messages import profile_for_model
 from conversations.errors import ThreadNotFound
 from conversations.models import Conversation
@@ -165,7 +166,9 @@ def _work(job: CompressionJob, *, held: Callable[[], QuerySet[CompressionJob]]) 
             return not held().exists()
 
         manual = run_forced(conversation, values, calibration, spent=spent, stop=stopped)
-        outcome = _apply(job, held=held, values=values, version=version, manual=manual, started_at=started_at)
+        # Computed before the lock: it depends only on the state read, which the apply checks is current.
+        update = _checkpoint_update(conversation, values, manual, calibration)
+        outcome = _apply(job, held=held, update=update, version=version, manual=manual, started_at=started_at)
     except Stopped:
         notice.fail(str(JobCancelled.default_message))
         return
@@ -184,11 +187,31 @@ def _work(job: CompressionJob, *, held: Callable[[], QuerySet[CompressionJob]]) 
     notice.complete(outcome)
 
 
+def _checkpoint_update(
+    conversation: Conversation, values: Mapping[str, Any], manual: ManualCompression, calibration: Calibration
+) -> dict[str, Any]:
+    """The update to write: the engine's, with ``token_usage`` refreshed (empty when nothing changes)."""
+    if not manual.update:
+        return {}
+    agent = conversation.agent
+    usage = refreshed_usage(
+        values,
+        manual.update,
+        profile=profile_for_model(agent.resolved_model_name),
+        trigger_tokens=agent.effective_trigger,
+        context_window=agent.resolved_context_window,
+        result=manual.body(),
+        now=timezone.now(),
+        calibration=calibration,
+    )
+    return {**manual.update, TOKEN_USAGE_KEY: {**manual.update.get(TOKEN_USAGE_KEY, {}), **usage}}
+
+
 def _apply(
     job: CompressionJob,
     *,
     held: Callable[[], QuerySet[CompressionJob]],
-    values: Mapping[str, Any],
+    update: dict[str, Any],
     version: str,
     manual: ManualCompression,
     started_at: datetime,
@@ -202,7 +225,6 @@ def _apply(
         repository = state_repository_for(conversation)
         if repository.version() != version:
             raise ThreadChanged()
-        agent = conversation.agent
         record = record_from_manual(
             conversation=conversation,
             trigger=job.trigger,
@@ -218,22 +240,9 @@ def _apply(
         # The compare-and-swap that Stop races with: whichever commits first wins, never both.
         if not held().update(status=status, record=record, result=record.result, finished_at=timezone.now()):
             raise Stopped()
-        if manual.update:
-            calibration = calibration_for(agent=agent)
-            usage = refreshed_usage(
-                values,
-                manual.update,
-                profile=profile_for_model(agent.resolved_model_name),
-                trigger_tokens=agent.effective_trigger,
-                context_window=agent.resolved_context_window,
-                result=manual.body(),
-                now=timezone.now(),
-                calibration=calibration,
-            )
-            conversation_pressure_update(conversation_id=conversation.pk, token_usage=usage)
-            repository.update(
-                {**manual.update, TOKEN_USAGE_KEY: {**manual.update.get(TOKEN_USAGE_KEY, {}), **usage}}
-            )
+        if update:
+            conversation_pressure_update(conversation_id=conversation.pk, token_usage=update[TOKEN_USAGE_KEY])
+            repository.update(update)
     return record
 
 
