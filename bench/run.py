@@ -21,10 +21,12 @@ from bench import (
     effectiveness,
     estimator_accuracy,
     fresh_worker,
+    local_model,
     loss_report,
     manual_latency,
     overhead,
     peers,
+    reference_index,
 )
 from bench.common import machine_markdown, markdown_table
 
@@ -407,6 +409,10 @@ def main() -> None:
 
     calib = calibration.run()
     section("3c. Calibration from reported usage", calibration.render(calib))
+    section(
+        "3d. The estimator against a real server (llama.cpp, SmolLM2-135M)",
+        local_model.render(local_model.run()),
+    )
 
     latency: list[dict] = []
     if manual_latency is not None and hasattr(manual_latency, "run") and hasattr(manual_latency, "render"):
@@ -429,6 +435,9 @@ def main() -> None:
         loss_report.render_survival(survival) + "\n" + loss_report.render_preview(previews, real_previews),
     )
 
+    reached = reference_index.run()
+    section("6b. Reference index: nothing folded out of reach", reference_index.render(reached))
+
     head = headline(
         acc,
         summary,
@@ -438,7 +447,10 @@ def main() -> None:
         fresh,
         vs_tiktoken,
         calib,
-        extra=loss_report.headline_rows(survival, previews, real_previews),
+        extra=[
+            *loss_report.headline_rows(survival, previews, real_previews),
+            *reference_index.headline_rows(reached),
+        ],
     )
     elapsed = time.perf_counter() - started
     doc = (

@@ -1,15 +1,24 @@
 """Run throughput on the production path: 20 threads × 10 messages on PostgreSQL, two Celery workers
-(one process each) and a local OpenAI-protocol stub; messages/s and p50/p95 from send to run finished.
+(one process each) and a local OpenAI-protocol stub; messages/s and p50/p95 from send to run finished,
+with the figures that are stable on a shared machine beside them: CPU-seconds per message (the
+workers' processes, from /proc) and Redis connections opened per message (the server's
+``total_connections_received`` during the messages, less what the same server received in as long an
+idle window before: other clients of a shared Redis).
 
 Each thread's client sends a message, waits for its run to finish, then sends the next, all 20 at
 once. A fresh database ``<DATABASE_URL's name>_bench`` is created, migrated and dropped.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/agents REDIS_URL=redis://127.0.0.1:6379/0 \
-        python -m bench.throughput
+        python -m bench.throughput [--compare OTHER_CHECKOUT]
+
+``--compare`` measures another checkout of the project (e.g. a worktree of an earlier commit) in the
+same run, first, with this file's measuring code and that checkout's platform code, and prints both
+rows in one table.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import statistics
 import subprocess
@@ -21,8 +30,15 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
-ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "throughput.md"  # its own page: `make bench` rewrites docs/benchmarks.md whole
+HERE = Path(__file__).resolve().parents[1]
+# The checkout whose platform is measured (``--compare`` runs this file against another one).
+ROOT = Path(os.environ.get("BENCH_ROOT") or HERE)
+if sys.path and Path(sys.path[0]).resolve() == HERE / "bench":
+    sys.path.pop(0)  # run as a script: bench/'s modules must not shadow packages
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+DOC = HERE / "docs" / "throughput.md"  # its own page: `make bench` rewrites docs/benchmarks.md whole
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SECTION = "# Run throughput"
 THREADS, MESSAGES, WORKERS = 20, 10, 2
 RUN_TIMEOUT_SECONDS = 300
@@ -45,6 +61,33 @@ def _psql(url: str, sql: str) -> None:
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
+
+
+def _cpu_seconds(pids: list[int]) -> float:
+    """CPU time of ``pids`` and their live children (Celery's pool processes), and of the children
+    they already reaped."""
+    children = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) in pids:
+            children.append(int(stat.parent.name))
+    total = 0
+    for pid in {*pids, *children}:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
+    return total / CLOCK_TICKS
+
+
+def _redis_connections(redis_url: str) -> int:
+    import redis
+
+    return int(redis.Redis.from_url(redis_url).info("stats")["total_connections_received"])
 
 
 def measure() -> dict[str, float | int]:
@@ -82,6 +125,8 @@ def measure() -> dict[str, float | int]:
         from tests.support.openai_stub import OpenAIStub
 
         stub = OpenAIStub().start()
+        # The operator binds the key to the stub's origin, for the workers started below.
+        env["MODEL_KEY_BINDINGS"] = f"BENCH_API_KEY={stub.origin}"
         for _ in range(THREADS * MESSAGES):
             stub.reply("A short answer from the stub.")
         user = get_user_model().objects.create_user("bench", password="bench-pw-123")
@@ -123,6 +168,11 @@ def measure() -> dict[str, float | int]:
                 )  # fmt: skip
             )
         time.sleep(5)  # the workers connect to the broker
+        idle_started, idle_connections = time.monotonic(), _redis_connections(redis_url)
+        time.sleep(5)  # the shared Redis's background: connections other clients open meanwhile
+        background_rate = (_redis_connections(redis_url) - idle_connections) / (
+            time.monotonic() - idle_started
+        )
 
         latencies: list[float] = []
         failures: list[str] = []
@@ -154,6 +204,9 @@ def measure() -> dict[str, float | int]:
             finally:
                 connection.close()
 
+        worker_pids = [worker.pid for worker in workers]
+        load_start = os.getloadavg()[0]
+        cpu_start, connections_start = _cpu_seconds(worker_pids), _redis_connections(redis_url)
         started = time.monotonic()
         clients = [threading.Thread(target=client, args=(t,)) for t in threads]
         for thread in clients:
@@ -161,7 +214,11 @@ def measure() -> dict[str, float | int]:
         for thread in clients:
             thread.join()
         wall = time.monotonic() - started
+        time.sleep(0.5)  # the last events leave the workers' publishers
+        cpu = _cpu_seconds(worker_pids) - cpu_start
+        opened = _redis_connections(redis_url) - connections_start
         stub.stop()
+        count = max(1, len(latencies))
         return {
             "messages": len(latencies),
             "failed": len(failures),
@@ -169,7 +226,11 @@ def measure() -> dict[str, float | int]:
             "messages_per_s": len(latencies) / wall,
             "p50_s": statistics.median(latencies),
             "p95_s": _percentile(latencies, 0.95),
-            "load": os.getloadavg()[1],  # 5-minute average: how busy the machine was meanwhile
+            "cpu_per_message": cpu / count,
+            "redis_per_message": max(0.0, opened - background_rate * wall) / count,
+            "redis_raw_per_message": opened / count,
+            "load_start": load_start,
+            "load_end": os.getloadavg()[0],
             "cores": os.cpu_count() or 0,
         }
     finally:
@@ -189,23 +250,64 @@ def measure() -> dict[str, float | int]:
         _psql(admin_url, f'DROP DATABASE IF EXISTS "{bench_name}" WITH (FORCE)')
 
 
-def markdown(row: dict[str, float | int]) -> str:
-    return (
-        f"{SECTION}\n\n"
+def _label(root: Path) -> str:
+    commit = subprocess.run(
+        ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=False
+    ).stdout.strip()
+    return f"`{commit or root.name}`"
+
+
+def markdown(rows: list[tuple[str, dict[str, float | int]]]) -> str:
+    lines = [
+        f"{SECTION}\n",
         f"{THREADS} threads × {MESSAGES} messages sent at once (each thread waits for its run before the next "
         f"message), PostgreSQL, {WORKERS} Celery workers of one process each, a local OpenAI-protocol stub "
-        f"(`python -m bench.throughput`). Latency is from the send to the run's end. Measured on "
-        f"{row['cores']} cores at a load average of {row['load']:.1f}.\n\n"
-        "| messages | failed | wall | messages/s | p50 | p95 |\n|---|---|---|---|---|---|\n"
-        f"| {row['messages']} | {row['failed']} | {row['wall_s']:.1f} s | {row['messages_per_s']:.2f} | "
-        f"{row['p50_s']:.2f} s | {row['p95_s']:.2f} s |\n"
-    )
+        f"(`python -m bench.throughput`). Latency is from the send to the run's end. CPU is the workers' "
+        f"processes' CPU-seconds per message; Redis is connections opened per message (the server's count "
+        f"less its background rate, measured idle just before; raw count beside it). Load is the machine's "
+        f"1-minute load average at the start and the end of the messages, on {rows[0][1]['cores']} cores: "
+        f"wall-clock figures move with it, CPU per message less (still by tens of percent at a high load).\n",
+        "| code | messages | failed | wall | messages/s | p50 | p95 | CPU-s / message | Redis conn. / message "
+        "(raw) | load start → end |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, row in rows:
+        lines.append(
+            f"| {label} | {row['messages']} | {row['failed']} | {row['wall_s']:.1f} s | "
+            f"{row['messages_per_s']:.2f} | {row['p50_s']:.2f} s | {row['p95_s']:.2f} s | "
+            f"{row['cpu_per_message']:.3f} | {row['redis_per_message']:.2f} ({row['redis_raw_per_message']:.2f}) | "
+            f"{row['load_start']:.1f} → {row['load_end']:.1f} |"
+        )
+    if len(rows) == 2:
+        (before_label, before), (after_label, after) = rows
+        lines += [
+            "",
+            f"{after_label} against {before_label}, same run: CPU-s per message ×"
+            f"{after['cpu_per_message'] / before['cpu_per_message']:.2f}, Redis connections per message ×"
+            f"{after['redis_per_message'] / max(before['redis_per_message'], 1e-9):.2f}, messages/s ×"
+            f"{after['messages_per_s'] / before['messages_per_s']:.2f}, p95 ×{after['p95_s'] / before['p95_s']:.2f}.",
+        ]
+    return "\n".join(lines) + "\n"
 
 
 def main() -> None:
-    table = markdown(measure())
+    if "--row" in sys.argv:  # one measurement, as JSON, for a --compare parent
+        print(json.dumps(measure()))
+        return
+    rows: list[tuple[str, dict[str, float | int]]] = []
+    if "--compare" in sys.argv:
+        other = Path(sys.argv[sys.argv.index("--compare") + 1]).resolve()
+        env = {**os.environ, "BENCH_ROOT": str(other)}
+        out = subprocess.run(
+            [sys.executable, str(Path(__file__).resolve()), "--row"], cwd=other, env=env, capture_output=True,
+            text=True, check=True,
+        ).stdout  # fmt: skip
+        rows.append((_label(other), json.loads(out.strip().splitlines()[-1])))
+    rows.append((_label(ROOT), measure()))
+    table = markdown(rows)
     print(table)
-    DOC.write_text(table, encoding="utf-8")
+    if ROOT == HERE:
+        DOC.write_text(table, encoding="utf-8")
 
 
 if __name__ == "__main__":

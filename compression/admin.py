@@ -11,39 +11,125 @@ from agent_platform.admin_base import AuditAdmin
 from compression.bulk import bulk_compress_selected
 from compression.models import CompressionRecord
 from compression.panels import reason_text
+from compression.record_page import record_page_context
 from compression.tasks import bulk_compress_start
-from conversations.admin import ConversationAdmin
+from conversations.admin import ConversationAdmin, thread_label
 from conversations.models import Conversation
+
+# Who may run a summary on any user's thread from the admin (the thread pages leave it to the owner).
+COMPRESS_ANY_THREAD_PERMISSION = "compression.compress_any_thread"
 
 
 @admin.register(CompressionRecord)
 class CompressionRecordAdmin(AuditAdmin):
     list_display = (
         "created_at",
-        "conversation",
+        "thread",
+        "agent",
         "trigger",
+        "outcome_words",
+        "tokens",
+        "identifiers",
+    )
+    list_filter = (
+        "conversation__agent",
+        "outcome",
+        "trigger",
+        ("created_at", admin.DateFieldListFilter),
         "level",
         "status",
-        "outcome",
-        "reason_display",
-        "before_tokens",
-        "after_tokens",
-        "identifiers",
-        "reason",
-        "file_path",
     )
-    list_filter = ("outcome", "trigger", "level", "status", "reason", "conversation__agent")
+    list_select_related = ("conversation__agent", "conversation__owner")
     search_fields = (
         "conversation__thread_id",
         "conversation__title",
         "file_path",
         "idempotency_key",
         "error",
+        "error_detail",
     )
     date_hierarchy = "created_at"
+    fieldsets = (
+        (
+            None,
+            {
+                "fields": (
+                    "thread",
+                    "agent",
+                    "created_at",
+                    "trigger",
+                    "outcome_words",
+                    "tokens",
+                    "compressed_messages",
+                    "requested_by",
+                    "run",
+                )
+            },
+        ),
+        (
+            _("Details"),
+            {
+                "classes": ("collapse",),
+                "fields": (
+                    "level",
+                    "status",
+                    "reason",
+                    "reason_detail",
+                    "cutoff_index",
+                    "file_path",
+                    "saved_files",
+                    "summary_usage",
+                    "spend_guard",
+                    "error",
+                    "idempotency_key",
+                    "started_at",
+                    "result",
+                    "loss_report",
+                ),
+            },
+        ),
+    )
 
     def get_readonly_fields(self, request: HttpRequest, obj=None):
-        return [*super().get_readonly_fields(request, obj), "lost_identifiers"]
+        extra = ("thread", "agent", "outcome_words", "tokens", "identifiers", "lost_identifiers")
+        return [*super().get_readonly_fields(request, obj), *extra]
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None):
+        """The record page: its loss report, and links to the thread, the history file and the saved
+        files for whoever may open the thread (the file view's own rule, ``conversations.access``)."""
+        record = self.get_object(request, object_id)
+        if record is not None:
+            extra_context = {**(extra_context or {}), **record_page_context(record=record, user=request.user)}
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    @admin.display(description=_("Thread"), ordering="conversation__title")
+    def thread(self, record: CompressionRecord) -> str:
+        return thread_label(record.conversation)
+
+    @admin.display(description=_("Agent"), ordering="conversation__agent__name")
+    def agent(self, record: CompressionRecord) -> str:
+        return record.conversation.agent.name
+
+    @admin.display(description=_("Outcome"), ordering="outcome")
+    def outcome_words(self, record: CompressionRecord) -> str:
+        """The outcome as the thread page's card words it, with the reason when the budget was out of reach;
+        a failure or an undo (no outcome) by its status and level."""
+        if not record.outcome:
+            words = f"{record.get_status_display()} ({record.get_level_display()})"
+            return f"{words}: {record.error}" if record.error else words
+        words = str(record.get_outcome_display())
+        why = reason_text(record.reason_detail or None)
+        return f"{words}: {why}" if why and record.outcome == record.Outcome.BUDGET_UNREACHABLE else words
+
+    @admin.display(description=_("Tokens before → after (saved)"))
+    def tokens(self, record: CompressionRecord) -> str:
+        if record.before_tokens is None or record.after_tokens is None:
+            return "–"
+        return _("%(before)s → %(after)s (%(saved)s saved)") % {
+            "before": f"{record.before_tokens:,}",
+            "after": f"{record.after_tokens:,}",
+            "saved": f"{record.tokens_saved:,}",
+        }
 
     @admin.display(description=_("Identifiers (in view / one read / two reads / unreachable)"))
     def identifiers(self, record: CompressionRecord) -> str:
@@ -54,16 +140,15 @@ class CompressionRecordAdmin(AuditAdmin):
             return "–"
         kept = report.in_summary + report.in_view
         text = f"{kept} / {report.one_read} / {report.two_reads} / {report.unreachable} of {report.total}"
-        return text + (" (repaired)" if (record.loss_report or {}).get("repaired") else "")
+        loss = record.loss_report or {}
+        indexed = loss.get("indexed")
+        if isinstance(indexed, int) and not isinstance(indexed, bool) and indexed > 0:
+            text += f" ({indexed} in the reference index)"
+        return text + (" (repaired)" if loss.get("repaired") else "")
 
     @admin.display(description=_("Lost identifiers"))
     def lost_identifiers(self, record: CompressionRecord) -> str:
         return ", ".join((record.loss_report or {}).get("lost_identifiers") or []) or "–"
-
-    @admin.display(description=_("Why"))
-    def reason_display(self, obj: CompressionRecord) -> str:
-        """The same words as the thread page's card (e.g. why a request stayed above the trigger)."""
-        return reason_text(obj.reason_detail or None) if obj.outcome == obj.Outcome.BUDGET_UNREACHABLE else ""
 
 
 class CompressingConversationAdmin(ConversationAdmin):
@@ -71,7 +156,11 @@ class CompressingConversationAdmin(ConversationAdmin):
 
     actions = ["compress_context", "bulk_compress"]
 
-    @admin.action(description=_("Compress context"))
+    def has_compress_any_thread_permission(self, request: HttpRequest) -> bool:
+        """Viewing threads is not enough: both actions spend a summary call on someone else's thread."""
+        return request.user.has_perm(COMPRESS_ANY_THREAD_PERMISSION)
+
+    @admin.action(description=_("Compress context"), permissions=["compress_any_thread"])
     def compress_context(self, request: HttpRequest, queryset) -> None:
         ids = list(queryset.values_list("pk", flat=True))
         report, by_label = bulk_compress_selected(
@@ -85,7 +174,10 @@ class CompressingConversationAdmin(ConversationAdmin):
                 title = _("Busy, not compressed") if label == "skipped_busy" else _("Failed")
                 self.message_user(request, f"{title}: {listed}", level)
 
-    @admin.action(description=_("Bulk compaction (background when a broker is configured)"))
+    @admin.action(
+        description=_("Bulk compaction (background when a broker is configured)"),
+        permissions=["compress_any_thread"],
+    )
     def bulk_compress(self, request: HttpRequest, queryset) -> None:
         ids = list(queryset.values_list("pk", flat=True))
         started = bulk_compress_start(conversation_ids=ids, requested_by=request.user)

@@ -14,6 +14,7 @@ from ninja import Header, Path, Query, Router, Schema, Status
 
 from agent_platform.api_errors import error_responses
 from agent_platform.errors import Unprocessable
+from agent_platform.throttle import COMPRESS, throttled
 from compression import services
 
 router = Router(tags=["compression"])
@@ -109,9 +110,10 @@ class UndoOut(Schema):
 
 
 ERRORS = error_responses(403, 404, 409, 502)
+COMPRESS_ERRORS = error_responses(403, 404, 409, 429, 502)
 
 
-@router.post("/{thread_id}/compress", response={200: CompressOut, 202: JobOut, **ERRORS})
+@router.post("/{thread_id}/compress", response={200: CompressOut, 202: JobOut, **COMPRESS_ERRORS})
 def thread_compress(
     request: HttpRequest,
     response: HttpResponse,
@@ -127,7 +129,8 @@ def thread_compress(
     409 `thread_busy` while a run is running or queued, the thread waits on the user or another
     compression is under way; the same `Idempotency-Key` returns the same job (and, once it ended, its
     result without a second summary). With `?preview_id=...` (from `.../compress/preview`), 409
-    `stale_preview` and nothing folded when the thread changed since that preview."""
+    `stale_preview` and nothing folded when the thread changed since that preview. 429 `rate_limited`
+    (with `Retry-After`) over the user's compression limits."""
     key = None if idempotency_key is None else idempotency_key.strip()
     # Printable only: a NUL byte, for one, cannot be stored in PostgreSQL (it would be a 500).
     if key is not None and not (0 < len(key) <= MAX_IDEMPOTENCY_KEY and key.isprintable()):
@@ -135,19 +138,21 @@ def thread_compress(
             _("Idempotency-Key must be 1 to %(max)d printable characters.") % {"max": MAX_IDEMPOTENCY_KEY},
             code="invalid_input",
         )
-    job = services.thread_compress_submit(
-        thread_id=thread_id, user=request.user, idempotency_key=key, preview_id=preview_id
-    )
-    response["Location"] = reverse(
-        "api:thread_compress_job", kwargs={"thread_id": thread_id, "job_id": job.pk}
-    )
-    if wait:
-        job = services.compress_job_wait(job_id=job.pk, timeout=settings.COMPRESSION_WAIT_SECONDS)
-        if job.finished:
-            services.compress_job_raise(job)
-            return Status(200, job.result)
-    else:
-        job = services.compress_job_get(thread_id=thread_id, job_id=job.pk, user=request.user)
+    # The in-flight slot is held while this request works (with ``?wait=true``, until the job ends).
+    with throttled(request, COMPRESS):
+        job = services.thread_compress_submit(
+            thread_id=thread_id, user=request.user, idempotency_key=key, preview_id=preview_id
+        )
+        response["Location"] = reverse(
+            "api:thread_compress_job", kwargs={"thread_id": thread_id, "job_id": job.pk}
+        )
+        if wait:
+            job = services.compress_job_wait(job_id=job.pk, timeout=settings.COMPRESSION_WAIT_SECONDS)
+            if job.finished:
+                services.compress_job_raise(job)
+                return Status(200, job.result)
+        else:
+            job = services.compress_job_get(thread_id=thread_id, job_id=job.pk, user=request.user)
     return Status(202, services.compress_job_body(job))
 
 

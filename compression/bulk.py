@@ -16,6 +16,7 @@ from agent_platform.errors import ApplicationError
 from compression.errors import ModelUnavailable
 from compression.models import CompressionRecord
 from compression.services import conversation_compress
+from context_engine.events import describe_error
 
 logger = logging.getLogger(__name__)
 
@@ -66,7 +67,11 @@ def bulk_compress_one(
         if raise_transient and isinstance(exc, ModelUnavailable):
             raise
         label = _SKIPPED.get(exc.code, "failed")
-        return BulkOutcome(conversation_id, label, error=exc.message if label == "failed" else "")
+        # The operator's report: the exception as raised (a thread's pages get plain words instead).
+        error = getattr(exc, "error_detail", "") or (
+            describe_error(exc.__cause__) if exc.__cause__ else exc.message
+        )
+        return BulkOutcome(conversation_id, label, error=error if label == "failed" else "")
     except Exception as exc:  # noqa: BLE001 - one broken thread must not stop the rest of the batch
         logger.exception("Bulk compression of conversation %s failed", conversation_id)
         return BulkOutcome(conversation_id, "failed", error=f"{type(exc).__name__}: {exc}")

@@ -82,7 +82,9 @@ class CompressionRecord(models.Model):
     file_path = models.CharField(verbose_name=_("file path"), max_length=500, blank=True)
     saved_files = models.JSONField(verbose_name=_("saved files"), default=list, blank=True)
     summary_usage = models.JSONField(verbose_name=_("summary usage"), default=dict, blank=True)
+    # What the thread's pages show; the exception as raised is ``error_detail``, for the admin.
     error = models.TextField(verbose_name=_("error"), blank=True)
+    error_detail = models.TextField(verbose_name=_("error detail"), blank=True)
     # Where the identifiers of the folded messages went, by reach tier (context_engine.summary.identifiers
     # .LossReport.as_dict; older records carry in_saved_file/lost, read through ``loss``). Records that
     # folded nothing carry the empty report (nothing lost).
@@ -104,6 +106,8 @@ class CompressionRecord(models.Model):
         verbose_name_plural = _("compression records")
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["conversation", "-created_at"])]
+        # The admin's compression actions run a paid summary on anyone's thread: operators only.
+        permissions = [("compress_any_thread", "Can compress any thread from the admin")]
 
     def __str__(self) -> str:
         return f"{self.trigger} {self.level} {self.status} on {self.conversation_id}"
@@ -175,7 +179,9 @@ class CompressionJob(models.Model):
     )
     result = models.JSONField(verbose_name=_("result"), default=dict, blank=True)  # the compression's body
     error_code = models.CharField(verbose_name=_("error code"), max_length=50, blank=True)
+    # In the words the thread's users read; the exception as raised is ``error_detail``, for the admin.
     error = models.TextField(verbose_name=_("error"), blank=True)
+    error_detail = models.TextField(verbose_name=_("error detail"), blank=True)
     # The failure was a transient model error (the bulk task retries those, as a new job).
     retryable = models.BooleanField(verbose_name=_("retryable"), default=False)
     created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True, db_index=True)

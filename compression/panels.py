@@ -13,8 +13,11 @@ from typing import Any
 from django.utils.translation import gettext as _
 
 from context_engine import outcomes
-from context_engine.state import SUMMARY_EVENT_KEY
+from context_engine.formats import REFERENCE_INDEX_HEADER, REFERENCE_INDEX_SEPARATOR
+from context_engine.lines import pointer
+from context_engine.state import REFERENCE_INDEX_KEY, SUMMARY_EVENT_KEY
 from context_engine.summary.identifiers import LossReport
+from context_engine.summary.reference_index import index_entries
 from context_engine.tokens.messages import format_tokens
 from conversations.pages import as_int, workdir_path
 
@@ -50,6 +53,7 @@ class LossLine:
     unreachable: int
     lost_identifiers: tuple[str, ...]
     repaired: bool
+    indexed: int = 0  # of those in view, the ones the reference index lists
 
 
 LOSS_LIST_SHOWN = 10
@@ -74,6 +78,7 @@ def loss_line_from(value: Any) -> LossLine | None:
         unreachable=report.unreachable,
         lost_identifiers=tuple(i[:200] for i in report.lost_identifiers[:LOSS_LIST_SHOWN]),
         repaired=value.get("repaired") is True or value.get("repaired") == "true",
+        indexed=as_int(value.get("indexed")) or 0,
     )
 
 
@@ -122,6 +127,25 @@ class CompressionCard:
 
 
 @dataclass(frozen=True)
+class IndexLink:
+    """One entry of the reference index: an identifier and the file line that holds it."""
+
+    value: str
+    kind: str
+    path: str
+    line: int
+
+    @property
+    def pointer(self) -> str:
+        return pointer(self.path, self.line)
+
+    @property
+    def short(self) -> str:
+        """The pointer with the file's name only (the link's title carries the whole path)."""
+        return pointer(self.path.rsplit("/", 1)[-1], self.line)
+
+
+@dataclass(frozen=True)
 class Memory:
     """What the model currently works from: the summary, the transcript messages it stands for, and
     how many follow it word for word."""
@@ -133,6 +157,9 @@ class Memory:
     folded_last_seq: int | None = None  # transcript seqs count from 1: the summary stands for this many
     kept_count: int = 0
     message_count: int = 0
+    # The reference index after the summary (issue 25): what the agent can look up, each with its line.
+    index: tuple[IndexLink, ...] = ()
+    index_omitted: int = 0
 
     @property
     def folded_count(self) -> int:
@@ -200,14 +227,26 @@ def memory_from(
     if summary is None or not isinstance(cutoff, int):
         return Memory(active=False, message_count=len(messages))
     text = getattr(summary, "content", "")
+    text = text if isinstance(text, str) else str(text)
+    index = event.get(REFERENCE_INDEX_KEY)
+    links = tuple(
+        IndexLink(e["value"][:200], e["kind"], path, e["line"])
+        for e in index_entries(index)
+        if (path := workdir_path(e["path"]))
+    )
     return Memory(
         active=True,
-        summary_text=text if isinstance(text, str) else str(text),
+        # The index is shown below the summary: cut at its header, the last one (a summary may quote one).
+        summary_text=text.rpartition(REFERENCE_INDEX_SEPARATOR + REFERENCE_INDEX_HEADER)[0]
+        if isinstance(index, Mapping) and REFERENCE_INDEX_HEADER in text
+        else text,
         summary_tokens=int(summary_tokens or 0),
         file_path=workdir_path(event.get("file_path")),
         folded_last_seq=folded_last_seq,
         kept_count=max(len(messages) - cutoff, 0),
         message_count=len(messages),
+        index=links,
+        index_omitted=as_int(index.get("omitted")) or 0 if isinstance(index, Mapping) else 0,
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.http import Http404, HttpRequest, HttpResponse
+from django.http.request import RawPostDataException
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, AuthorizationError, HttpError, ValidationError
 
@@ -24,7 +25,10 @@ def _error(request: HttpRequest, status: int, code: str, message: str, **extra: 
 
 @api.exception_handler(ApplicationError)
 def on_application_error(request: HttpRequest, exc: ApplicationError) -> HttpResponse:
-    return api.create_response(request, exc.as_body(), status=exc.status)
+    response = api.create_response(request, exc.as_body(), status=exc.status)
+    for header, value in getattr(exc, "headers", {}).items():  # e.g. Retry-After of a 429
+        response[header] = value
+    return response
 
 
 @api.exception_handler(AuthenticationError)
@@ -40,6 +44,17 @@ def on_authorization_error(request: HttpRequest, exc: AuthorizationError) -> Htt
 @api.exception_handler(ValidationError)
 def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
     return _error(request, 422, "invalid_input", "The request did not validate.", errors=exc.errors)
+
+
+@api.exception_handler(RawPostDataException)
+def on_form_body(request: HttpRequest, exc: RawPostDataException) -> HttpResponse:
+    """Form data (already parsed by the body middleware) sent to an operation that reads JSON."""
+    return _error(
+        request,
+        400,
+        "json_expected",
+        "This operation takes a JSON body (Content-Type: application/json), not form data.",
+    )
 
 
 @api.exception_handler(Http404)
@@ -68,3 +83,4 @@ def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
 api.add_router("/", "agent_platform.api.router")
 api.add_router("/threads", "conversations.api.router")
 api.add_router("/threads", "compression.api.router")
+api.add_router("/usage", "conversations.usage_api.router")

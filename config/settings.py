@@ -3,14 +3,18 @@
 Embedded default (no environment): SQLite, a SQLite LangGraph checkpointer, the in-memory channel
 layer, runs executed in-process, workdirs on local disk and the offline model. Production switches:
 DATABASE_URL, REDIS_URL, WORKDIR_STORAGE (+ WORKDIR_S3_*); model servers are ModelEndpoint records in
-the admin, whose keys are environment variables allowed by MODEL_KEY_ENV_ALLOWLIST.
+the admin, whose keys are environment variables allowed by MODEL_KEY_ENV_ALLOWLIST and bound to their
+origins by MODEL_KEY_BINDINGS.
 """
 
 from __future__ import annotations
 
+import ipaddress
+from datetime import timedelta
 from pathlib import Path
 
 import environ
+from csp.constants import NONE, SELF, UNSAFE_INLINE
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -26,6 +30,7 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
 INSTALLED_APPS = [
     "daphne",
+    "csp",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -33,13 +38,17 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "channels",
+    "axes",
+    "ninja",  # /api/docs from its own static files (no CDN, no inline script)
     "agent_platform",
     "conversations",
     "compression",
 ]
 
 MIDDLEWARE = [
+    "config.ops.RequestContextMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "csp.middleware.CSPMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.locale.LocaleMiddleware",
@@ -50,6 +59,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "config.http_errors.ApiErrorBodyMiddleware",
     "config.http_errors.RequestSizeLimitMiddleware",
+    # Last, as django-axes asks: it answers a locked-out login (config.login_throttle.locked_out).
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -94,6 +105,31 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("DATA_UPLOAD_MAX_MEMORY_SIZE", default=2_6
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
 ]
+# --- Login throttling (django-axes; admin: Axes → Access attempts, Access failures) ---------------
+# The axes backend only refuses a locked-out login; ModelBackend authenticates. API tokens and
+# sessions already signed in do not pass through authenticate() and are not affected.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
+AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15.0))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own: per account, per address
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "config.login_throttle.locked_out"
+AXES_CLIENT_IP_CALLABLE = "config.login_throttle.client_ip"
+AXES_VERBOSE = False
+
+# --- Per-user throttles (agent_platform.throttle): attempts a minute, and at once; 0 turns one off --
+# At once: sends count the user's queued and running runs; uploads and compressions their requests
+# still in flight. Over a limit: 429 rate_limited with Retry-After.
+THROTTLE_SEND_PER_MINUTE = env.int("THROTTLE_SEND_PER_MINUTE", default=20)
+THROTTLE_SEND_CONCURRENT = env.int("THROTTLE_SEND_CONCURRENT", default=5)
+THROTTLE_UPLOAD_PER_MINUTE = env.int("THROTTLE_UPLOAD_PER_MINUTE", default=10)
+THROTTLE_UPLOAD_CONCURRENT = env.int("THROTTLE_UPLOAD_CONCURRENT", default=2)
+THROTTLE_COMPRESS_PER_MINUTE = env.int("THROTTLE_COMPRESS_PER_MINUTE", default=5)
+THROTTLE_COMPRESS_CONCURRENT = env.int("THROTTLE_COMPRESS_CONCURRENT", default=1)
+
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "conversations:thread-list"
 LOGOUT_REDIRECT_URL = "login"
@@ -121,9 +157,20 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# An open thread socket checks again that its user may still see the thread (session, active,
+# permission) before relaying events, at most this often; a logout closes it at once.
+SOCKET_ACCESS_RECHECK_SECONDS = env.float("SOCKET_ACCESS_RECHECK_SECONDS", default=5.0)
+
 # Shared across processes when Redis is there (e.g. the "compression under way" marker of a thread).
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            # One pool per process, not per thread: run signals are read from the graph's threads.
+            "OPTIONS": {"pool_class": "config.redis_pool.SharedConnectionPool"},
+        }
+    }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
@@ -138,12 +185,16 @@ CELERY_ACCEPT_CONTENT = ["json"]
 # "celery": runs go to Celery workers; "inprocess": a thread in the web process (embedded default).
 RUN_EXECUTION = env.str("RUN_EXECUTION", default="celery" if REDIS_URL else "inprocess")
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
-# A running run holds a lease, renewed every third of it while it executes. A run whose lease ran out
-# (or whose process on this host is gone) lost its worker: re-queued once, then failed.
-RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=60.0)
+# A running run holds a lease, renewed every sixth of it while it executes. A run whose lease ran out
+# (or whose process on this host is gone) lost its worker: re-queued once, then failed. 12 s, checked
+# every 2 s: a surviving worker takes a dead worker's run back within 14 s.
+RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=12.0)
 # Every Celery worker, and the web server when runs execute in-process, reclaims expired leases every
-# lease period (and an in-process server, at start, what the previous one left running or queued).
+# sixth of a lease (and an in-process server, at start, what the previous one left running or queued).
 RUN_RECOVERY_TIMER = env.bool("RUN_RECOVERY_TIMER", default=True)
+# Reported prompt tokens calibrate a model's estimate; a process stores its readings in batches, at
+# most this many seconds apart (0: each at once, under the row lock, as the tests do).
+CALIBRATION_FLUSH_SECONDS = env.float("CALIBRATION_FLUSH_SECONDS", default=2.0)
 
 # --- Agent runtime ------------------------------------------------------------------------------
 # Thread workdirs (saved tool results, conversation history): "local" (a directory per thread under
@@ -162,6 +213,10 @@ CHECKPOINT_SQLITE_PATH = env.path("CHECKPOINT_SQLITE_PATH", default=VAR_DIR / "c
 # Which environment variables a model endpoint may name as its key (shell-style patterns). Names of
 # settings (SECRET_KEY, WEB_SEARCH_API_KEY...) are refused whatever this says.
 MODEL_KEY_ENV_ALLOWLIST = env.list("MODEL_KEY_ENV_ALLOWLIST", default=["*_API_KEY"])
+# Which key variable may be sent to which origin (scheme, host, port), e.g.
+# "OPENAI_API_KEY=https://api.openai.com, DEEPSEEK_API_KEY=https://api.deepseek.com". Parsed and
+# checked by agent_platform.key_bindings; an endpoint whose origin is not bound to its variable gets no key.
+MODEL_KEY_BINDINGS = env.str("MODEL_KEY_BINDINGS", default="")
 WEB_SEARCH_BASE_URL = env.str("WEB_SEARCH_BASE_URL", default="")
 WEB_SEARCH_API_KEY = env.str("WEB_SEARCH_API_KEY", default="")
 MODEL_REQUEST_TIMEOUT = env.float("MODEL_REQUEST_TIMEOUT", default=120.0)
@@ -185,10 +240,36 @@ THREAD_LOCK_TIMEOUT_MS = env.int("THREAD_LOCK_TIMEOUT_MS", default=3000)
 # POST .../compress?wait=true answers synchronously for at most this long, then 202 with the job.
 COMPRESSION_WAIT_SECONDS = env.float("COMPRESSION_WAIT_SECONDS", default=60.0)
 
+# --- Headers and proxies ----------------------------------------------------------------------
+# Every page: scripts and styles from this site only (no inline script anywhere; the templates load
+# static files), images from here (or data:/blob: previews), sockets and fetches to here, no plugins,
+# no framing, forms post here. Inline style *attributes* stay allowed (server-rendered meter widths);
+# with img-src and font-src closed to other hosts they cannot load or leak anything.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": [SELF],
+        "script-src": [SELF],
+        "style-src": [SELF],
+        "style-src-attr": [UNSAFE_INLINE],
+        "img-src": [SELF, "data:", "blob:"],
+        "font-src": [SELF],
+        "connect-src": [SELF],
+        "object-src": [NONE],
+        "base-uri": [NONE],
+        "form-action": [SELF],
+        "frame-ancestors": [NONE],
+    }
+}
+# How many reverse proxies (TLS termination, load balancer) stand in front of the web processes. Only
+# then is X-Forwarded-Proto believed (SECURE_PROXY_SSL_HEADER, the socket origin check) and the client
+# address read from X-Forwarded-For (login throttling); 0: the headers are whatever a client sent.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+if TRUSTED_PROXY_COUNT:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
 # --- Production hardening (manage.py check --deploy) ------------------------------------------
 if not DEBUG:
     SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
-    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True
     CSRF_COOKIE_SECURE = True
     SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=31536000)
@@ -199,10 +280,37 @@ if not DEBUG:
         "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
     }
 
+# --- Operations: metrics and logs -------------------------------------------------------------
+# /metrics answers only a bearer METRICS_TOKEN or a peer in METRICS_ALLOWED_IPS (addresses or networks,
+# e.g. 10.0.0.0/8); with neither set it does not exist (404). Several worker processes on one machine:
+# set PROMETHEUS_MULTIPROC_DIR (an empty directory, cleared at deploy) in every process's environment.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_ALLOWED_IPS = env.list("METRICS_ALLOWED_IPS", default=[])
+for _network in METRICS_ALLOWED_IPS:
+    try:
+        ipaddress.ip_network(_network, strict=False)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"METRICS_ALLOWED_IPS: {exc}") from exc
+# "text" (the default) or "json": one JSON object per line with the request, thread and run ids.
+LOG_FORMAT = env.str("LOG_FORMAT", default="text")
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured("LOG_FORMAT must be 'text' or 'json'.")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"ids": {"()": "agent_platform.observability.log_context.LogContextFilter"}},
+    "formatters": {
+        "text": {"format": "%(message)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(name)s %(message)s %(request_id)s %(thread_id)s %(run_id)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["ids"]},
+    },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
     "loggers": {"httpx": {"level": "WARNING"}, "openai": {"level": "WARNING"}},
 }

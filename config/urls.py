@@ -4,6 +4,7 @@ from django.http import HttpRequest, HttpResponsePermanentRedirect
 from django.templatetags.static import static
 from django.urls import include, path
 
+from config import ops
 from config.api import api, not_found
 
 
@@ -14,7 +15,13 @@ def favicon(request: HttpRequest) -> HttpResponsePermanentRedirect:
 
 
 urlpatterns = [
+    path("healthz", ops.healthz, name="healthz"),
+    path("readyz", ops.readyz, name="readyz"),
+    path("metrics", ops.metrics, name="metrics"),
     path("admin/pressure/", include("conversations.admin_views")),
+    path("admin/usage/", include("conversations.usage_admin")),
+    path("admin/agents/", include("agent_platform.admin_views")),
+    path("admin/agents/", include("conversations.admin_retune")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
     path("api/<path:rest>", not_found),

@@ -16,6 +16,8 @@ DEFAULT_THRESHOLD_K = 100
 COMPRESSION_CAPABILITY = "context_compression"
 DEFAULT_PINNED_TOKEN_LIMIT = 2000
 DEFAULT_SUMMARY_CALLS_PER_HOUR = 10
+DEFAULT_INDEX_PERCENT = 10  # the reference index after a summary: at most this share of T, in percent
+MAX_INDEX_PERCENT = 50  # the admin's ceiling: the index never takes the room the summary exists to free
 PINNED_SHARE_OF_TRIGGER = 0.25  # pinned messages never take more than this share of T, whatever the field
 TOKENS_PER_K = 1024
 WINDOW_CAP_RATIO = 0.9
@@ -44,8 +46,14 @@ class CompressionConfig:
     pinned_token_limit: int = DEFAULT_PINNED_TOKEN_LIMIT  # cap on the tokens of pinned messages
     repair_pass: bool = False  # one more summary call when the first lost identifiers
     spend: SpendLimits = field(default_factory=SpendLimits)  # the spend guard on summary calls
+    index_percent: int = DEFAULT_INDEX_PERCENT  # reference index budget, % of T; 0 turns the index off
 
     @property
     def pinned_cap(self) -> int:
         """The pinned-token cap in force: the agent's field, never above a quarter of ``T``."""
         return min(self.pinned_token_limit, int(self.trigger_tokens * PINNED_SHARE_OF_TRIGGER))
+
+    @property
+    def index_budget(self) -> int:
+        """The reference index's token budget: ``index_percent`` of ``T`` (0: no index)."""
+        return max(self.trigger_tokens * max(self.index_percent, 0) // 100, 0)

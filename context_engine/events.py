@@ -5,6 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from context_engine.errors import (
+    CompressionError,
+    EmptySummaryError,
+    ErrorSummaryError,
+    NotASummaryError,
+    OffloadError,
+    StoreError,
+    SummaryError,
+    SummaryNotSmaller,
+)
+
 EVENT_TYPE = "compression"
 STARTED, COMPLETED, FAILED = "started", "completed", "failed"
 LEVEL_COMPACTION, LEVEL_SUMMARY, LEVEL_UNDO = "compaction", "summary", "undo"
@@ -30,5 +41,32 @@ def compression_event(
 
 
 def describe_error(exc: BaseException) -> str:
-    """The error text of a ``failed`` event and of a failed compression's message."""
+    """The exception as raised (class and text): a ``failed`` event's ``error_detail``, for the admin."""
     return f"{type(exc).__name__}: {exc}"
+
+
+# What users read for a failure that is not the engine's own: a provider's text can name a host or
+# echo part of a key, and an exception's class means nothing to them.
+SUMMARY_CALL_FAILED = "The summary call to the model failed."
+FILE_NOT_SAVED = "A file could not be saved in the thread's workdir."
+
+
+def engine_error_words(exc: BaseException) -> str | None:
+    """The engine's own account of one of its errors, in words a thread's users may read (no class, no
+    provider text, no host path); None for an error that is not the engine's."""
+    if isinstance(exc, ErrorSummaryError):
+        return "The summary model answered with an error instead of a summary."
+    if isinstance(exc, NotASummaryError):
+        return "The summary model's answer is not a summary."
+    if isinstance(exc, (CompressionError, SummaryNotSmaller, EmptySummaryError, SummaryError)):
+        return str(exc)  # the engine's sentences and figures
+    if isinstance(exc, (StoreError, OffloadError)) or (
+        isinstance(exc, OSError) and not isinstance(exc, (ConnectionError, TimeoutError))
+    ):
+        return FILE_NOT_SAVED
+    return None
+
+
+def describe_error_for_users(exc: BaseException) -> str:
+    """A ``failed`` event's ``error``: what the thread's pages show."""
+    return engine_error_words(exc) or SUMMARY_CALL_FAILED

@@ -143,3 +143,26 @@ DROPPED_NOTE_TEMPLATE = (
     "a summary. They are saved in {file_path}; read that file for any detail you need.]"
 )
 DROPPED_NOTE_AFTER_SUMMARY_TEMPLATE = "{summary}\n\n{note}"
+
+# --- Reference index after a summary (issue 25) -----------------------------------------------------
+
+# Appended to the summary message: the folded identifiers the summary and the kept messages lack, each
+# with the line of the history file (or of a saved tool result) where it was last seen
+# (``context_engine.summary.reference_index``).
+REFERENCE_INDEX_HEADER = (
+    "<reference_index>\n"
+    "Identifiers from the summarized messages and their saved tool results that the summary leaves out, "
+    'most used first. L<n> is a line of the file named above it: read_file("<file>:L<n>") opens it; '
+    "search_history finds any text."
+)
+REFERENCE_INDEX_FILE_LINE = "{path}:"
+REFERENCE_INDEX_KIND_LINE = "{kind}:"
+REFERENCE_INDEX_ENTRY = "- {value} L{line}"
+REFERENCE_INDEX_OMITTED = (
+    "{count} more not listed here; search_history finds them. Lines holding most of them:"
+)
+REFERENCE_INDEX_OMITTED_RANGE = (
+    "- {count} in {path} lines {start}-{end} (one read_file: offset={offset}, limit={limit})"
+)
+REFERENCE_INDEX_FOOTER = "</reference_index>"
+REFERENCE_INDEX_SEPARATOR = "\n\n"  # between the summary message's text and the index

@@ -13,10 +13,13 @@ from langchain_core.messages import HumanMessage
 SUMMARY_EVENT_KEY = "_summarization_event"
 SESSION_ID_KEY = "_summarization_session_id"
 PINNED_IDS_KEY = "pinned_message_ids"  # in the summary event: messages before the cutoff kept verbatim
+REFERENCE_INDEX_KEY = "reference_index"  # in the summary event: the index that follows the summary
 
 SUMMARY_EVENTS_KEY = "_summary_events"
 TOKEN_USAGE_KEY = "token_usage"
 SUMMARY_USAGE_KEY = "summary_model_usage"
+# Inside a summary usage dict: the repair call's own part of it (already included in the totals).
+REPAIR_USAGE_KEY = "repair"
 MAX_SUMMARY_EVENTS = 10
 # The run config's ``configurable`` key carrying the thread's pinned message ids (read at run start).
 PINNED_IDS_CONFIG_KEY = "pinned_message_ids"
@@ -29,6 +32,7 @@ __all__ = [
     "TokenUsageState",
     "MAX_SUMMARY_EVENTS",
     "PINNED_IDS_CONFIG_KEY",
+    "REPAIR_USAGE_KEY",
     "SESSION_ID_KEY",
     "SUMMARY_CALLS_KEY",
     "SUMMARY_EVENTS_KEY",
@@ -46,6 +50,8 @@ class SummarizationEvent(TypedDict):
     file_path: str | None
     # Pinned messages before the cutoff, shown verbatim right after the summary (issue 14).
     pinned_message_ids: NotRequired[list[str]]
+    # The reference index that follows the summary (issue 25): entries with their history-file lines.
+    reference_index: NotRequired[dict[str, Any]]
 
 
 def merge_token_usage(left: Mapping[str, Any] | None, right: Mapping[str, Any] | None) -> dict[str, Any]:

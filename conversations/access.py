@@ -9,7 +9,11 @@ stay the owner's alone: ``conversations.services.thread_lock`` locks only the ca
 from __future__ import annotations
 
 import uuid
+from importlib import import_module
+from types import SimpleNamespace
 
+from django.conf import settings
+from django.contrib.auth import get_user, get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db.models import QuerySet
 
@@ -41,3 +45,19 @@ def can_act(conversation: Conversation, user: AbstractBaseUser | AnonymousUser |
     """Whether ``user`` may write to the thread (send, answer, stop, rename, delete, pin, compress,
     undo): its owner only. The pages show those controls to the owner alone; a viewer reads."""
     return bool(user is not None and user.is_authenticated and conversation.owner_id == user.pk)
+
+
+def thread_visible_now(*, thread_id: uuid.UUID, user_id: object, session_key: str | None) -> bool:
+    """Whether an open socket may still see the thread, read afresh (nothing the socket cached at
+    connect counts): its session still exists and still authenticates the same active user (a logout,
+    an expired session, a password change or a deactivation end it), and that user, with their
+    permissions as they are now, may see the thread. A socket with no session (a test scope, a
+    socket authenticated otherwise) is judged by its user's row alone."""
+    if session_key is not None:
+        session = import_module(settings.SESSION_ENGINE).SessionStore(session_key)
+        user = get_user(SimpleNamespace(session=session))
+        if not user.is_authenticated or user.pk != user_id:
+            return False
+    else:
+        user = get_user_model().objects.filter(pk=user_id).first()
+    return thread_visible(thread_id=thread_id, user=user)

@@ -5,8 +5,14 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.http import HttpRequest
+from django.utils.formats import date_format
+from django.utils.timezone import localtime
+from django.utils.translation import gettext, ngettext
+from django.utils.translation import gettext_lazy as _
 
 from agent_platform.admin_base import AuditAdmin
+from context_engine.events import COMPLETED
+from context_engine.events import EVENT_TYPE as COMPRESSION
 from conversations.models import AgentRun, Conversation, Message
 
 
@@ -56,6 +62,62 @@ class ConversationAdmin(admin.ModelAdmin):
 
 @admin.register(AgentRun)
 class AgentRunAdmin(AuditAdmin):
-    list_display = ("id", "conversation", "kind", "status", "created_at", "started_at", "finished_at")
-    list_filter = ("status", "kind")
-    search_fields = ("conversation__thread_id", "conversation__title", "error")
+    list_display = ("id", "thread", "agent", "kind", "status", "compressions", "started_at", "finished_at")
+    list_filter = ("conversation__agent", "status", "kind", ("created_at", admin.DateFieldListFilter))
+    list_select_related = ("conversation__agent", "conversation__owner")
+    search_fields = ("conversation__thread_id", "conversation__title", "error", "error_detail")
+    date_hierarchy = "created_at"
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        return [*super().get_readonly_fields(request, obj), "thread", "agent", "compressions"]
+
+    def get_fields(self, request: HttpRequest, obj=None):
+        fields = [f for f in super().get_fields(request, obj) if f not in ("thread", "agent", "compressions")]
+        return ["thread", "agent", "compressions", *fields]
+
+    @admin.display(description=_("Thread"), ordering="conversation__title")
+    def thread(self, run: AgentRun) -> str:
+        return thread_label(run.conversation)
+
+    @admin.display(description=_("Agent"), ordering="conversation__agent__name")
+    def agent(self, run: AgentRun) -> str:
+        return run.conversation.agent.name
+
+    @admin.display(description=_("Compression in the run: tokens before → after (saved)"))
+    def compressions(self, run: AgentRun) -> str:
+        done = [
+            e
+            for e in run.events or []
+            if isinstance(e, dict)
+            and e.get("type") == COMPRESSION
+            and e.get("status") == COMPLETED
+            and isinstance(e.get("before_tokens"), int)
+            and isinstance(e.get("after_tokens"), int)
+        ]
+        if not done:
+            return "–"
+        saved = sum(max(e["before_tokens"] - e["after_tokens"], 0) for e in done)
+        text = gettext("%(before)s → %(after)s (%(saved)s saved)") % {
+            "before": f"{done[0]['before_tokens']:,}",
+            "after": f"{done[-1]['after_tokens']:,}",
+            "saved": f"{saved:,}",
+        }
+        if len(done) > 1:
+            text += " " + ngettext("in %(count)d compression", "in %(count)d compressions", len(done)) % {
+                "count": len(done)
+            }
+        return text
+
+
+def thread_label(conversation: Conversation) -> str:
+    """A thread as the admin's lists name it: its title, else whose it is and when it started (never
+    the bare UUID)."""
+    if conversation.title:
+        return conversation.title
+    return gettext("Untitled thread of %(owner)s, %(date)s") % {
+        "owner": conversation.owner.get_username(),
+        "date": date_format(localtime(conversation.created_at), "SHORT_DATETIME_FORMAT"),
+    }
+
+
+from conversations import usage_admin  # noqa: E402,F401 - registers the usage records list

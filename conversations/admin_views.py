@@ -20,7 +20,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET
 
 from agent_platform.models import Agent
-from conversations.pages import HINT_RATIO
+from context_engine.policy.pressure import HINT_RATIO
 from conversations.selectors import PRESSURE_BIN_COUNT, PRESSURE_BIN_WIDTH, thread_pressure_overview
 
 BIN_WIDTH, BIN_COUNT = PRESSURE_BIN_WIDTH, PRESSURE_BIN_COUNT

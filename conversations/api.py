@@ -22,6 +22,7 @@ from conversations.schemas import (
     ThreadUpdateIn,
 )
 from conversations.services.attachments import uploads_from
+from conversations.throttles import message_throttled
 
 router = Router(tags=["threads"])
 
@@ -65,15 +66,17 @@ def message_list(request: HttpRequest, thread_id: uuid.UUID, filters: Query[Mess
     return selectors.message_list(conversation=conversation, after_seq=filters.after_seq, limit=filters.limit)
 
 
-@router.post("/{thread_id}/messages", response={202: IntakeOut, **error_responses(400, 404, 409, 413)})
+@router.post("/{thread_id}/messages", response={202: IntakeOut, **error_responses(400, 404, 409, 413, 429)})
 def message_create(request: HttpRequest, thread_id: uuid.UUID, payload: MessageIn):
-    result = services.message_intake(
-        thread_id=thread_id, user=request.user, content=payload.content, request_id=payload.request_id
-    )
+    """Send a message. 429 `rate_limited` (with `Retry-After`) over the user's send limits."""
+    with message_throttled(request, with_files=False):
+        result = services.message_intake(
+            thread_id=thread_id, user=request.user, content=payload.content, request_id=payload.request_id
+        )
     return Status(202, {"message": result.message, "run": result.run})
 
 
-@router.post("/{thread_id}/messages/upload", response={202: IntakeOut, **error_responses(404, 409, 413)})
+@router.post("/{thread_id}/messages/upload", response={202: IntakeOut, **error_responses(404, 409, 413, 429)})
 def message_create_with_files(
     request: HttpRequest,
     thread_id: uuid.UUID,
@@ -81,11 +84,17 @@ def message_create_with_files(
     content: Form[str] = "",
     request_id: Form[str | None] = None,
 ):
-    """A message with attached files (multipart/form-data: ``files`` repeated, ``content``, ``request_id``)."""
-    uploads = uploads_from(files)
-    result = services.message_intake(
-        thread_id=thread_id, user=request.user, content=content, request_id=request_id, attachments=uploads
-    )
+    """A message with attached files (multipart/form-data: ``files`` repeated, ``content``, ``request_id``).
+    429 `rate_limited` (with `Retry-After`) over the user's send or upload limits."""
+    with message_throttled(request, with_files=True):
+        uploads = uploads_from(files)
+        result = services.message_intake(
+            thread_id=thread_id,
+            user=request.user,
+            content=content,
+            request_id=request_id,
+            attachments=uploads,
+        )
     return Status(202, {"message": result.message, "run": result.run})
 
 

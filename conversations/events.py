@@ -1,4 +1,5 @@
-"""Live events to a thread's Channels group, sent only outside an open transaction.
+"""Live events to a thread's Channels group, sent only outside an open transaction (on Redis, through
+the process's one publisher: ``conversations.publisher``).
 
 Event shapes (JSON primitives only), delivered to sockets as ``{"type": <type>, **payload}``:
 
@@ -29,6 +30,8 @@ from channels.layers import get_channel_layer
 from django.db import transaction
 
 from context_engine.events import EVENT_TYPE as COMPRESSION  # the middleware's own event type
+from context_engine.text import clean_text
+from conversations.publisher import pooled, publisher
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +44,8 @@ COMPRESSION_JOB = "compression.job"
 EVENT_TYPES = frozenset({RUN_STATUS, RUN_TOKEN, MESSAGE_CREATED, COMPRESSION, STATE, PIN, COMPRESSION_JOB})
 # The Channels message type; ThreadConsumer.thread_event receives it.
 CHANNELS_MESSAGE_TYPE = "thread.event"
+# Sent to a user's group when a session of theirs logs out; ThreadConsumer.session_ended receives it.
+SESSION_ENDED_MESSAGE_TYPE = "session.ended"
 
 
 def thread_group(thread_id: object) -> str:
@@ -53,19 +58,27 @@ def agent_group(agent_id: object) -> str:
     return f"agent.{agent_id}"
 
 
+def user_group(user_id: object) -> str:
+    """The Channels group of every open socket of one user (closed when a session of theirs logs out)."""
+    return f"user.{user_id}"
+
+
 def json_safe(value: Any) -> Any:
-    """``value`` reduced to JSON primitives (unknown objects become strings)."""
-    return json.loads(json.dumps(value, default=str))
+    """``value`` reduced to JSON primitives (unknown objects become strings), its text cleaned as for
+    storage (``context_engine.text``: no NUL, no lone surrogate, which no wire can carry)."""
+    return clean_text(json.loads(json.dumps(value, default=str)))
 
 
 def _send(thread_id: str, event: dict[str, Any], *, group: str | None = None) -> None:
     layer = get_channel_layer()
     if layer is None:
         return
+    target, message = group or thread_group(thread_id), {"type": CHANNELS_MESSAGE_TYPE, "event": event}
+    if pooled(layer):  # Redis: one long-lived loop and pool per process, the run never waits on it
+        publisher.publish(layer, target, message)
+        return
     try:
-        async_to_sync(layer.group_send)(
-            group or thread_group(thread_id), {"type": CHANNELS_MESSAGE_TYPE, "event": event}
-        )
+        async_to_sync(layer.group_send)(target, message)
     except Exception:  # noqa: BLE001 - a lost live event must never fail the run that emitted it
         logger.exception("Could not broadcast a %s event to %s", event.get("type"), group or thread_id)
 
@@ -88,6 +101,18 @@ def broadcast(thread_id: object, type: str, **payload: Any) -> None:  # noqa: A0
         transaction.on_commit(lambda: _send(thread_id, event))
     else:
         _send(thread_id, event)
+
+
+def session_ended(*, user_id: object, session_key: str | None) -> None:
+    """Tell the user's open sockets that ``session_key`` logged out: those of that session close."""
+    layer = get_channel_layer()
+    if layer is None:
+        return
+    message = {"type": SESSION_ENDED_MESSAGE_TYPE, "session_key": session_key}
+    try:
+        async_to_sync(layer.group_send)(user_group(user_id), message)
+    except Exception:  # noqa: BLE001 - the logout itself must succeed; sockets re-check on their own
+        logger.exception("Could not tell the sockets of user %s that a session ended", user_id)
 
 
 def broadcast_agent(agent_id: object, type: str, **payload: Any) -> None:  # noqa: A002

@@ -87,7 +87,10 @@ class AgentRun(models.Model):
     resume_value = models.JSONField(verbose_name=_("resume value"), null=True, blank=True)
     # NULL, not "", so the per-thread uniqueness only binds runs that carry a client request id.
     request_id = models.CharField(verbose_name=_("request ID"), max_length=100, null=True, blank=True)  # noqa: DJ001
+    # What the thread's users read (no endpoint, environment variable or exception class); the
+    # exception as raised is ``error_detail``, for the admin (and the log has its traceback).
     error = models.TextField(verbose_name=_("error"), blank=True)
+    error_detail = models.TextField(verbose_name=_("error detail"), blank=True)
     events = models.JSONField(
         verbose_name=_("events"), default=list, blank=True
     )  # compression events seen during the run
@@ -227,3 +230,63 @@ class MessagePin(models.Model):
 
     def __str__(self) -> str:
         return f"pin on #{self.message.seq}"
+
+
+class UsageRecord(models.Model):
+    """One model call's usage as its provider reported it: an agent's reply, a summary call or a
+    summary's repair call. Written once (by the run executor for replies, by the compression records
+    for summaries), with the cost at the endpoint's prices of that moment; never rewritten."""
+
+    class Kind(models.TextChoices):
+        REPLY = "reply", _("Reply")
+        SUMMARY = "summary", _("Summary")
+        REPAIR = "repair", _("Summary repair")
+
+    kind = models.CharField(verbose_name=_("kind"), max_length=10, choices=Kind.choices, db_index=True)
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, verbose_name=_("owner"), on_delete=models.CASCADE, related_name="+"
+    )
+    # The figures outlive the thread and the configuration they came from.
+    agent = models.ForeignKey(
+        "agent_platform.Agent",
+        verbose_name=_("agent"),
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    endpoint = models.ForeignKey(
+        "agent_platform.ModelEndpoint",
+        verbose_name=_("endpoint"),
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    model_name = models.CharField(verbose_name=_("model"), max_length=200, blank=True)
+    conversation = models.ForeignKey(
+        Conversation,
+        verbose_name=_("conversation"),
+        null=True,
+        on_delete=models.SET_NULL,
+        related_name="usage_records",
+    )
+    message = models.OneToOneField(
+        Message, verbose_name=_("message"), null=True, on_delete=models.SET_NULL, related_name="usage"
+    )
+    input_tokens = models.PositiveIntegerField(verbose_name=_("input tokens"), default=0)
+    output_tokens = models.PositiveIntegerField(verbose_name=_("output tokens"), default=0)
+    calls = models.PositiveIntegerField(verbose_name=_("calls"), default=1)
+    cost = models.DecimalField(verbose_name=_("cost"), max_digits=14, decimal_places=6, null=True)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True, db_index=True)
+
+    class Meta:
+        verbose_name = _("usage record")
+        verbose_name_plural = _("usage records")
+        ordering = ["-created_at", "-id"]
+        default_permissions = ("view",)
+        indexes = [
+            models.Index(fields=["owner", "created_at"]),
+            models.Index(fields=["agent", "created_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.input_tokens}+{self.output_tokens}"

@@ -19,9 +19,9 @@ from context_engine.formats import (
     RECEIPT_TOKENS_PREFIX,
     RECEIPT_TOOL_PREFIX,
 )
+from context_engine.lines import LINE_BREAK, split_lines
+from context_engine.policy.pressure import HINT_RATIO
 
-# The hint is a derived line for people only; it never triggers anything (0.849 no, 0.85 yes).
-HINT_RATIO = 0.85
 AUTO_RATIO = 1.0  # at or above the trigger the next request compresses by itself (SPEC 6: >=)
 WARNING_RATIO = 0.75
 DANGER_RATIO = 0.9
@@ -34,9 +34,10 @@ LONG_MESSAGE_LINES = 40
 
 
 def as_int(value: Any) -> int | None:
+    """An integer from an event field or a query string, else None (``inf`` and thousands of digits too)."""
     try:
         return None if value is None or isinstance(value, bool) else int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return None
 
 
@@ -122,6 +123,16 @@ class SavedFile:
     sha256: str
     text: str
     cut: bool
+
+    @property
+    def numbered_lines(self) -> list[tuple[int, str]]:
+        """``(number, line with its break)``: lines as ``read_file`` and the index's pointers count them
+        (``context_engine.lines``), so ``#L412`` on this page is the line ``path:L412`` names."""
+        lines = split_lines(self.text)
+        ends = [LINE_BREAK] * len(lines)
+        if lines and not self.text.endswith(LINE_BREAK):
+            ends[-1] = ""
+        return [(n, line + end) for n, (line, end) in enumerate(zip(lines, ends, strict=True), start=1)]
 
 
 def saved_file(*, path: str, text: str) -> SavedFile:

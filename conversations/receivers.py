@@ -7,12 +7,15 @@
 - An agent whose effective trigger changed (the admin retuned it) has every thread's stored pressure
   recomputed, so every figure on every page follows the new trigger now, not at the next run. A
   receiver because ``agent_platform`` (a lower floor) saves agents and must not call up into threads.
+- A logout closes the thread sockets of that session (``events.session_ended``): an open socket must
+  not go on delivering a thread's events to a browser that signed out.
 """
 
 from __future__ import annotations
 
 import logging
 
+from django.contrib.auth.signals import user_logged_out
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_save
 from django.dispatch import receiver
@@ -20,6 +23,7 @@ from django.dispatch import receiver
 from agent_platform.models import Agent
 from agent_platform.workdir import Workdir
 from agent_platform.workdir_storage import STORAGE_ERRORS
+from conversations.events import session_ended
 from conversations.models import Conversation
 from conversations.services.pressure import conversation_pressure_retune
 
@@ -55,3 +59,11 @@ def _retune_on_trigger_change(sender, instance: Agent, created: bool, raw: bool 
     before = getattr(instance, "_trigger_before", None)
     if not created and not raw and before is not None and instance.effective_trigger != before:
         conversation_pressure_retune(agent=instance)
+
+
+@receiver(user_logged_out, dispatch_uid="conversations.close_sockets_on_logout")
+def _close_sockets_on_logout(sender, request, user, **kwargs) -> None:
+    if user is None:
+        return
+    session_key = request.session.session_key if hasattr(request, "session") else None
+    transaction.on_commit(lambda: session_ended(user_id=user.pk, session_key=session_key))

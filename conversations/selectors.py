@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.core.validators import slug_re
-from django.db.models import Count, Exists, F, FloatField, Func, OuterRef, QuerySet, Value
+from django.db.models import Count, Exists, F, FloatField, Func, OuterRef, Q, QuerySet, Value
 from django.db.models.functions import Floor, Greatest, Least
 
 from agent_platform.models import Agent
@@ -17,7 +17,9 @@ from agent_platform.runtime.graph import state_repository_for
 from agent_platform.workdir import workdir_for
 from context_engine.errors import StoreError
 from context_engine.formats import LARGE_TOOL_RESULTS_DIR, MEDIA_DIR
+from context_engine.policy.pressure import hint_tokens
 from context_engine.state import SUMMARY_EVENT_KEY, TOKEN_USAGE_KEY
+from context_engine.text import clean_text
 from conversations.access import threads_visible_to
 from conversations.errors import ThreadNotFound
 from conversations.models import AgentRun, Conversation, Message, MessagePin
@@ -36,7 +38,7 @@ def thread_list(*, user: AbstractBaseUser, search: str = "") -> QuerySet[Convers
     threads = Conversation.objects.filter(owner=user, status=Conversation.Status.ACTIVE).select_related(
         "agent"
     )
-    search = search.strip()
+    search = clean_text(search.strip())  # a NUL in the query would be a PostgreSQL DataError
     return threads.filter(title__icontains=search) if search else threads
 
 
@@ -74,7 +76,7 @@ def message_list(
     limit = max(1, min(limit, MESSAGE_PAGE_MAX))
     return (
         _with_pins(conversation.messages.filter(seq__gt=after_seq))
-        .select_related("run")
+        .select_related("run", "usage")
         .prefetch_related("attachments__conversation")
         .order_by("seq")[:limit]
     )
@@ -84,7 +86,7 @@ def message_list_latest(*, conversation: Conversation, limit: int = MESSAGE_PAGE
     """The newest ``limit`` messages, oldest first: a long thread's page opens at its end."""
     newest = (
         _with_pins(conversation.messages.all())
-        .select_related("run")
+        .select_related("run", "usage")
         .prefetch_related("attachments__conversation")
         .order_by("-seq")
     )
@@ -99,6 +101,11 @@ def run_latest(*, conversation: Conversation) -> AgentRun | None:
 
 def run_running(*, conversation: Conversation) -> AgentRun | None:
     return conversation.runs.filter(status=AgentRun.Status.RUNNING).first()
+
+
+def runs_active_count(*, user: AbstractBaseUser) -> int:
+    """How many runs of ``user``'s threads are queued or running (the send throttle's "at once")."""
+    return AgentRun.objects.filter(conversation__owner=user, status__in=AgentRun.ACTIVE_STATUSES).count()
 
 
 def run_next_queued(*, conversation_id: int) -> AgentRun | None:
@@ -270,4 +277,44 @@ def thread_pressure_overview(*, user: AbstractBaseUser, agent_slug: str = "", ro
         thread_count=sum(map(sum, counts.values())),
         unmeasured_count=threads.filter(pressure_ratio__isnull=True).count(),
         agents=agents,
+    )
+
+
+RETUNE_BANDS = ("under_hint", "hint_to_trigger", "over_trigger")
+
+
+@dataclass(frozen=True)
+class RetuneCounts:
+    """An agent's active threads by band (``RETUNE_BANDS``) under two triggers: today's and a typed one."""
+
+    today: dict[str, int]
+    typed: dict[str, int]
+    unmeasured: int  # threads with no stored figure yet (never ran a model call)
+
+    @property
+    def measured(self) -> int:
+        return sum(self.today.values())
+
+
+def agent_retune_counts(*, agent_id: int, trigger_today: int, trigger_typed: int) -> RetuneCounts:
+    """How many of the agent's active threads sit under the hint, between the hint and the trigger,
+    and at or over the trigger, today and with ``trigger_typed``: one aggregate query over the stored
+    copies of each thread's next request (``Conversation.context_tokens``), no checkpoint opened. The
+    lines are the page's hint (``hint_tokens``) and the runtime's trigger (``>= T``)."""
+    bounds = {"today": trigger_today, "typed": trigger_typed}
+    counts: dict[str, Count] = {"unmeasured": Count("id", filter=Q(context_tokens__isnull=True))}
+    for name, trigger in bounds.items():
+        hint = hint_tokens(trigger)
+        counts[f"{name}_under_hint"] = Count("id", filter=Q(context_tokens__lt=hint))
+        counts[f"{name}_hint_to_trigger"] = Count(
+            "id", filter=Q(context_tokens__gte=hint, context_tokens__lt=trigger)
+        )
+        counts[f"{name}_over_trigger"] = Count("id", filter=Q(context_tokens__gte=trigger))
+    row = Conversation.objects.filter(agent_id=agent_id, status=Conversation.Status.ACTIVE).aggregate(
+        **counts
+    )
+    return RetuneCounts(
+        today={band: row[f"today_{band}"] for band in RETUNE_BANDS},
+        typed={band: row[f"typed_{band}"] for band in RETUNE_BANDS},
+        unmeasured=row["unmeasured"],
     )

@@ -17,7 +17,7 @@ __all__ = ["run_execute_task"]  # defined beside its dispatcher; listed here for
 
 @worker_ready.connect
 def recover_runs_on_worker_start(**_kwargs) -> None:
-    """Recover at once what crashed workers left, then keep reclaiming expired leases every lease period
+    """Recover at once what crashed workers left, then keep reclaiming expired leases every sixth of a lease
     (the worker's main process survives the pool children it replaces)."""
     report = runs_recover()
     logger.info("Run recovery at worker start: %s", report.summary())

@@ -31,6 +31,7 @@ from conversations.access import can_act
 from conversations.attachments import served_type
 from conversations.models import Conversation
 from conversations.services.attachments import uploads_from
+from conversations.throttles import message_throttled
 
 # fetch() from thread.js sends this header; plain form posts redirect instead.
 FETCH_HEADER = "x-requested-with"
@@ -61,7 +62,12 @@ def _command_response(
     if _is_fetch(request):
         if error is None:
             return HttpResponse(status=202)
-        return HttpResponse(_error_text(error), status=error.status, content_type="text/plain; charset=utf-8")
+        response = HttpResponse(
+            _error_text(error), status=error.status, content_type="text/plain; charset=utf-8"
+        )
+        for header, value in getattr(error, "headers", {}).items():  # Retry-After of a 429
+            response[header] = value
+        return response
     if error is not None:
         messages.error(request, _error_text(error))
     return redirect("conversations:thread-detail", thread_id=thread_id)
@@ -196,17 +202,19 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 @require_POST
 @_not_found_as_404
 def message_send(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
-    return _command(
-        request,
-        thread_id,
-        lambda: services.message_intake(
-            thread_id=thread_id,
-            user=request.user,
-            content=request.POST.get("content", ""),
-            request_id=request.POST.get("request_id") or None,
-            attachments=uploads_from(request.FILES.getlist("files")),
-        ),
-    )
+    files = request.FILES.getlist("files")
+
+    def send() -> object:
+        with message_throttled(request, with_files=bool(files)):
+            return services.message_intake(
+                thread_id=thread_id,
+                user=request.user,
+                content=request.POST.get("content", ""),
+                request_id=request.POST.get("request_id") or None,
+                attachments=uploads_from(files),
+            )
+
+    return _command(request, thread_id, send)
 
 
 @login_required

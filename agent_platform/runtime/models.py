@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import os
 
+import httpx
 from django.conf import settings
+from django.core.cache import cache
+from django.utils.translation import gettext as _
 from langchain_core.language_models.chat_models import BaseChatModel
 
 from agent_platform.errors import ApplicationError
+from agent_platform.key_bindings import Origin, binding_error, url_origin
 from agent_platform.models import Agent, ModelEndpoint, key_env_error
+from agent_platform.observability.metrics import SUMMARY_CALL_METRICS
 from agent_platform.runtime.offline import OfflineChatModel
 
 # A self-hosted OpenAI-compatible server (vLLM, Ollama, llama.cpp) usually accepts any key.
 PLACEHOLDER_API_KEY = "not-needed"
 MODEL_MAX_RETRIES = 2
+# Asking an endpoint for its models (the admin's model field): short, and remembered for a while.
+MODEL_LIST_TIMEOUT = 5.0
+MODEL_LIST_CACHE_SECONDS = 300
+MODEL_LIST_MAX = 500
 
 
 class ModelConfigurationError(ApplicationError):
@@ -28,6 +39,9 @@ def endpoint_api_key(endpoint: ModelEndpoint) -> str:
         return PLACEHOLDER_API_KEY
     if problem := key_env_error(endpoint.api_key_env):
         raise ModelConfigurationError(f"Endpoint {endpoint.name!r}: {problem}")
+    # Checked again at use: the URL may have changed since the row was saved, or the bindings since.
+    if problem := binding_error(key_env=endpoint.api_key_env, url=endpoint.base_url):
+        raise ModelConfigurationError(f"Endpoint {endpoint.name!r}: {problem}")
     key = os.environ.get(endpoint.api_key_env, "")
     if not key:
         raise ModelConfigurationError(
@@ -37,24 +51,115 @@ def endpoint_api_key(endpoint: ModelEndpoint) -> str:
     return key
 
 
+class OriginLeftError(httpx.RequestError):
+    """A request (a redirect hop included) to another origin than the endpoint's: never sent."""
+
+
+def _stay_on(origin: Origin):
+    def check(request: httpx.Request) -> None:
+        if url_origin(str(request.url)) != origin:
+            raise OriginLeftError(f"refused to leave {origin} for {request.url.scheme}://{request.url.host}")
+
+    return check
+
+
+@functools.lru_cache(maxsize=64)
+def _pinned_clients(origin: Origin) -> tuple[httpx.Client, httpx.AsyncClient]:
+    """HTTP clients that send to ``origin`` only: a redirect elsewhere is refused before it is followed,
+    so neither the key nor the conversation leaves for another host. One pair per origin (pooled)."""
+    check = _stay_on(origin)
+
+    async def acheck(request: httpx.Request) -> None:
+        check(request)
+
+    return (
+        httpx.Client(follow_redirects=True, event_hooks={"request": [check]}),
+        httpx.AsyncClient(follow_redirects=True, event_hooks={"request": [acheck]}),
+    )
+
+
+class EndpointModelsUnavailable(ApplicationError):
+    """The endpoint could not say which models it serves (unreachable, refused, or not the protocol)."""
+
+    status = 502
+    code = "endpoint_unavailable"
+
+
+def endpoint_models(endpoint: ModelEndpoint, *, refresh: bool = False) -> list[str]:
+    """The model ids ``endpoint`` lists at ``GET /models``, sorted; remembered for a few minutes.
+
+    The key is the endpoint's own (``endpoint_api_key``) and goes only to its URL, as for a chat; the
+    ids are all that leaves this function. Raises ``EndpointModelsUnavailable`` with a readable reason.
+    """
+    base_url = endpoint.base_url.rstrip("/")
+    key = (
+        "endpoint-models:"
+        + hashlib.sha256(f"{endpoint.pk}|{base_url}|{endpoint.api_key_env}".encode()).hexdigest()
+    )
+    if not refresh and (known := cache.get(key)) is not None:
+        return known
+
+    from openai import APIConnectionError, APIStatusError, APITimeoutError, OpenAI, OpenAIError
+
+    try:
+        client = OpenAI(
+            base_url=base_url, api_key=endpoint_api_key(endpoint), timeout=MODEL_LIST_TIMEOUT, max_retries=0
+        )
+        ids = sorted({str(model.id) for model in client.models.list() if getattr(model, "id", None)})
+    except ModelConfigurationError as exc:
+        raise EndpointModelsUnavailable(str(exc)) from exc
+    except APITimeoutError as exc:
+        raise EndpointModelsUnavailable(
+            _("%(url)s/models did not answer within %(seconds)s s.")
+            % {"url": base_url, "seconds": f"{MODEL_LIST_TIMEOUT:g}"}
+        ) from exc
+    except APIConnectionError as exc:
+        raise EndpointModelsUnavailable(
+            _("%(url)s/models could not be reached.") % {"url": base_url}
+        ) from exc
+    except APIStatusError as exc:
+        raise EndpointModelsUnavailable(
+            _("%(url)s/models answered HTTP %(status)s.") % {"url": base_url, "status": exc.status_code}
+        ) from exc
+    except (OpenAIError, ValueError, TypeError, AttributeError) as exc:
+        raise EndpointModelsUnavailable(
+            _("%(url)s/models did not answer with a model list.") % {"url": base_url}
+        ) from exc
+    if not ids:  # an empty list would refuse every name: treat it as not knowing
+        raise EndpointModelsUnavailable(_("%(url)s/models listed no models.") % {"url": base_url})
+    ids = ids[:MODEL_LIST_MAX]
+    cache.set(key, ids, MODEL_LIST_CACHE_SECONDS)
+    return ids
+
+
 def chat_model_for(agent: Agent) -> BaseChatModel:
     """The agent's chat model: ``ChatOpenAI`` against its endpoint, or the offline model."""
     window = agent.resolved_context_window
     profile = {"max_input_tokens": window} if window else None
     endpoint = agent.endpoint
     if endpoint is None:
-        return OfflineChatModel(profile=profile)
+        return OfflineChatModel(profile=profile, callbacks=[SUMMARY_CALL_METRICS])
 
     from langchain_openai import ChatOpenAI  # slow to import; only runs that use an endpoint pay for it
 
+    api_key = endpoint_api_key(endpoint)
+    origin = url_origin(endpoint.base_url)
+    if origin is None:
+        raise ModelConfigurationError(
+            f"Endpoint {endpoint.name!r}: {endpoint.base_url!r} is not an http(s) URL."
+        )
+    http_client, http_async_client = _pinned_clients(origin)
     return ChatOpenAI(
         model=agent.resolved_model_name,
         # The key and the URL come from the same row: a key never leaves for another host.
         base_url=endpoint.base_url,
-        api_key=endpoint_api_key(endpoint),
+        api_key=api_key,
+        http_client=http_client,
+        http_async_client=http_async_client,
         temperature=agent.temperature,
         timeout=settings.MODEL_REQUEST_TIMEOUT,
         max_retries=MODEL_MAX_RETRIES,
         stream_usage=True,
         profile=profile,
+        callbacks=[SUMMARY_CALL_METRICS],
     )

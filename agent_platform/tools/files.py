@@ -11,10 +11,9 @@ from langchain_core.tools import BaseTool, tool
 from agent_platform.workdir import Workdir, resolve
 from context_engine.errors import StoreError
 from context_engine.formats import CONVERSATION_HISTORY_DIR, LARGE_TOOL_RESULTS_DIR
+from context_engine.lines import READ_DEFAULT_LIMIT, READ_MAX_CHARS, parse_pointer, split_lines
 
-READ_DEFAULT_LIMIT = 2000
 READ_MAX_LINE_CHARS = 2000  # longer lines are shown as continuation rows N.1, N.2, ...
-READ_MAX_CHARS = 100_000
 # Saved tool results and history are the byte-exact record of what compression replaced.
 READ_ONLY_DIRS = (LARGE_TOOL_RESULTS_DIR, CONVERSATION_HISTORY_DIR)
 
@@ -32,9 +31,7 @@ def _check_writable(name: str) -> str | None:
 
 def format_lines(text: str, *, offset: int = 0, limit: int = READ_DEFAULT_LIMIT) -> str:
     """``cat -n``-style numbered lines ``offset`` (0-based) onwards, at most ``limit`` of them."""
-    lines = text.split("\n")
-    if lines[-1] == "":
-        lines.pop()  # a final newline ends the last line; it does not start another
+    lines = split_lines(text)
     total = len(lines)
     if total == 0:
         return "(the file is empty)"
@@ -79,13 +76,17 @@ def build_file_tools(workdir: Workdir) -> dict[str, BaseTool]:
     @tool("read_file", parse_docstring=True)
     def read_file(path: str, offset: int = 0, limit: int = READ_DEFAULT_LIMIT) -> str:
         """Read a text file from the workdir, with line numbers. Use offset and limit to page through
-        long files, such as saved tool results.
+        long files, such as saved tool results. A pointer "path:L412" reads from line 412.
 
         Args:
-            path: A file relative to the workdir, e.g. "outputs/large_tool_results/query_kb-0123abcd.txt".
-            offset: The first line to read, counting from 0.
+            path: A file relative to the workdir, e.g. "outputs/large_tool_results/query_kb-0123abcd.txt",
+                or a pointer to one of its lines, e.g. "outputs/conversation_history/session_x.md:L412".
+            offset: The first line to read, counting from 0 (a pointer's line is used when this is 0).
             limit: The most lines to return.
         """
+        path, line = parse_pointer(path) if isinstance(path, str) else (path, None)
+        if line is not None and offset == 0:
+            offset = line - 1
         try:
             text = workdir.read_text(path)
         except StoreError as exc:

@@ -12,6 +12,7 @@ from typing import Any
 
 from agent_platform.errors import ApplicationError
 from agent_platform.runtime import models as chat_models
+from agent_platform.runtime.public_errors import run_error_public
 from agent_platform.workdir import workdir_for
 from compression.errors import TRANSIENT_MODEL_ERRORS, ModelUnavailable, SummaryFailed
 from compression.models import CompressionRecord
@@ -23,7 +24,6 @@ from context_engine.events import (
     LEVEL_SUMMARY,
     STARTED,
     compression_event,
-    describe_error,
 )
 from context_engine.manual.apply import ManualCompression, force_summarize
 from context_engine.policy.pressure import usage_overhead
@@ -143,15 +143,15 @@ def run_forced(
         raise
     except StoreError as exc:
         raise SummaryFailed(
-            f"The conversation history could not be saved, so nothing was compressed: {exc}",
+            "The conversation history could not be saved, so nothing was compressed."
         ) from exc
     except TRANSIENT_MODEL_ERRORS as exc:
         raise ModelUnavailable(
-            f"The summary could not be produced, so nothing was compressed: {describe_error(exc)}",
+            f"The summary could not be produced, so nothing was compressed: {run_error_public(exc)}",
         ) from exc
     except Exception as exc:
         raise SummaryFailed(
-            f"The summary could not be produced, so nothing was compressed: {describe_error(exc)}",
+            f"The summary could not be produced, so nothing was compressed: {run_error_public(exc)}",
         ) from exc
 
 

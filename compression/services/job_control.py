@@ -85,13 +85,18 @@ def compress_job_wait(*, job_id: int, timeout: float) -> CompressionJob:
 
 
 def compress_job_raise(job: CompressionJob) -> None:
-    """Raise the error a failed or cancelled job ended with (the synchronous answer's status)."""
+    """Raise the error a failed or cancelled job ended with (the synchronous answer's status); the
+    exception as the job met it rides along as ``error_detail`` (for an operator's report, never a page)."""
     if job.status == CompressionJob.Status.CANCELLED:
         raise JobCancelled()
-    if job.status == CompressionJob.Status.FAILED and job.retryable:
-        raise ModelUnavailable(job.error or None)
-    if job.status == CompressionJob.Status.FAILED:
-        raise _ERRORS.get(job.error_code, JobFailed)(job.error or None, code=job.error_code or None)
+    if job.status != CompressionJob.Status.FAILED:
+        return
+    if job.retryable:
+        error: ApplicationError = ModelUnavailable(job.error or None)
+    else:
+        error = _ERRORS.get(job.error_code, JobFailed)(job.error or None, code=job.error_code or None)
+    error.error_detail = job.error_detail
+    raise error
 
 
 def compress_job_reclaim(*, job: CompressionJob) -> str | None:

@@ -26,6 +26,7 @@ from django.utils import timezone
 from agent_platform.calibration.selectors import calibration_for
 from agent_platform.errors import ApplicationError
 from agent_platform.runtime.graph import state_repository_for
+from agent_platform.runtime.public_errors import run_error_public
 from agent_platform.runtime.state_repository import AgentStateRepository
 from compression.errors import (
     CapabilityMissing,
@@ -40,7 +41,7 @@ from compression.models import CompressionJob
 from compression.services.forced import Notice, collector_paused, require_idle, run_forced
 from compression.services.job_control import compress_job_reclaim, job_announce, job_get, job_orphaned
 from compression.services.preview import preview_check
-from compression.services.records import record_from_manual, record_summary_failure
+from compression.services.records import record_accounted, record_from_manual, record_summary_failure
 from context_engine.config import COMPRESSION_CAPABILITY
 from context_engine.errors import Stopped
 from context_engine.events import describe_error
@@ -173,13 +174,34 @@ def _work(job: CompressionJob, *, held: Callable[[], QuerySet[CompressionJob]]) 
         notice.fail(str(JobCancelled.default_message))
         return
     except ApplicationError as exc:
-        _fail(job, held=held, error=exc, version=version, spent=spent, values=values, started_at=started_at)
+        # Plain words for the thread's users; the exception as raised stays for the admin and the log.
+        detail = describe_error(exc.__cause__ or exc)
+        logger.warning("Compression job %s failed: %s", job.pk, detail)
+        _fail(
+            job,
+            held=held,
+            error=exc,
+            detail=detail,
+            version=version,
+            spent=spent,
+            values=values,
+            started_at=started_at,
+        )
         notice.fail(exc.message)
         return
     except Exception as exc:  # noqa: BLE001 - recorded on the job; the worker goes on
         logger.exception("Compression job %s failed", job.pk)
-        error = JobFailed(f"{JobFailed.default_message} ({describe_error(exc)})")
-        _fail(job, held=held, error=error, version=version, spent=spent, values=values, started_at=started_at)
+        error = JobFailed(f"{JobFailed.default_message} ({run_error_public(exc)})")
+        _fail(
+            job,
+            held=held,
+            error=error,
+            detail=describe_error(exc),
+            version=version,
+            spent=spent,
+            values=values,
+            started_at=started_at,
+        )
         notice.fail(error.message)
         return
     finally:
@@ -231,6 +253,7 @@ def _apply(
             requested_by=job.requested_by,
             manual=manual,
             started_at=started_at,
+            account=False,
         )
         status = (
             CompressionJob.Status.SUCCEEDED
@@ -240,6 +263,7 @@ def _apply(
         # The compare-and-swap that Stop races with: whichever commits first wins, never both.
         if not held().update(status=status, record=record, result=record.result, finished_at=timezone.now()):
             raise Stopped()
+        record_accounted(record)  # counted once it is sure to commit (not for a job stopped meanwhile)
         if update:
             conversation_pressure_update(conversation_id=conversation.pk, token_usage=update[TOKEN_USAGE_KEY])
             repository.update(update)
@@ -251,6 +275,7 @@ def _fail(
     *,
     held: Callable[[], QuerySet[CompressionJob]],
     error: ApplicationError,
+    detail: str,
     version: str,
     spent: list[int],
     values: Mapping[str, Any],
@@ -266,12 +291,15 @@ def _fail(
                 trigger=job.trigger,
                 requested_by=job.requested_by,
                 error=error.message,
+                error_detail=detail,
                 started_at=started_at,
+                account=False,
             )
         ended = held().update(
             status=CompressionJob.Status.FAILED,
             error_code=error.code,
             error=error.message,
+            error_detail=detail,
             retryable=isinstance(error, ModelUnavailable),
             record=record,
             finished_at=timezone.now(),
@@ -279,6 +307,8 @@ def _fail(
         if not ended:
             transaction.set_rollback(True)  # stopped or taken back meanwhile: its new owner decides
             return
+        if record is not None:
+            record_accounted(record)  # counted once it is sure to commit
         if spent and values:
             repository = state_repository_for(conversation)
             if repository.version() == version:

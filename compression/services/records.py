@@ -9,9 +9,11 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from agent_platform.observability.metrics import compression_observed
 from compression.models import CompressionRecord, no_loss_report
 from context_engine.manual.apply import REASON_SPEND_GUARD, ManualCompression
 from conversations.models import AgentRun, Conversation
+from conversations.services.usage import usage_record_summary
 
 
 def record_from_manual(
@@ -21,14 +23,18 @@ def record_from_manual(
     requested_by: AbstractBaseUser | None,
     manual: ManualCompression,
     started_at: datetime,
+    account: bool = True,
 ) -> CompressionRecord:
-    """The audit record of a forced compression, written when its job applies it."""
+    """The audit record of a forced compression, written when its job applies it (``account=False``:
+    the caller counts it with ``record_accounted`` once it is sure to commit)."""
     record = CompressionRecord(conversation=conversation, requested_by=requested_by, trigger=trigger)
-    record_complete(record=record, manual=manual, started_at=started_at)
+    record_complete(record=record, manual=manual, started_at=started_at, account=account)
     return record
 
 
-def record_complete(*, record: CompressionRecord, manual: ManualCompression, started_at: datetime) -> None:
+def record_complete(
+    *, record: CompressionRecord, manual: ManualCompression, started_at: datetime, account: bool = True
+) -> None:
     """Fill (and save) a record with what the forced compression did."""
     record.level = CompressionRecord.Level.SUMMARY if manual.update else CompressionRecord.Level.NONE
     record.status = manual.status
@@ -47,6 +53,8 @@ def record_complete(*, record: CompressionRecord, manual: ManualCompression, sta
     record.result = manual.body()
     record.started_at = started_at
     record.save()
+    if account:
+        record_accounted(record)
 
 
 def record_summary_failure(
@@ -55,18 +63,25 @@ def record_summary_failure(
     trigger: str,
     requested_by: AbstractBaseUser | None,
     error: str,
+    error_detail: str = "",
     started_at: datetime,
+    account: bool = True,
 ) -> CompressionRecord:
-    """A failed forced summary, audited after its transaction rolled back."""
-    return CompressionRecord.objects.create(
+    """A failed forced summary, audited after its transaction rolled back (``error`` in the words the
+    thread's users read, ``error_detail`` the exception for the admin)."""
+    record = CompressionRecord.objects.create(
         conversation_id=conversation_id,
         requested_by=requested_by,
         trigger=trigger,
         level=CompressionRecord.Level.SUMMARY,
         status=CompressionRecord.Status.FAILED,
         error=error,
+        error_detail=error_detail,
         started_at=started_at,
     )
+    if account:
+        record_accounted(record)
+    return record
 
 
 def record_undo(
@@ -77,7 +92,7 @@ def record_undo(
     result: Mapping[str, Any],
     started_at: datetime,
 ) -> CompressionRecord:
-    return CompressionRecord.objects.create(
+    record = CompressionRecord.objects.create(
         conversation=conversation,
         requested_by=requested_by,
         trigger=CompressionRecord.Trigger.UNDO,
@@ -88,6 +103,8 @@ def record_undo(
         result=dict(result),
         started_at=started_at,
     )
+    record_accounted(record)
+    return record
 
 
 def compression_record_from_event(*, run: AgentRun, event: Mapping[str, Any]) -> CompressionRecord | None:
@@ -99,7 +116,7 @@ def compression_record_from_event(*, run: AgentRun, event: Mapping[str, Any]) ->
     if status not in (CompressionRecord.Status.COMPLETED, CompressionRecord.Status.FAILED):
         return None
     usage = event.get("summary_usage")
-    return CompressionRecord.objects.create(
+    record = CompressionRecord.objects.create(
         conversation_id=run.conversation_id,
         run=run,
         trigger=CompressionRecord.Trigger.AUTO,
@@ -113,13 +130,28 @@ def compression_record_from_event(*, run: AgentRun, event: Mapping[str, Any]) ->
         saved_files=list(event.get("saved_files") or []),
         summary_usage=dict(usage) if isinstance(usage, Mapping) else {},
         error=str(event.get("error") or ""),
+        error_detail=str(event.get("error_detail") or ""),
         loss_report=dict(loss) if isinstance(loss := event.get("loss_report"), Mapping) else no_loss_report(),
         spend_guard=dict(guard) if isinstance(guard := event.get("spend_guard"), Mapping) else {},
-        reason=REASON_SPEND_GUARD if event.get("spend_guard") else "",
+        reason=REASON_SPEND_GUARD if event.get("spend_guard") else str(event.get("reason") or ""),
         outcome=str(event.get("outcome") or ""),
         reason_detail=dict(why) if isinstance(why := event.get("reason_detail"), Mapping) else {},
-        result=dict(event),
+        result={key: value for key, value in event.items() if key != "error_detail"},
     )
+    record_accounted(record)
+    return record
+
+
+def record_accounted(record: CompressionRecord) -> None:
+    """Every compression record, once written, is counted here: its metrics and its summary calls'
+    usage (the one place, whichever path wrote the record)."""
+    compression_observed(
+        trigger=record.trigger,
+        level=record.level,
+        outcome=record.outcome or record.status,
+        tokens_saved=record.tokens_saved,
+    )
+    usage_record_summary(conversation=record.conversation, summary_usage=record.summary_usage)
 
 
 def _count(value: Any) -> int | None:

@@ -19,6 +19,8 @@ from context_engine.formats import SUMMARY_MESSAGE_TEMPLATE
 from context_engine.manual.summary_size import SummarySize, summary_size
 from context_engine.state import PINNED_IDS_KEY, SUMMARY_EVENT_KEY
 from context_engine.summary.fold_plan import FoldPlan, fold_identifiers, message_text, receipt_paths
+from context_engine.summary.history import without_index
+from context_engine.summary.indexing import preview_index_tokens
 from context_engine.summary.loss import fold_loss_report, read_saved_texts
 from context_engine.tokens.calibration import NEUTRAL, Calibration
 from context_engine.tokens.messages import estimate_text, messages_tokens
@@ -33,7 +35,8 @@ class FoldPreview:
     foldable: bool
     before_tokens: int
     estimated_after_tokens: int
-    summary_estimate_tokens: int = 0
+    summary_estimate_tokens: int = 0  # the summary alone; the reference index is in the size after
+    index_tokens: int = 0  # the reference index that will follow the summary (built, not estimated)
     estimated_after_range: tuple[int, int] = (0, 0)  # the estimate's likely range (``summary_size``)
     estimate_unsure: bool = False  # the range is too wide for one number: the page shows the range
     folded_ids: tuple[str, ...] = ()
@@ -63,7 +66,11 @@ def summary_estimate(
         SUMMARY_MESSAGE_TEMPLATE.format(file_path="outputs/conversation_history/x.md", summary=""),
         plan.profile,
     )
-    current = messages_tokens([plan.previous["summary_message"]], plan.profile) if plan.previous else None
+    current = (  # the thread's summary without its index (sized apart, ``preview_index_tokens``)
+        messages_tokens(without_index([plan.previous["summary_message"]]), plan.profile)
+        if plan.previous
+        else None
+    )
     return summary_size(
         folded_tokens=folded_tokens, history=history, current=current, hint=hint, frame_tokens=frame
     )
@@ -96,7 +103,9 @@ def fold_preview(
     tail_tokens = messages_tokens(raw_tail, plan.profile)
     pinned_tokens = messages_tokens(raw_pinned, plan.profile)
     size = summary_estimate(plan, folded_tokens=folded_tokens, hint=summary_hint, history=summary_history)
-    estimate = size.tokens
+    # The reference index that will follow the summary is deterministic: sized here, not estimated.
+    index = preview_index_tokens(plan, summary_tokens=size.tokens, folded_tokens=folded_tokens)
+    estimate = size.tokens + index
     identifiers = fold_identifiers(split.folded)
     # Before the model writes it, the summary holds nothing; its message will name the history file.
     report = fold_loss_report(
@@ -115,10 +124,11 @@ def fold_preview(
         estimated_after_tokens=calibration.corrected(
             overhead_tokens + estimate + pinned_tokens + tail_tokens
         ),
-        summary_estimate_tokens=estimate,
+        summary_estimate_tokens=size.tokens,  # the summary alone, as fitted (the index is sized apart)
+        index_tokens=index,
         estimated_after_range=(
-            calibration.corrected(overhead_tokens + size.low + pinned_tokens + tail_tokens),
-            calibration.corrected(overhead_tokens + size.high + pinned_tokens + tail_tokens),
+            calibration.corrected(overhead_tokens + size.low + index + pinned_tokens + tail_tokens),
+            calibration.corrected(overhead_tokens + size.high + index + pinned_tokens + tail_tokens),
         ),
         estimate_unsure=size.unsure,
         folded_ids=_ids(split.folded),
@@ -173,6 +183,7 @@ def preview_fingerprint(
         config.context_window,
         config.model_name,
         config.pinned_cap,
+        config.index_percent,
     ]
     digest.update(json.dumps([settings, sorted(pinned_ids), transcript_marker], default=str).encode())
     return digest.hexdigest()[:PREVIEW_ID_CHARS]

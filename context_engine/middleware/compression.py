@@ -34,13 +34,13 @@ from context_engine.middleware.memo import CompactionMemo, MessageTotals
 from context_engine.middleware.responses import send_fallback, send_fitting, with_ledger, with_update
 from context_engine.outcomes import not_smaller_reason
 from context_engine.policy import trigger as policy
-from context_engine.policy.overflow import is_context_overflow
+from context_engine.policy.overflow import is_context_overflow, provider_limit
 from context_engine.state import PINNED_IDS_CONFIG_KEY, SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, CompressionState
 from context_engine.steps import Blocking, CallModel, Steps, run_async, run_sync
 from context_engine.store import ResultStore
 from context_engine.summary.call import ledger_update, summarize_span, summary_update
 from context_engine.summary.fold_plan import fold_split, view_lead
-from context_engine.summary.history import effective_messages, valid_event
+from context_engine.summary.history import effective_messages, valid_event, without_index
 from context_engine.summary.pins import pinned_closure, restore_pinned
 from context_engine.summary.spend_guard import (
     LedgerSource,
@@ -49,7 +49,7 @@ from context_engine.summary.spend_guard import (
     thread_ledger,
 )
 from context_engine.tokens.calibration import Calibration, CalibrationMemory, CalibrationSource
-from context_engine.tokens.messages import TokenProfile, messages_tokens, profile_for_model
+from context_engine.tokens.messages import TokenProfile, estimate_message, messages_tokens, profile_for_model
 
 TRIED_COMPACTION = "saving large tool results to files"
 
@@ -60,6 +60,7 @@ class _Compacted:
     overflowed_at: int | None
     response: ModelResponse | None  # set when the compacted view was sent and answered
     pinned: frozenset[str] = frozenset()  # pin closure over the view
+    overflow_limit: int | None = None  # the limit the provider stated when it rejected a request
 
 
 _utcnow = partial(datetime.now, UTC)
@@ -123,6 +124,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         raw = overhead + self._effective_totals.total(effective)
         before = self._calibration().corrected(raw)
         overflowed_at: int | None = None
+        overflow_limit: int | None = None
         if not policy.needs_compression(
             before, trigger=trigger, raw=raw, context_window=self.config.context_window
         ):
@@ -133,7 +135,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             except Exception as exc:
                 if not is_context_overflow(exc):
                     raise
-                overflowed_at = before
+                overflowed_at, overflow_limit = before, provider_limit(exc)
         emitter = Emitter(
             stream_writer(request),
             before_tokens=before,
@@ -143,7 +145,11 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         )
         emitter.start(level=LEVEL_COMPACTION if overflowed_at is None else LEVEL_SUMMARY)
         try:
-            return (yield from self._compress(request, effective, previous, overhead, overflowed_at, emitter))
+            return (
+                yield from self._compress(
+                    request, effective, previous, overhead, (overflowed_at, overflow_limit), emitter
+                )
+            )
         except Exception as exc:
             emitter.fail(exc)
             raise
@@ -154,12 +160,13 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         effective: list[BaseMessage],
         previous: Mapping[str, Any] | None,
         overhead: int,
-        overflowed_at: int | None,
+        overflow: tuple[int | None, int | None],
         emitter: Emitter,
     ) -> Steps[ModelResponse | ExtendedModelResponse]:
-        """Step 1, compaction; step 2, a summary when the compacted view still does not fit."""
+        """Step 1, compaction; step 2, a summary when the compacted view still does not fit.
+        ``overflow``: the size the provider rejected, and the limit it stated (or ``None``s)."""
         pinned = pinned_closure(effective, self._pinned_ids())
-        compacted = yield from self._compact(request, effective, overhead, overflowed_at, emitter, pinned)
+        compacted = yield from self._compact(request, effective, overhead, overflow, emitter, pinned)
         if compacted.response is not None:
             return compacted.response
         return (yield from self._summarize(request, compacted, previous, overhead, emitter))
@@ -169,34 +176,45 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         request: ModelRequest,
         effective: list[BaseMessage],
         overhead: int,
-        overflowed_at: int | None,
+        overflow: tuple[int | None, int | None],
         emitter: Emitter,
         pinned: frozenset[str],
     ) -> Steps[_Compacted]:
-        """Compact a copy (pinned messages stay whole) and send it when it fits below ``T`` (and
-        nothing overflowed yet)."""
+        """Compact a copy (pinned messages stay whole); send it when it fits below ``T`` (nothing overflowed yet)."""
+        overflowed_at, overflow_limit = overflow
         compacted = yield Blocking(partial(self._compactor.compact, effective))
         emitter.record_files([r for r in compacted.saved if r.message_id not in pinned], compacted.failed)
         view = restore_pinned(effective, compacted.messages, pinned) if pinned else compacted.messages
-        raw = overhead + self._view_totals.total(view)
-        emitter.after_tokens = after = self._calibration().corrected(raw)
-        if policy.compaction_suffices(
-            after,
-            trigger=self.config.trigger_tokens,
-            overflowed=overflowed_at is not None,
-            raw=raw,
-            context_window=self.config.context_window,
-        ):
+        total = self._view_totals.total(view)
+        lean = without_index(view)
+        # The reference index yields first: when the view fits below T without it, it goes out so,
+        # with no summary call (what the index lists stays in the history file, and searchable).
+        candidates = [(view, total)]
+        if lean is not view:
+            shed = estimate_message(view[0], self.profile) - estimate_message(lean[0], self.profile)
+            candidates.append((lean, total - shed))
+        for candidate, tokens in candidates:
+            raw, after = overhead + tokens, self._calibration().corrected(overhead + tokens)
+            if not policy.compaction_suffices(
+                after,
+                trigger=self.config.trigger_tokens,
+                overflowed=overflowed_at is not None,
+                raw=raw,
+                context_window=self.config.context_window,
+            ):
+                continue
+            emitter.after_tokens = after
             try:
-                response = yield CallModel(request.override(messages=view))
+                response = yield CallModel(request.override(messages=candidate))
             except Exception as exc:
                 if not is_context_overflow(exc):
                     raise
-                overflowed_at = after
-            else:
-                emitter.sent(level=LEVEL_COMPACTION, after_tokens=after, messages=view)
-                return _Compacted(view, overflowed_at, response, pinned)
-        return _Compacted(view, overflowed_at, None, pinned)
+                overflowed_at, overflow_limit = after, provider_limit(exc)
+                break
+            emitter.sent(level=LEVEL_COMPACTION, after_tokens=after, messages=candidate)
+            return _Compacted(candidate, overflowed_at, response, pinned)
+        emitter.after_tokens = self._calibration().corrected(overhead + total)
+        return _Compacted(view, overflowed_at, None, pinned, overflow_limit)
 
     def _summarize(
         self,
@@ -327,6 +345,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                 context_window=config.context_window,
                 overflowed_at=overflowed_at,
                 cause=exc,
+                overflow_limit=compacted.overflow_limit,
             )
             return with_update(response, ledger_update(state, spent, now=now), ())
         self.ledger.spent(spent, now=now)
@@ -338,9 +357,15 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             f"{len(split.kept_pinned) + len(preserved)}"
         )
         raw, after = self._sizes(overhead, final)
-        response = yield from send_fitting(
-            request, final, raw=raw, tokens=after, context_window=config.context_window, tried=tried
-        )
+        try:
+            response = yield from send_fitting(
+                request, final, raw=raw, tokens=after, context_window=config.context_window, tried=tried
+            )
+        except Exception as exc:
+            # The summary is valid but not applied: its history section is named by the failed event
+            # (and so by the failed record); no section exists that nothing names.
+            emitter.fail(exc, file_path=outcome.file_path, unapplied_summary=True)
+            raise
         emitter.sent(
             level=LEVEL_SUMMARY,
             after_tokens=after,

@@ -20,6 +20,7 @@ from context_engine.events import (
     STARTED,
     compression_event,
     describe_error,
+    describe_error_for_users,
 )
 from context_engine.tokens.messages import DEFAULT_PROFILE, TokenProfile
 
@@ -99,12 +100,19 @@ class Emitter:
             level=level, after_tokens=after_tokens, outcome=outcome, reason_detail=reason or why, **extra
         )
 
-    def fail(self, exc: BaseException) -> None:
-        """Emit ``failed`` unless nothing was started or the call already ended."""
+    def fail(self, exc: BaseException, **extra: Any) -> None:
+        """Emit ``failed`` unless nothing was started or the call already ended; ``extra`` e.g. the
+        ``file_path`` of a history section written for a summary that was then not applied."""
         if not self.started or self.finished:
             return
         self.finished = True
-        self._emit(FAILED, **self._files(), error=describe_error(exc))
+        self._emit(
+            FAILED,
+            **self._files(),
+            error=describe_error_for_users(exc),
+            error_detail=describe_error(exc),
+            **extra,
+        )
 
     def _files(self) -> dict[str, Any]:
         return {"saved_files": list(self.saved_files), "failed_files": list(self.failed_files)}

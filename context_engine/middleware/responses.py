@@ -12,7 +12,12 @@ from langgraph.types import Command
 
 from context_engine.errors import CompressionError
 from context_engine.policy import trigger as policy
-from context_engine.policy.overflow import is_context_overflow, still_too_long, summary_failed_too_long
+from context_engine.policy.overflow import (
+    is_context_overflow,
+    provider_limit,
+    still_too_long,
+    summary_failed_too_long,
+)
 from context_engine.steps import CallModel, Steps
 
 
@@ -36,7 +41,8 @@ def send_fitting(
     except Exception as exc:
         if not is_context_overflow(exc):
             raise
-        raise CompressionError(still_too_long(tokens, context_window, tried=tried)) from exc
+        limit = provider_limit(exc)
+        raise CompressionError(still_too_long(tokens, context_window, tried=tried, limit=limit)) from exc
 
 
 def send_fallback(
@@ -48,16 +54,24 @@ def send_fallback(
     context_window: int | None,
     overflowed_at: int | None,
     cause: Exception,
+    overflow_limit: int | None = None,
 ) -> Steps[ModelResponse]:
     """After a failed summary (``cause``): go on with the compacted ``view`` (``raw`` tokens by our
-    estimate, ``tokens`` calibrated) if it can fit by both, else a clear error."""
+    estimate, ``tokens`` calibrated) if it can fit by both, else a clear error: what the provider
+    rejected (at ``overflowed_at``, stating ``overflow_limit``), or how far over the window it is."""
     if not policy.fallback_fits(tokens, raw=raw, context_window=context_window, overflowed_at=overflowed_at):
-        raise CompressionError(summary_failed_too_long(cause, tokens, context_window)) from cause
+        rejected = overflowed_at is not None
+        error = summary_failed_too_long(
+            cause, tokens, context_window, rejected=rejected, limit=overflow_limit
+        )
+        raise CompressionError(error) from cause
     try:
         return (yield CallModel(request.override(messages=view)))
     except Exception as exc:
         if is_context_overflow(exc):
-            raise CompressionError(summary_failed_too_long(cause, tokens, context_window)) from exc
+            limit = provider_limit(exc)
+            error = summary_failed_too_long(cause, tokens, context_window, rejected=True, limit=limit)
+            raise CompressionError(error) from exc
         raise
 
 

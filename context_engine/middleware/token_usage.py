@@ -1,8 +1,9 @@
 """``TokenUsageMiddleware``: pressure figures of the request actually sent (SPEC 7), in state
 ``token_usage``. Innermost in the stack, so it measures the compacted or summarized view.
 
-It also sees every message enter the state from the model and the tools: each leaves carrying its
-stored estimate (``tokens.with_estimate``), and each reported prompt-token count goes to the model's
+It also sees every message enter the state from the model and the tools: each leaves with its text
+cleaned (``text.clean_message``: no NUL, no lone surrogate, which no database or wire can carry) and
+carrying its stored estimate (``tokens.with_estimate``), and each reported prompt-token count goes to the model's
 calibration (shared with ``CompressionMiddleware``), against our raw estimate of the same request."""
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from context_engine.middleware.measure import request_overhead, response_message
 from context_engine.middleware.memo import MessageTotals
 from context_engine.policy.pressure import pressure_figures, ratio
 from context_engine.state import TOKEN_USAGE_KEY, TokenUsageState
+from context_engine.text import clean_message
 from context_engine.tokens.calibration import CalibrationMemory, CalibrationSource
 from context_engine.tokens.messages import (
     ESTIMATOR_NAME,
@@ -87,10 +89,10 @@ class TokenUsageMiddleware(AgentMiddleware[TokenUsageState]):
     def _stored(self, result: Any) -> Any:
         """A tool's result (a ``ToolMessage``, or a ``Command`` adding messages) with stored estimates."""
         if isinstance(result, ToolMessage):
-            return with_estimate(result, self.profile)
+            return with_estimate(clean_message(result), self.profile)
         update = getattr(result, "update", None)
         if isinstance(result, Command) and isinstance(update, dict) and update.get("messages"):
-            messages = [with_estimate(m, self.profile) for m in update["messages"]]
+            messages = [with_estimate(clean_message(m), self.profile) for m in update["messages"]]
             return Command(**{**_command_fields(result), "update": {**update, "messages": messages}})
         return result
 
@@ -99,7 +101,7 @@ class TokenUsageMiddleware(AgentMiddleware[TokenUsageState]):
             response = ModelResponse(result=[response])
         # The reply enters the state carrying its estimate: no later call, in any process, reads it again.
         response = ModelResponse(
-            result=[with_estimate(m, self.profile) for m in response.result],
+            result=[with_estimate(clean_message(m), self.profile) for m in response.result],
             structured_response=response.structured_response,
         )
         update = self.snapshot(request, response)

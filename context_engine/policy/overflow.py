@@ -173,29 +173,77 @@ def is_context_overflow(exc: BaseException) -> bool:
     return False
 
 
+# --- the limit a provider states when it rejects a request ----------------------------------------
+
+# Where providers state their limit, tried in order on the lowered text: DashScope's range, "maximum
+# context/prompt/model length is|of N" (OpenAI, vLLM, xAI), "... > N" (Anthropic, "prompt is too long:
+# 210000 tokens > 200000 maximum"), "limit (is|of|:) N" (vLLM V1, Moonshot).
+_STATED_LIMITS = (
+    re.compile(r"range of input length should be \[\s*\d+\s*,\s*(\d[\d,]*)\s*\]"),
+    re.compile(
+        r"max(?:imum)? (?:context|prompt|model|input)? ?(?:length|size|window)(?: is| of|:)? (\d[\d,]{2,})"
+    ),
+    re.compile(r"> ?(\d[\d,]{2,})"),
+    re.compile(r"limit(?: is| of|:) ?(\d[\d,]{2,})"),
+)
+# Body fields that hold the window as a number (llama.cpp's ``n_ctx``, vLLM's ``max_model_len``).
+_LIMIT_FIELDS = ("n_ctx", "max_model_len")
+
+
+def _body_limit(body: Any, depth: int = 0) -> int | None:
+    if depth >= _MAX_BODY_DEPTH or not isinstance(body, Mapping):
+        return None
+    for key in _LIMIT_FIELDS:
+        if isinstance(body.get(key), int) and body[key] > 0:
+            return body[key]
+    return next((found for v in body.values() if (found := _body_limit(v, depth + 1))), None)
+
+
+def provider_limit(exc: BaseException) -> int | None:
+    """The context limit, in tokens, that the provider stated when it rejected a request as too long;
+    ``None`` when it stated none (OpenAI's "Request too large for this model.")."""
+    for error in _chain(exc):
+        body = getattr(error, "body", None)
+        if found := _body_limit(body):
+            return found
+        text = " ".join([str(error), *(_body_fields(body) if body is not None else ())]).lower()
+        for pattern in _STATED_LIMITS:
+            if match := pattern.search(text):
+                return int(match.group(1).replace(",", ""))
+    return None
+
+
 # --- what the run says when a request cannot be made to fit ----------------------------------------
 
 
-def summary_failed_too_long(cause: Exception, tokens: int, window: int | None) -> str:
-    """The run's error when a summary failed and the compacted view cannot fit either."""
-    limit = f"the model's context window ({window} tokens)" if window else "the model's context window"
-    return (
-        f"Context compression failed ({type(cause).__name__}) and the conversation "
-        f"(about {tokens} tokens) does not fit {limit}."
-    )
+def _rejected(limit: int | None) -> str:
+    """What the provider did, in its own figure when it gave one."""
+    if limit:
+        return f"the model's server rejected it as longer than its limit of {limit:,} tokens"
+    return "the model's server rejected it as too long without stating its limit"
 
 
-def still_too_long(tokens: int, window: int | None, *, tried: str) -> str:
-    """The run's error when even the compressed request overflows: plain words, the platform's figures."""
+def summary_failed_too_long(
+    cause: Exception, tokens: int, window: int | None, *, rejected: bool = False, limit: int | None = None
+) -> str:
+    """The run's error when a summary failed and the compacted view cannot fit either: by our estimate
+    against the window, or (``rejected``) because the provider refused it, with its ``limit`` if stated.
+    The run's users read it: ``cause``'s class and text stay with the chained exception, for the admin
+    and the log."""
+    failed = "Context compression failed"
+    if rejected and not (window and tokens > window):
+        return f"{failed} and the conversation (about {tokens:,} tokens by the platform's estimate) is too long: {_rejected(limit)}."
+    fit = f"the model's context window ({window:,} tokens)" if window else "the model's context window"
+    return f"{failed} and the conversation (about {tokens:,} tokens) does not fit {fit}."
+
+
+def still_too_long(tokens: int, window: int | None, *, tried: str, limit: int | None = None) -> str:
+    """The run's error when even the compressed request overflows: plain words, the platform's figures
+    and, when the provider refused a request our estimate puts under the window, the provider's."""
     if window and tokens > window:
         size = f"about {tokens:,} tokens, {tokens - window:,} over the model's context window of {window:,}"
-    elif window:
-        size = (
-            f"about {tokens:,} tokens by the platform's estimate, which the model's server counted as over "
-            f"its context window of {window:,}"
-        )
     else:
-        size = f"about {tokens:,} tokens, which the model's server counted as over its context window"
+        size = f"about {tokens:,} tokens by the platform's estimate; {_rejected(limit)}"
     return (
         f"This conversation is too long for the model even after compression ({size}). Tried: {tried}. "
         "Start a new thread, or send less at once."

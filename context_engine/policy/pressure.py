@@ -31,6 +31,26 @@ STALE_CONTEXT_FIELDS = (
 )
 
 
+# The hint is a derived line for people only; it never triggers anything (0.849 no, 0.85 yes).
+HINT_RATIO = 0.85
+
+
+def tokens_at_ratio(trigger_tokens: int, level: float) -> int:
+    """The smallest request size whose pressure ratio (``ratio``: rounded to 4 places) reaches ``level``:
+    where a line (the hint, the trigger) sits, in tokens."""
+    if trigger_tokens <= 0:
+        return 0
+    tokens = max(math.floor(trigger_tokens * (level - 0.0001)), 0)  # below it: the ratio is rounded
+    while (ratio(tokens, trigger_tokens) or 0) < level:
+        tokens += 1
+    return tokens
+
+
+def hint_tokens(trigger_tokens: int) -> int:
+    """Where the hint line sits, in tokens."""
+    return tokens_at_ratio(trigger_tokens, HINT_RATIO)
+
+
 def ratio(value: int, of: int | None) -> float | None:
     return round(value / of, 4) if of else None
 

@@ -16,6 +16,7 @@ from context_engine.config import CompressionConfig
 from context_engine.errors import StoreError, SummaryError, SummaryNotSmaller
 from context_engine.policy.trigger import summary_shrinks
 from context_engine.state import (
+    REPAIR_USAGE_KEY,
     SESSION_ID_KEY,
     SUMMARY_CALLS_KEY,
     SUMMARY_EVENT_KEY,
@@ -33,12 +34,15 @@ from context_engine.summary.history import (
     build_summarization_event,
     build_summary_message,
     format_summary_prompt,
+    history_next_line,
     history_path,
     render_history_section,
     summary_text,
 )
 from context_engine.summary.identifiers import LossReport, better_summary
+from context_engine.summary.indexing import index_inputs
 from context_engine.summary.loss import fold_loss_report, read_saved_texts, repair_prompt
+from context_engine.summary.reference_index import NO_INDEX, ReferenceIndex
 from context_engine.summary.spend_guard import record_call
 from context_engine.summary.validation import summary_rule
 from context_engine.tokens.messages import (
@@ -60,11 +64,17 @@ class SummaryOutcome:
     loss: LossReport = field(default_factory=LossReport)
     calls: tuple[int, ...] = ()  # input tokens (estimated) of each summary call made: 1, or 2 with a repair
     repaired: bool = False  # the repair pass's summary was kept
-    summary_tokens: int = 0  # the summary message's estimate (what a preview goes by next time)
+    summary_tokens: int = 0  # the summary message's estimate without its index (what a preview goes by)
+    index: ReferenceIndex = NO_INDEX  # the reference index that follows the summary (in its message)
 
     def loss_report(self) -> dict[str, Any]:
         """The loss report as the event and the audit record carry it."""
-        return {**self.loss.as_dict(), "repair_calls": len(self.calls) - 1, "repaired": self.repaired}
+        return {
+            **self.loss.as_dict(),
+            "repair_calls": len(self.calls) - 1,
+            "repaired": self.repaired,
+            "indexed": len(self.index.entries),  # of those in view, the ones the reference index lists
+        }
 
 
 def summarize_span(
@@ -118,22 +128,47 @@ def summarize_span(
     if fold_limit is not None:
         folded_tokens = min(folded_tokens, fold_limit)
 
-    def summary_size(candidate: str) -> int:
-        return estimate_message(build_summary_message(candidate, file_path=file_path), profile)
+    identifiers = fold_identifiers(to_summarize)
+    section = render_history_section(to_summarize, now=now)
+    # The section starts on the line after what the (append-only) history file holds now.
+    first_line = yield Blocking(partial(history_next_line, store, file_path))
+    saved_paths = receipt_paths(to_summarize)
+    saved = (yield Blocking(partial(read_saved_texts, store, saved_paths))) if saved_paths else {}
+    inputs = index_inputs(
+        to_summarize, kept=kept, saved=saved, section=section, file_path=file_path, first_line=first_line
+    )
+
+    def summary_size(candidate: str, index: str = "") -> int:
+        return estimate_message(build_summary_message(candidate, file_path=file_path, index=index), profile)
+
+    def indexed(candidate: str) -> ReferenceIndex:
+        """The candidate's reference index within the agent's budget and within the room the summary
+        leaves below what it folds (the index never makes a compression grow the request)."""
+        budget = min(config.index_budget, folded_tokens - 1 - summary_size(candidate))
+        while budget > 0:
+            index = inputs.build(summary=candidate, budget=budget, profile=profile)
+            if summary_shrinks(
+                summary_tokens=summary_size(candidate, index.text), folded_tokens=folded_tokens
+            ):
+                return index
+            budget = min(budget - 1, budget * 3 // 4)
+        return NO_INDEX
 
     if not summary_shrinks(summary_tokens=(size := summary_size(text)), folded_tokens=folded_tokens):
         # Before the history section is written: a summary that is not applied leaves nothing behind.
         raise SummaryNotSmaller(summary_tokens=size, folded_tokens=folded_tokens)
-    section = render_history_section(to_summarize, now=now)
     yield Blocking(partial(store.append_text, file_path, section))
     usage = _usage(reply)
-    identifiers = fold_identifiers(to_summarize)
-    saved = (
-        (yield Blocking(partial(read_saved_texts, store, receipt_paths(to_summarize)))) if identifiers else []
-    )
+    index = indexed(text)
     # The summary message names the history file the section was just appended to.
     loss = fold_loss_report(
-        to_summarize, summary=text, kept=kept, saved_texts=saved, identifiers=identifiers, history_named=True
+        to_summarize,
+        summary=text,
+        kept=kept,
+        saved_texts=saved,
+        identifiers=identifiers,
+        history_named=True,
+        index=index,
     )
     repaired = False
     if config.repair_pass and loss.lost:
@@ -143,12 +178,16 @@ def summarize_span(
             retry = yield Summarize(second)
         except Exception:  # a failed repair call keeps the valid first summary
             retry = None
-        usage = add_usage(usage, _usage(retry)) if usage or _usage(retry) else None
+        if retry_usage := _usage(retry):  # kept apart too: what the repair pass costs stays visible
+            usage = add_usage(usage, {**retry_usage, REPAIR_USAGE_KEY: retry_usage})
         try:
             retry_text = summary_text(retry, rule) if retry is not None else ""
         except SummaryError:
             retry_text = ""  # a repair that is not a summary keeps the first one
-        if retry_text:
+        if retry_text and summary_shrinks(
+            summary_tokens=summary_size(retry_text), folded_tokens=folded_tokens
+        ):
+            retry_index = indexed(retry_text)
             retry_loss = fold_loss_report(
                 to_summarize,
                 summary=retry_text,
@@ -156,17 +195,20 @@ def summarize_span(
                 saved_texts=saved,
                 identifiers=identifiers,
                 history_named=True,
+                index=retry_index,
             )
-            shrinks = summary_shrinks(summary_tokens=summary_size(retry_text), folded_tokens=folded_tokens)
-            if shrinks and better_summary(loss, retry_loss):
-                text, loss, repaired = retry_text, retry_loss, True
+            if better_summary(loss, retry_loss):
+                text, loss, index, repaired = retry_text, retry_loss, retry_index, True
     event = build_summarization_event(
         previous=previous,
         local_cutoff=local_cutoff,
-        summary_message=with_estimate(build_summary_message(text, file_path=file_path), profile),
+        summary_message=with_estimate(
+            build_summary_message(text, file_path=file_path, index=index.text), profile
+        ),
         file_path=file_path,
         lead=lead,
         pinned_ids=[m.id for m in pinned if m.id],
+        reference_index=index,
     )
     return SummaryOutcome(
         event=event,
@@ -176,7 +218,8 @@ def summarize_span(
         loss=loss,
         calls=tuple(calls),
         repaired=repaired,
-        summary_tokens=estimate_message(event["summary_message"], profile),
+        summary_tokens=summary_size(text),  # without the index: the preview sizes that itself
+        index=index,
     )
 
 

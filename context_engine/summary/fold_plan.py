@@ -29,7 +29,7 @@ from context_engine.formats import (
     RECEIPT_TOOL_PREFIX,
     RECEIPT_TRUNCATED_TEMPLATE,
 )
-from context_engine.state import SUMMARY_EVENT_KEY
+from context_engine.state import SESSION_ID_KEY, SUMMARY_EVENT_KEY
 from context_engine.store import ResultStore
 from context_engine.summary.cutoff import find_cutoff, is_summary_message
 from context_engine.summary.history import effective_messages, valid_event
@@ -105,6 +105,8 @@ class FoldPlan:
     split: FoldSplit
     profile: TokenProfile
     store: ResultStore  # where the compaction's receipts point (staged files readable there)
+    index_budget: int = 0  # the agent's reference-index budget (``CompressionConfig.index_budget``)
+    session_id: Any = None  # the state's summarization session id (names the history file)
 
     @property
     def before_tokens(self) -> int:
@@ -140,7 +142,20 @@ def plan_fold(
         lead=lead,
         profile=profile,
     )
-    return FoldPlan(messages, previous, effective, compaction, view, pinned, lead, split, profile, store)
+    return FoldPlan(
+        messages,
+        previous,
+        effective,
+        compaction,
+        view,
+        pinned,
+        lead,
+        split,
+        profile,
+        store,
+        index_budget=config.index_budget,
+        session_id=values.get(SESSION_ID_KEY),
+    )
 
 
 # --- loss-report inputs ---------------------------------------------------------------------------

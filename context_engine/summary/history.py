@@ -9,7 +9,7 @@ import string
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
@@ -20,13 +20,17 @@ from context_engine.formats import (
     DEFAULT_SUMMARY_PROMPT,
     HISTORY_FILE_TEMPLATE,
     HISTORY_SECTION_TEMPLATE,
+    REFERENCE_INDEX_HEADER,
+    REFERENCE_INDEX_SEPARATOR,
     SESSION_ID_PREFIX,
     SUMMARY_MARKER_KEY,
     SUMMARY_MARKER_VALUE,
     SUMMARY_MESSAGE_NO_FILE_TEMPLATE,
     SUMMARY_MESSAGE_TEMPLATE,
 )
-from context_engine.state import PINNED_IDS_KEY, SummarizationEvent
+from context_engine.lines import next_line_number
+from context_engine.state import PINNED_IDS_KEY, REFERENCE_INDEX_KEY, SummarizationEvent
+from context_engine.store import ResultStore
 from context_engine.summary.cutoff import is_summary_message
 from context_engine.summary.error_texts import error_summary_shape
 from context_engine.summary.rendering import render_message, render_messages
@@ -37,9 +41,20 @@ from context_engine.tokens.messages import (
     estimate_message,
     estimate_text,
     messages_tokens,
+    without_estimate,
 )
 
 MESSAGES_PLACEHOLDER = "{messages}"
+
+
+class ReferenceIndexLike(Protocol):
+    """``summary.reference_index.ReferenceIndex`` as the event needs it (that module imports this one)."""
+
+    text: str
+
+    def as_dict(self) -> dict[str, Any]: ...
+
+
 _SESSION_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 __all__ = [
@@ -48,6 +63,7 @@ __all__ = [
     "effective_messages",
     "format_summary_prompt",
     "global_cutoff",
+    "history_next_line",
     "history_path",
     "is_summary_message",
     "new_session_id",
@@ -72,6 +88,11 @@ def history_path(session_id: str) -> str:
     return HISTORY_FILE_TEMPLATE.format(directory=CONVERSATION_HISTORY_DIR, session_id=session_id)
 
 
+def history_next_line(store: ResultStore, path: str) -> int:
+    """The line of ``path`` where the next section will start (1 when there is no file yet)."""
+    return next_line_number(store.read_text(path)) if store.exists(path) else 1
+
+
 def render_history_section(messages: Sequence[BaseMessage], *, now: datetime | None = None) -> str:
     """A timestamped section for the history file; earlier summary messages are left out."""
     kept = [m for m in messages if not is_summary_message(m)]
@@ -82,12 +103,31 @@ def render_history_section(messages: Sequence[BaseMessage], *, now: datetime | N
 # --- summary message and event -----------------------------------------------------------------
 
 
-def build_summary_message(summary: str, *, file_path: str | None) -> HumanMessage:
+def build_summary_message(summary: str, *, file_path: str | None, index: str = "") -> HumanMessage:
+    """The summary message; ``index`` (the reference index's text) follows the summary in it, so it
+    stands after the summary and before the pinned messages."""
     if file_path:
         content = SUMMARY_MESSAGE_TEMPLATE.format(file_path=file_path, summary=summary)
     else:
         content = SUMMARY_MESSAGE_NO_FILE_TEMPLATE.format(summary=summary)
+    if index:
+        content += REFERENCE_INDEX_SEPARATOR + index
     return HumanMessage(content=content, additional_kwargs={SUMMARY_MARKER_KEY: SUMMARY_MARKER_VALUE})
+
+
+def without_index(view: list[BaseMessage]) -> list[BaseMessage]:
+    """``view`` with the reference index taken out of its leading summary message (the index yields
+    first when the request reaches ``T``: what it lists stays in the history file and searchable);
+    ``view`` itself when it holds no index."""
+    if not view or not is_summary_message(view[0]) or not isinstance(view[0].content, str):
+        return view
+    content = view[0].content
+    at = content.rfind(REFERENCE_INDEX_SEPARATOR + REFERENCE_INDEX_HEADER)
+    if at < 0:
+        return view
+    metadata = without_estimate(dict(view[0].response_metadata))
+    lean = view[0].model_copy(update={"content": content[:at], "response_metadata": metadata})
+    return [lean, *view[1:]]
 
 
 def global_cutoff(previous: Mapping[str, Any] | None, local_cutoff: int, *, lead: int = 1) -> int:
@@ -106,6 +146,7 @@ def build_summarization_event(
     file_path: str | None,
     lead: int = 1,
     pinned_ids: Sequence[str] = (),
+    reference_index: ReferenceIndexLike | None = None,
 ) -> SummarizationEvent:
     event: SummarizationEvent = {
         "cutoff_index": global_cutoff(previous, local_cutoff, lead=lead),
@@ -114,6 +155,8 @@ def build_summarization_event(
     }
     if pinned_ids:
         event[PINNED_IDS_KEY] = list(pinned_ids)
+    if reference_index is not None and reference_index.text:
+        event[REFERENCE_INDEX_KEY] = reference_index.as_dict()
     return event
 
 

@@ -268,14 +268,20 @@ class LossReport:
         )
 
 
+# No report counts more identifiers than this; a bigger figure (from a query string, say) is garbage.
+MAX_COUNT = 10**12
+
+
 def _count(value: Any) -> int:
-    """A non-negative count from JSON (an int, or its digits as a string), else 0."""
+    """A non-negative count from JSON (an int, or its digits as a string), else 0; garbage (a float such
+    as ``1e999``, thousands of digits) reads as 0 rather than raising."""
     if isinstance(value, bool):
         return 0
+    if isinstance(value, str):
+        digits = value.strip()  # ASCII only: "²".isdigit() is true, but int() refuses it
+        value = int(digits) if digits.isascii() and digits.isdigit() and len(digits) <= 13 else 0
     if isinstance(value, int):
-        return max(value, 0)
-    if isinstance(value, str) and value.strip().isdigit():
-        return int(value.strip())
+        return max(value, 0) if value <= MAX_COUNT else 0
     return 0
 
 

@@ -25,6 +25,7 @@ from context_engine.store import ResultStore
 from context_engine.summary.fold_plan import fold_identifiers, message_text
 from context_engine.summary.history import render_history_section
 from context_engine.summary.identifiers import LOST_LIST_MAX, LossReport, loss_report
+from context_engine.summary.reference_index import NO_INDEX, ReferenceIndex
 
 SAVED_FILE_MAX_CHARS = 2_000_000  # enough for any identifier search; a bigger file is read this far
 
@@ -90,6 +91,7 @@ def fold_loss_report(
     identifiers: dict[str, str] | None = None,
     history_named: bool | None = None,
     limit: int = LOST_LIST_MAX,
+    index: ReferenceIndex = NO_INDEX,
 ) -> LossReport:
     """Where each identifier of ``folded`` ended up after a summary ``summary`` (or a drop note), for a
     reader of the view ``summary`` + ``kept``.
@@ -97,7 +99,9 @@ def fold_loss_report(
     ``saved_texts``: the saved tool-result files by path (``read_saved_texts``); one counts only when the
     view names its path, and texts without a path never count. ``history_named``: whether the message
     that stands for the fold names the history file the folded span was just appended to (the summary
-    message does, ``SUMMARY_MESSAGE_TEMPLATE``); by default, whether ``summary`` or ``kept`` names one."""
+    message does, ``SUMMARY_MESSAGE_TEMPLATE``); by default, whether ``summary`` or ``kept`` names one.
+    ``index``: the reference index that follows the summary: what it lists is in view, and the lines it
+    names for what it left out are one read away."""
     found = fold_identifiers(folded) if identifiers is None else identifiers
     view = [summary, *(view_text(m) for m in kept)]
     saved = saved_texts if isinstance(saved_texts, Mapping) else {}
@@ -108,8 +112,8 @@ def fold_loss_report(
     return loss_report(
         found,
         summary=summary,
-        kept=[message_text(m) for m in kept],
-        one_read=one_read,
+        kept=[*(message_text(m) for m in kept), index.text],
+        one_read=[*one_read, *index.range_texts],
         two_reads=two_reads,
         limit=limit,
     )

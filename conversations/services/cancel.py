@@ -8,6 +8,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
 
+from agent_platform.observability.metrics import run_observed
 from conversations import events, run_signals
 from conversations.errors import RunNotActive, RunNotFound
 from conversations.models import AgentRun
@@ -39,6 +40,7 @@ def run_cancel(*, thread_id: uuid.UUID | str, user: AbstractBaseUser, run_id: in
                 status=AgentRun.Status.CANCELLED, finished_at=now
             )
             run.status, run.finished_at = AgentRun.Status.CANCELLED, now
+            run_observed(status=run.status, seconds=None)  # it never ran: no duration
             events.broadcast(conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
         elif run.status == AgentRun.Status.RUNNING:
             if run.cancel_requested_at is None:

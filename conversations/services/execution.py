@@ -3,39 +3,50 @@
 from __future__ import annotations
 
 import logging
+import threading
 import time
 import uuid
 from typing import Any
 
+from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
+from agent_platform.observability.log_context import log_context
+from agent_platform.observability.metrics import run_observed
 from agent_platform.runtime.graph import build_agent_graph, thread_config
+from agent_platform.runtime.public_errors import run_error_detail, run_error_public
 from agent_platform.runtime.state_repository import AgentStateRepository
+from agent_platform.runtime.stopping import STOP_CHECK_CONFIG_KEY, ToolStopped
 from context_engine.state import PINNED_IDS_CONFIG_KEY, TOKEN_USAGE_KEY, merge_token_usage
+from context_engine.text import clean_text
 from context_engine.tokens.messages import profile_for_model, with_estimate
 from conversations import events, run_signals
 from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import pinned_message_ids, run_next_queued
 from conversations.services.attachments import message_model_content
+from conversations.services.closing import (
+    EARLIER_ATTEMPT_STOPPED,
+    ERROR_MAX_CHARS,
+    cancelled_tool_answers,
+    dangling_tool_answers,
+    unrecorded_tail,
+)
 from conversations.services.leases import run_is_orphaned, run_lease, run_reclaim, worker_name
 from conversations.services.pressure import conversation_pressure_update
+from conversations.services.streaming import ReplyStream
 from conversations.services.threads import conversation_lock, failure_notice_append, message_append
+from conversations.services.usage import usage_record_reply
 from conversations.signals import run_compression_event, run_usage_reported
 
 logger = logging.getLogger(__name__)
 
-ERROR_MAX_CHARS = 2000
-# What a tool call left unanswered reads as in the checkpoint (providers refuse a call without a result).
-NOT_EXECUTED = "[Not executed: {reason}]"
-EARLIER_ATTEMPT_STOPPED = "an earlier attempt of this turn stopped before the tool ran"
-USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
 # The cache flag is read on every chunk; the database (the source of truth) at most this often.
 CANCEL_DB_CHECK_SECONDS = 1.0
-# What the model reads next time in place of a tool result that Stop cut off.
-CANCELLED_TOOL_RESULT = "The user stopped the run before this tool call returned; it has no result."
+# A waiting tool has no chunks to check between: its watcher asks the database this often (Stop ≤ 1 s).
+TOOL_STOP_DB_CHECK_SECONDS = 0.5
 
 
 def run_claim(*, run_id: int) -> bool:
@@ -82,33 +93,43 @@ def run_perform(*, run_id: int) -> int | None:
         run = AgentRun.objects.select_related("conversation__agent", "input_message").get(pk=run_id)
         events.broadcast(run.conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
         relay = _RunRelay(run)
-        with run_lease(run_id=run.pk, worker=run.worker):
+        with (
+            log_context(thread_id=run.conversation.thread_id, run_id=run.pk),
+            run_lease(run_id=run.pk, worker=run.worker),
+        ):
             try:
                 relay.execute()
             except Exception as exc:  # noqa: BLE001 - any failure becomes the run's recorded error
                 logger.exception("Run %s failed", run_id)
-                error = _error_text(exc)
-                relay.answer_dangling_tool_calls(reason=f"the turn failed ({error})")
-                _finish(run, AgentRun.Status.FAILED, error=error)
+                detail = run_error_detail(exc)
+                relay.answer_dangling_tool_calls(reason=f"the turn failed ({detail})")
+                # The thread's users read plain words; the admin keeps the exception (and the log its trace).
+                _finish(run, AgentRun.Status.FAILED, error=run_error_public(exc), error_detail=detail)
             finally:
+                relay.reply.flush()  # no timer of this run's reply outlives it
                 run_signals.run_signals_clear(run_id=run_id)
     return found.conversation_id
 
 
-def _error_text(exc: BaseException) -> str:
-    message = getattr(exc, "message", None) or str(exc) or exc.__class__.__name__
-    return f"{exc.__class__.__name__}: {message}"[:ERROR_MAX_CHARS]
-
-
-def _finish(run: AgentRun, status: str, *, error: str = "", question: str | None = None) -> None:
+def _finish(
+    run: AgentRun, status: str, *, error: str = "", error_detail: str = "", question: str | None = None
+) -> None:
     now = timezone.now()
+    error, error_detail = clean_text(error)[:ERROR_MAX_CHARS], clean_text(error_detail)
     # Only while this worker still holds the run: recovered or cancelled meanwhile, its new owner reports it.
     updated = AgentRun.objects.filter(pk=run.pk, status=AgentRun.Status.RUNNING, worker=run.worker).update(
-        status=status, error=error, finished_at=now, events=run.events, usage=run.usage
+        status=status,
+        error=error,
+        error_detail=error_detail,
+        finished_at=now,
+        events=run.events,
+        usage=run.usage,
     )
     if not updated:
         return
     run.status, run.error, run.finished_at = status, error, now
+    logger.info("Run %s ended %s", run.pk, status)
+    run_observed(status=status, seconds=(now - run.started_at).total_seconds() if run.started_at else None)
     if status == AgentRun.Status.FAILED:
         failure_notice_append(run=run, error=error)
     Conversation.objects.filter(pk=run.conversation_id).update(last_activity_at=now)
@@ -118,28 +139,6 @@ def _finish(run: AgentRun, status: str, *, error: str = "", question: str | None
     if question is not None:
         payload["question"] = question
     events.broadcast(run.conversation.thread_id, events.RUN_STATUS, **payload)
-
-
-def dangling_tool_answers(messages: list[BaseMessage], *, reason: str) -> list[ToolMessage]:
-    """Results for the last AI message's tool calls that have none after it (pure)."""
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        if isinstance(message, AIMessage):
-            answered = {m.tool_call_id for m in messages[index + 1 :] if isinstance(m, ToolMessage)}
-            return [
-                ToolMessage(
-                    content=NOT_EXECUTED.format(reason=reason)[:ERROR_MAX_CHARS],
-                    tool_call_id=call["id"],
-                    name=call["name"],
-                    id=f"not-executed-{call['id']}",
-                    status="error",
-                )
-                for call in message.tool_calls
-                if call.get("id") and call["id"] not in answered
-            ]
-        if not isinstance(message, ToolMessage):
-            return []
-    return []
 
 
 def _text(message: BaseMessage) -> str:
@@ -165,8 +164,10 @@ class _RunRelay:
         self.seen: set[str] = set()
         self.token_usage: dict[str, Any] | None = None
         self.repository: Any = None
-        self.partial = ""  # the reply streamed so far by the current model call
+        self.reply = ReplyStream(run_id=run.pk, thread_id=self.thread_id)
         self.cancel_checked_at = 0.0
+        self.tool_stop_checked_at = 0.0
+        self.executor_thread = threading.get_ident()
 
     def execute(self) -> None:
         graph = build_agent_graph(agent=self.conversation.agent, conversation=self.conversation)
@@ -185,6 +186,8 @@ class _RunRelay:
         interrupted: Any = None
         cancelled = self._cancel_requested(force=True)
         config = {**config, "callbacks": [run_signals.StopOnCancel(self.run.pk)]}
+        # A tool that waits (search, sub-agent) watches the cache flag too: Stop ends it, not its return.
+        config["configurable"][STOP_CHECK_CONFIG_KEY] = self._stop_requested_in_tool
         stream = graph.stream(payload, config, stream_mode=["messages", "custom", "updates"])
         try:
             for mode, chunk in () if cancelled else stream:
@@ -197,7 +200,7 @@ class _RunRelay:
                 if self._cancel_requested():  # between steps (a long tool), or a lost cache flag
                     cancelled = True
                     break
-        except run_signals.RunCancelled:
+        except (run_signals.RunCancelled, ToolStopped):
             cancelled = True
         finally:
             stream.close()
@@ -225,9 +228,14 @@ class _RunRelay:
             snapshot = self.repository.snapshot()
             if snapshot.interrupts:  # ask_user waits: its call is answered by the user's reply
                 return False
-            answers = dangling_tool_answers(snapshot.values.get("messages", []), reason=reason)
+            messages = snapshot.values.get("messages", [])
+            answers = dangling_tool_answers(messages, reason=reason)
             if answers:
                 self.repository.update({"messages": answers}, as_node="tools")
+            # Through the message path, as Stop's closing messages: what the model sees is in the transcript.
+            unrecorded = unrecorded_tail(messages, conversation_id=self.conversation.pk, seen=self.seen)
+            for message in [*unrecorded, *answers]:
+                self._on_message(message)
             return bool(answers)
         except Exception:  # noqa: BLE001 - the failure being recorded matters more than this repair
             logger.exception("Could not answer the dangling tool calls of thread %s", self.thread_id)
@@ -260,6 +268,22 @@ class _RunRelay:
         run_signals.cancel_flag_set(run_id=self.run.pk)
         return True
 
+    def _stop_requested_in_tool(self) -> bool:
+        """Stop, as a waiting tool's watcher sees it: the cache flag, and (a flag lost or in another
+        process's cache) the database at most every ``TOOL_STOP_DB_CHECK_SECONDS``, on that graph
+        thread's own connection, closed right after so it never outlives the check."""
+        if run_signals.cancel_flag_is_set(run_id=self.run.pk):
+            return True
+        now = time.monotonic()
+        if now - self.tool_stop_checked_at < TOOL_STOP_DB_CHECK_SECONDS:
+            return False
+        self.tool_stop_checked_at = now
+        try:
+            return AgentRun.objects.filter(pk=self.run.pk, cancel_requested_at__isnull=False).exists()
+        finally:
+            if threading.get_ident() != self.executor_thread:
+                connection.close()
+
     def _close_cancelled(self, repository: Any) -> None:
         """Leave transcript and checkpoint consistent after Stop.
 
@@ -273,21 +297,9 @@ class _RunRelay:
         finished = [m for m in messages if isinstance(m, (AIMessage, ToolMessage)) and m.id not in self.seen]
         for message in finished:
             self._on_message(message)
-        answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
-        closing: list[BaseMessage] = [
-            ToolMessage(
-                content=CANCELLED_TOOL_RESULT,
-                tool_call_id=call["id"],
-                name=call["name"],
-                id=f"cancelled-{call['id']}",
-                status="error",
-            )
-            for message in messages
-            if isinstance(message, AIMessage)
-            for call in message.tool_calls
-            if call.get("id") and call["id"] not in answered
-        ]
-        partial = self.partial
+        closing: list[BaseMessage] = list(cancelled_tool_answers(messages))
+        self.reply.flush()
+        partial = self.reply.text
         if partial:
             closing.append(AIMessage(content=partial, id=f"interrupted-{uuid.uuid4()}"))
         if not finished and not closing:
@@ -302,14 +314,8 @@ class _RunRelay:
             return
         if "|" in str(metadata.get("langgraph_checkpoint_ns", "")):
             return
-        text = _text(message)
-        if text:
-            offset = len(self.partial)
-            self.partial += text
-            # Buffered before it is sent: a page that loads now shows it, and one that saw the event
-            # can tell by the offset whether it missed a piece.
-            run_signals.stream_set(run_id=self.run.pk, text=self.partial)
-            events.broadcast(self.thread_id, events.RUN_TOKEN, run_id=self.run.pk, text=text, offset=offset)
+        if text := _text(message):
+            self.reply.add(text)
 
     def _on_custom(self, chunk: Any) -> None:
         if not isinstance(chunk, dict) or chunk.get("type") != events.COMPRESSION:
@@ -319,7 +325,8 @@ class _RunRelay:
         self.run.events = [*self.run.events, {"type": kind, **event}]
         AgentRun.objects.filter(pk=self.run.pk).update(events=self.run.events)
         run_compression_event.send(sender=AgentRun, run=self.run, event=event)
-        events.broadcast(self.thread_id, kind, **event)
+        # The pages get the failure in plain words (``error``); its detail stays with the run and record.
+        events.broadcast(self.thread_id, kind, **{k: v for k, v in event.items() if k != "error_detail"})
 
     def _on_updates(self, chunk: dict[str, Any]) -> Any:
         interrupted = None
@@ -352,9 +359,7 @@ class _RunRelay:
         self.seen.add(message.id)
         if isinstance(message, AIMessage):
             if not interrupted:  # this model call's reply is complete: the next one streams afresh
-                self.partial = ""
-                run_signals.stream_set(run_id=self.run.pk, text="")
-            self._add_usage(message)
+                self.reply.reset()
             fields = {
                 "role": Message.Role.ASSISTANT,
                 "tool_calls": [
@@ -369,7 +374,7 @@ class _RunRelay:
                 "tool_name": message.name,
             }
         with conversation_lock(conversation_id=self.conversation.pk):
-            message_append(
+            row = message_append(
                 conversation=self.conversation,
                 content=_text(message),
                 run=self.run,
@@ -377,17 +382,8 @@ class _RunRelay:
                 interrupted=interrupted,
                 **fields,
             )
-
-    def _add_usage(self, message: AIMessage) -> None:
-        usage = message.usage_metadata
-        if not usage:
-            return
-        totals = dict(self.run.usage or {})
-        for key in USAGE_KEYS:
-            totals[key] = int(totals.get(key, 0)) + int(usage.get(key) or 0)
-        totals["model_calls"] = int(totals.get("model_calls", 0)) + 1
-        self.run.usage = totals
-        AgentRun.objects.filter(pk=self.run.pk).update(usage=totals)
+            if isinstance(message, AIMessage):
+                usage_record_reply(run=self.run, message=row, usage=message.usage_metadata)
 
     def _record_pressure(self) -> None:
         conversation_pressure_update(conversation_id=self.conversation.pk, token_usage=self.token_usage)

@@ -3,7 +3,7 @@
 The same machinery holds any row with ``status``, ``worker`` and ``heartbeat_at`` (``lease_renewed``,
 ``holder_lost``): compression jobs are leased and reclaimed the same way.
 
-The executor renews ``heartbeat_at`` every third of ``RUN_LEASE_SECONDS`` while the run executes
+The executor renews ``heartbeat_at`` every sixth of ``RUN_LEASE_SECONDS`` while the run executes
 (``run_lease``). A run whose lease ran out, or whose worker was a process of this host that no longer
 exists, has lost its worker (``run_is_orphaned``) and may be taken back (``run_reclaim``): re-queued
 if it was claimed once, failed after that.
@@ -24,9 +24,12 @@ from django.db import connections, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from agent_platform.observability.metrics import lease_reclaim_observed, run_observed
 from conversations import events
 from conversations.models import AgentRun
+from conversations.services.closing import compression_left_open
 from conversations.services.threads import failure_notice_append
+from conversations.signals import run_compression_event
 
 logger = logging.getLogger(__name__)
 
@@ -38,8 +41,18 @@ def worker_name() -> str:
     return f"{socket.gethostname()}:{os.getpid()}"
 
 
+# Renewals per lease: a holder misses five in a row (a stalled database, a starved thread) before it
+# loses the run; recovery looks as often, so a dead worker's run is back in a lease and a sixth.
+RENEWALS_PER_LEASE = 6
+
+
 def run_lease_duration() -> timedelta:
     return timedelta(seconds=settings.RUN_LEASE_SECONDS)
+
+
+def run_lease_check_period() -> float:
+    """Seconds between two renewals of a lease, and between two recovery passes."""
+    return max(0.2, settings.RUN_LEASE_SECONDS / RENEWALS_PER_LEASE)
 
 
 @contextmanager
@@ -58,10 +71,10 @@ def run_lease(*, run_id: int, worker: str) -> Iterator[None]:
 
 @contextmanager
 def lease_renewed(*, held: Callable[[], QuerySet], name: str) -> Iterator[None]:
-    """Set ``heartbeat_at`` on the rows ``held()`` selects every third of ``RUN_LEASE_SECONDS`` while the
+    """Set ``heartbeat_at`` on the rows ``held()`` selects every sixth of ``RUN_LEASE_SECONDS`` while the
     block executes; stops once they are no longer held (another holder took them back)."""
     stop = threading.Event()
-    every = max(0.2, settings.RUN_LEASE_SECONDS / 3)
+    every = run_lease_check_period()
 
     def renew() -> None:
         try:
@@ -119,7 +132,28 @@ def holder_lost(
 def run_reclaim(*, run: AgentRun) -> str | None:
     """Take a lost run back from its worker: ``"cancelled"`` if its user had stopped it (never started
     again), else re-queued (``"queued"``) if it was claimed once, failed (``"failed"``) after that.
-    ``None`` when the run was no longer ``running`` as read."""
+    ``None`` when the run was no longer ``running`` as read. A compression the lost worker had started
+    and not ended is closed as ``failed`` (reason ``worker_lost``), so no event stays open."""
+    outcome = _reclaim(run)
+    if outcome is not None:
+        lease_reclaim_observed(outcome=outcome)
+        _close_open_compression(run)
+    if outcome in (AgentRun.Status.FAILED, AgentRun.Status.CANCELLED):  # the run ended here
+        run_observed(status=outcome, seconds=None)
+    return outcome
+
+
+def _close_open_compression(run: AgentRun) -> None:
+    closing = compression_left_open(run.events or [])
+    if closing is None:
+        return
+    run.events = [*(run.events or []), {"type": events.COMPRESSION, **closing}]
+    AgentRun.objects.filter(pk=run.pk).update(events=run.events)
+    run_compression_event.send(sender=AgentRun, run=run, event=closing)  # its audit record
+    events.broadcast(run.conversation.thread_id, events.COMPRESSION, **closing)
+
+
+def _reclaim(run: AgentRun) -> str | None:
     with transaction.atomic():
         # Compare-and-swap on the holder and its last renewal: a lease renewed meanwhile is kept.
         held = AgentRun.objects.filter(

@@ -12,13 +12,18 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.conf import settings
 from django.db import close_old_connections, connections
 from django.utils import timezone
 
 from conversations.models import AgentRun
 from conversations.services.dispatch import run_dispatch_next
-from conversations.services.leases import run_is_orphaned, run_lease_duration, run_reclaim
+from conversations.services.leases import (
+    RENEWALS_PER_LEASE,
+    run_is_orphaned,
+    run_lease_check_period,
+    run_lease_duration,
+    run_reclaim,
+)
 from conversations.signals import recovery_pass
 
 logger = logging.getLogger(__name__)
@@ -42,10 +47,13 @@ class RecoveryReport:
         return f"{summary}, {len(self.cancelled)} cancelled" if self.cancelled else summary
 
 
-def runs_recover(*, queued_before: datetime | None = None, dispatch: bool = True) -> RecoveryReport:
+def runs_recover(
+    *, queued_before: datetime | None = None, dispatch: bool = True, waiting: bool = True
+) -> RecoveryReport:
     """Reclaim every orphaned ``running`` run, then start the next queued run of each thread that has
-    none running: the reclaimed ones, and those queued before ``queued_before`` (default: one lease ago)
-    whose start was lost with a process. ``dispatch=False`` leaves them queued for a server to start.
+    none running: the reclaimed ones, and (``waiting``) those queued before ``queued_before`` (default:
+    one lease ago) whose start was lost with a process. ``dispatch=False`` leaves them queued for a
+    server to start.
     """
     now = timezone.now()
     queued_before = queued_before or now - run_lease_duration()
@@ -62,8 +70,9 @@ def runs_recover(*, queued_before: datetime | None = None, dispatch: bool = True
             AgentRun.Status.CANCELLED: report.cancelled,
         }.get(outcome, report.requeued).append(run.pk)
         conversations.add(run.conversation_id)
-    waiting = AgentRun.objects.filter(status=AgentRun.Status.QUEUED, created_at__lt=queued_before)
-    conversations.update(waiting.values_list("conversation_id", flat=True).distinct())
+    if waiting:
+        lost = AgentRun.objects.filter(status=AgentRun.Status.QUEUED, created_at__lt=queued_before)
+        conversations.update(lost.values_list("conversation_id", flat=True).distinct())
     if dispatch:
         for conversation_id in sorted(conversations):
             started = run_dispatch_next(conversation_id=conversation_id)
@@ -74,7 +83,8 @@ def runs_recover(*, queued_before: datetime | None = None, dispatch: bool = True
 
 
 def recovery_timer_start(*, first_pass_now: bool = False) -> bool:
-    """Run ``runs_recover`` in a daemon thread of this process every lease period.
+    """Run ``runs_recover`` in a daemon thread of this process every ``run_lease_check_period`` (the
+    queued runs whose start was lost: once a lease, since re-sending a start is not free).
 
     For the processes that execute runs: a Celery worker's main process (which survives the pool
     children it replaces) and the web server when runs execute in-process. Once per process; returns
@@ -89,12 +99,15 @@ def recovery_timer_start(*, first_pass_now: bool = False) -> bool:
     def loop() -> None:
         pause = threading.Event()
         queued_before = timezone.now() if first_pass_now else None
+        period = run_lease_check_period()
         if not first_pass_now:
-            pause.wait(settings.RUN_LEASE_SECONDS)
+            pause.wait(period)
+        passes = 0
         while True:
             close_old_connections()
             try:
-                report = runs_recover(queued_before=queued_before)
+                waiting = passes % RENEWALS_PER_LEASE == 0
+                report = runs_recover(queued_before=queued_before, waiting=waiting)
                 if report.requeued or report.failed or report.dispatched:
                     logger.info("Run recovery: %s", report.summary())
             except Exception:  # noqa: BLE001 - the next pass tries again
@@ -102,7 +115,8 @@ def recovery_timer_start(*, first_pass_now: bool = False) -> bool:
             finally:
                 connections.close_all()
             queued_before = None
-            pause.wait(settings.RUN_LEASE_SECONDS)
+            passes += 1
+            pause.wait(period)
 
     threading.Thread(target=loop, name="run-recovery", daemon=True).start()
     return True

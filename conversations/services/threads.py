@@ -5,7 +5,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -16,6 +15,7 @@ from django.utils.translation import gettext as _
 from django.utils.translation import gettext_lazy
 
 from agent_platform.models import Agent
+from context_engine.text import clean_text
 from conversations import events
 from conversations.errors import AgentNotFound, InvalidInput, ThreadBusy, ThreadNotFound
 from conversations.models import AgentRun, Conversation, Message
@@ -171,35 +171,25 @@ def message_append(
 ) -> Message:
     """Append the next message of the transcript. The caller holds the thread's row lock.
 
-    A NUL character (which PostgreSQL text and JSON columns refuse) is stored as U+FFFD, so a tool
-    result carrying one is kept rather than failing the run; the checkpoint keeps the exact original.
+    A NUL character (which PostgreSQL text and JSON columns refuse) and a lone surrogate (which no
+    database can encode) are stored as U+FFFD (``context_engine.text``), so a tool result or call
+    carrying one is kept rather than failing the run; the checkpoint keeps NUL as it was.
     """
     last = conversation.messages.aggregate(last=Max("seq"))["last"] or 0
     message = Message.objects.create(
         conversation=conversation,
         seq=last + 1,
         role=role,
-        content=_storable(content),
+        content=clean_text(content),
         run=run,
-        tool_calls=_storable(tool_calls or []),
-        tool_call_id=_storable(tool_call_id or ""),
-        tool_name=_storable(tool_name or ""),
+        tool_calls=clean_text(tool_calls or []),
+        tool_call_id=clean_text(tool_call_id or ""),
+        tool_name=clean_text(tool_name or ""),
         lc_message_id=lc_message_id or "",
         interrupted=interrupted,
     )
     events.broadcast(conversation.thread_id, events.MESSAGE_CREATED, message=message_payload(message))
     return message
-
-
-def _storable(value: Any) -> Any:
-    """``value`` with every NUL character (in strings, nested lists and dicts) replaced by U+FFFD."""
-    if isinstance(value, str):
-        return value.replace("\x00", "\ufffd")
-    if isinstance(value, list):
-        return [_storable(item) for item in value]
-    if isinstance(value, dict):
-        return {_storable(key): _storable(item) for key, item in value.items()}
-    return value
 
 
 def thread_soft_delete(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> None:

@@ -271,10 +271,12 @@
       const notice = current.querySelector("#compress-notice");
       current.replaceWith(fresh);
       const freshNotice = fresh.querySelector("#compress-notice");
-      // A busy notice is stale once the thread is idle again.
-      if (notice && freshNotice && !notice.hidden && fresh.dataset.busy === "true") {
+      // A busy notice is stale once the thread is idle again; a kept one (throttled) is not.
+      const keep = notice && notice.dataset.keep === "true";
+      if (notice && freshNotice && !notice.hidden && (fresh.dataset.busy === "true" || keep)) {
         freshNotice.textContent = notice.textContent;
         freshNotice.hidden = false;
+        freshNotice.dataset.keep = keep ? "true" : "false";
       }
     }
     applyButtonState();
@@ -305,11 +307,14 @@
     notice.hidden = !text;
   }
 
-  function showNotice(text) {
+  // ``keep``: the notice survives the state refresh that follows (a throttled request: the thread is
+  // idle, yet the reason still holds for a while).
+  function showNotice(text, { keep = false } = {}) {
     const notice = $("compress-notice");
     if (!notice) return;
     notice.textContent = text;
     notice.hidden = !text;
+    notice.dataset.keep = keep && text ? "true" : "false";
   }
 
   // --- the compress button: a preview first, then one request naming it, then reload the state ------
@@ -374,6 +379,10 @@
       } else if (response.status === 409) {
         closePreview();
         showNotice(root.dataset.msgBusy);
+      } else if (response.status === 429) {
+        // Throttled: nothing was tried; the server's words say how long to wait.
+        closePreview();
+        showNotice(body.message || root.dataset.msgRateLimited, { keep: true });
       } else {
         closePreview();
         await showCompression({ status: "failed", error: body.message || `HTTP ${response.status}` });
@@ -728,7 +737,7 @@
         offline = true;
         showBanner("offline", root.dataset.msgOffline);
       }
-      if (close.code === 4403) return; // not allowed: retrying cannot help
+      if (close.code === 4403 || close.code === 4401) return; // not allowed, or signed out: retrying cannot help
       // Full-jitter backoff, capped at 15 s.
       const delay = Math.random() * Math.min(15000, 500 * 2 ** attempts);
       attempts += 1;

@@ -35,6 +35,7 @@ def _form_data(agent: Agent, **overrides) -> dict:
         "summary_pinned_token_limit": agent.summary_pinned_token_limit,
         "summary_max_calls_per_hour": agent.summary_max_calls_per_hour,
         "summary_max_input_tokens_per_hour": agent.summary_max_input_tokens_per_hour,
+        "summary_index_percent": agent.summary_index_percent,
     }
     if agent.summary_repair_pass:
         data["summary_repair_pass"] = "on"
@@ -113,6 +114,24 @@ def test_a_tuner_sets_the_pin_cap_repair_pass_and_spend_guard(client, django_use
     config = agent.compression_config()
     assert config.pinned_token_limit == 500 and config.repair_pass is True
     assert (config.spend.max_calls_per_hour, config.spend.max_input_tokens_per_hour) == (3, 50000)
+
+
+def test_the_reference_index_budget_is_a_compression_field_a_tuner_sets(client, django_user_model, agent):
+    assert agent.compression_config().index_budget == agent.effective_trigger // 10  # default: 10% of T
+    client.force_login(_staff(django_user_model, tune=False))
+    assert 'name="summary_index_percent"' not in client.get(_change_url(agent)).content.decode()
+    client.post(_change_url(agent), _form_data(agent, summary_index_percent=0))
+    agent.refresh_from_db()
+    assert agent.summary_index_percent == 10  # read-only without the tune permission
+    ops = django_user_model.objects.get(username="ops")
+    ops.user_permissions.add(Permission.objects.get(codename="tune_compression"))
+    client.force_login(ops)  # a fresh login: permissions are cached per user object
+    response = client.post(_change_url(agent), _form_data(agent, summary_index_percent=0))
+    assert response.status_code == 302
+    agent.refresh_from_db()
+    assert agent.summary_index_percent == 0 and agent.compression_config().index_budget == 0
+    over = client.post(_change_url(agent), _form_data(agent, summary_index_percent=51))
+    assert over.status_code == 200 and "less than or equal to 50" in over.content.decode()
 
 
 def test_non_staff_cannot_reach_the_admin(client, user, agent):

@@ -96,7 +96,8 @@ def test_an_env_name_outside_the_allow_list_is_a_form_error(client, admin_user):
     assert not ModelEndpoint.objects.exists()
 
 
-def test_a_holder_of_the_permission_creates_an_endpoint(client, django_user_model):
+def test_a_holder_of_the_permission_creates_an_endpoint(client, django_user_model, settings):
+    settings.MODEL_KEY_BINDINGS = "PROVIDER_API_KEY=https://llm.example"
     client.force_login(_staff(django_user_model, "manage_model_endpoints"))
     response = client.post(ADD_URL, _endpoint_form())
     assert response.status_code == 302
@@ -158,7 +159,8 @@ def test_the_endpoint_page_lists_the_agents_that_use_it(client, admin_user):
 # --- a key never leaves for another host ----------------------------------------------------------
 
 
-def test_a_key_is_only_sent_to_its_own_endpoint(monkeypatch, openai_stub, second_stub):
+def test_a_key_is_only_sent_to_its_own_endpoint(monkeypatch, openai_stub, second_stub, settings):
+    settings.MODEL_KEY_BINDINGS = f"PROVIDER_API_KEY={openai_stub.origin}"
     monkeypatch.setenv("PROVIDER_API_KEY", "sk-provider-secret")
     provider = ModelEndpoint.objects.create(
         name="Provider", base_url=openai_stub.base_url, api_key_env="PROVIDER_API_KEY"

@@ -11,6 +11,7 @@ from agent_platform.runtime import checkpointer as cp
 from agent_platform.runtime.graph import agent_tools, build_agent_graph, thread_config
 from agent_platform.runtime.offline import OfflineChatModel
 from agent_platform.runtime.state_repository import AgentStateRepository
+from agent_platform.runtime.stopping import StopWaitingToolsMiddleware
 from agent_platform.workdir import workdir_for
 
 pytestmark = pytest.mark.django_db
@@ -49,11 +50,12 @@ def test_tools_follow_the_agent_and_sub_agents_get_no_task_or_ask_user(thread, a
         agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel(), subagent=True
     )
     assert {"task", "ask_user"}.isdisjoint(t.name for t in sub)
+    assert "search_history" in [t.name for t in sub]  # sub-agents search the thread's history too
     agent.tools = ["ls"]
     assert [
         t.name
         for t in agent_tools(agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel())
-    ] == ["ls"]
+    ] == ["ls", "search_history"]
 
 
 def test_the_checkpointer_is_reopened_after_a_fork(monkeypatch):
@@ -85,7 +87,11 @@ def test_a_sub_agent_shares_the_parents_workdir_and_middleware_stack(thread, age
     workdir = workdir_for(thread)
     workdir.write_text("parent.txt", "written by the parent")
     stack = agent_middleware(agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel())
-    assert [type(m) for m in stack] == [CompressionMiddleware, TokenUsageMiddleware]
+    assert [type(m) for m in stack] == [
+        CompressionMiddleware,
+        TokenUsageMiddleware,
+        StopWaitingToolsMiddleware,
+    ]
     assert stack[0].store is workdir
     sub = build_agent_graph(
         agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel(), subagent=True

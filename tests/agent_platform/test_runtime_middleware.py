@@ -14,6 +14,7 @@ def test_factories_build_both_middlewares_from_the_agent_and_the_runtime_wires_t
     from agent_platform.models import Agent
     from agent_platform.runtime.graph import agent_middleware
     from agent_platform.runtime.middleware import compression_middleware_for, token_usage_middleware_for
+    from agent_platform.runtime.stopping import StopWaitingToolsMiddleware
     from context_engine.tokens.messages import profile_for_model
 
     agent = Agent.objects.create(
@@ -38,4 +39,8 @@ def test_factories_build_both_middlewares_from_the_agent_and_the_runtime_wires_t
     usage = token_usage_middleware_for(agent=agent)
     assert isinstance(usage, TokenUsageMiddleware) and usage.config.trigger_tokens == 96 * 1024
     stack = agent_middleware(agent=agent, conversation=None, workdir=store, model=model)
-    assert [type(m) for m in stack] == [CompressionMiddleware, TokenUsageMiddleware]
+    assert [type(m) for m in stack] == [
+        CompressionMiddleware,
+        TokenUsageMiddleware,
+        StopWaitingToolsMiddleware,
+    ]

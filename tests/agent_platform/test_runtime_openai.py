@@ -52,7 +52,12 @@ def test_tool_call_round_trip_streams_through_the_openai_client(
     first, second = openai_stub.requests
     assert first["stream"] is True and first["stream_options"] == {"include_usage": True}
     assert first["model"] == "gpt-4o-mini"
-    assert {t["function"]["name"] for t in first["tools"]} == {"ls", "read_file", "write_file"}
+    assert {t["function"]["name"] for t in first["tools"]} == {
+        "ls",
+        "read_file",
+        "write_file",
+        "search_history",
+    }
     assert first["messages"][-1] == {"role": "user", "content": "write a note"}
     tool_result = second["messages"][-1]
     assert tool_result["role"] == "tool" and tool_result["tool_call_id"] == "call_w1"
@@ -65,13 +70,16 @@ def test_tool_call_round_trip_streams_through_the_openai_client(
     assert run.usage["model_calls"] == 2 and run.usage["input_tokens"] > 0  # usage from the final SSE chunk
 
 
-def test_a_provider_error_fails_the_run_with_its_message(
+def test_a_provider_error_fails_the_run_in_plain_words_and_keeps_its_message_for_the_admin(
     user, openai_agent, openai_stub, django_capture_on_commit_callbacks
 ):
     openai_stub.error(400, {"error": {"message": "model does not exist", "type": "invalid_request_error"}})
     _thread, run = _run(user, openai_agent, "hi", django_capture_on_commit_callbacks)
     assert run.status == AgentRun.Status.FAILED
-    assert "model does not exist" in run.error
+    assert run.error == "The model service refused the request. An administrator can see why."
+    assert (
+        "Error: Error code: 400 - model does not exist" in run.error_detail
+    )  # class and text, for the admin
 
 
 def test_non_streaming_invoke_gets_json_completions_and_tool_calls(openai_agent, openai_stub):

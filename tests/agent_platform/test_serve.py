@@ -7,6 +7,7 @@ import re
 import subprocess
 import sys
 import time
+import tomllib
 from pathlib import Path
 
 import httpx
@@ -14,9 +15,36 @@ import httpx
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def _makefile() -> str:
+    return (ROOT / "Makefile").read_text()
+
+
+def _recipe(target: str) -> str:
+    return _makefile().split(f"\n{target}:", 1)[1].split("\n\n", 1)[0]
+
+
 def test_make_run_starts_the_announcing_server():
-    run_recipe = (ROOT / "Makefile").read_text().split("\nrun:", 1)[1].split("\n\n", 1)[0]
-    assert run_recipe.strip().splitlines()[-1].strip().endswith("manage.py serve 127.0.0.1:8000")
+    makefile = _makefile()
+    run = _recipe("run").strip().splitlines()[-1].strip()
+    assert run.endswith("manage.py serve --prepare --noreload $(HOST):$(PORT)")
+    assert "\nHOST ?= 127.0.0.1\n" in makefile and "\nPORT ?= 8000\n" in makefile
+
+
+def test_make_run_installs_only_what_running_needs():
+    """Issue 27 (11): the test tools are the dev extra; `make run` installs the package alone."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    runtime = {re.split(r"[\[=<>]", requirement)[0].lower() for requirement in project["dependencies"]}
+    dev = {
+        re.split(r"[\[=<>]", requirement)[0].lower()
+        for requirement in project["optional-dependencies"]["dev"]
+    }
+    assert {"pytest", "pytest-django", "playwright", "moto", "hypothesis", "ruff"} <= dev
+    assert runtime.isdisjoint(dev)
+    assert {"prometheus-client", "python-json-logger", "django", "daphne"} <= runtime
+    assert _recipe("run").startswith(" install-run")
+    install_run = _recipe("$(RUN_STAMP)")
+    assert "-e ." in install_run and "[dev]" not in install_run
+    assert "-e '.[dev]'" in _recipe("$(STAMP)") and _recipe("test").startswith(" install ")
 
 
 def test_serve_prints_the_chat_and_admin_addresses_once_listening(tmp_path):

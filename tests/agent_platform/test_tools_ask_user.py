@@ -43,15 +43,29 @@ def test_ask_user_interrupts_and_returns_the_resumed_answer():
 
 @pytest.mark.django_db
 def test_build_tools_returns_the_enabled_tools_with_model_names(agent, settings, tmp_path):
+    from agent_platform.knowledge.models import KnowledgeBase
+    from agent_platform.knowledge.services import document_ingest
+
     settings.WORKDIR_ROOT = tmp_path
+    # Every tool can work here: a search provider and something to search (else they are left out).
+    settings.WEB_SEARCH_BASE_URL, settings.WEB_SEARCH_API_KEY = "http://search.local", "key"
+    document_ingest(kb=KnowledgeBase.objects.create(name="KB", slug="kb"), title="Note", text="A note.")
     workdir = Workdir(uuid.uuid4())
     assert set(BUILT_HERE) == set(TOOL_NAMES) - {"task"}
     all_tools = build_tools(agent=agent, conversation=None, workdir=workdir)
-    assert [tool.name for tool in all_tools] == [name for name in TOOL_NAMES if name != "task"]
+    # The compression capability brings search_history after the admin's choice (issue 25).
+    assert [tool.name for tool in all_tools] == [name for name in TOOL_NAMES if name != "task"] + [
+        "search_history"
+    ]
     agent.tools = ["read_file", "query_kb", "task"]
     assert [tool.name for tool in build_tools(agent=agent, conversation=None, workdir=workdir)] == [
         "read_file",
         "query_kb",
+        "search_history",
     ]
     agent.tools = []
+    assert [tool.name for tool in build_tools(agent=agent, conversation=None, workdir=workdir)] == [
+        "search_history"
+    ]
+    agent.capabilities = []
     assert build_tools(agent=agent, conversation=None, workdir=workdir) == []

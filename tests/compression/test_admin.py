@@ -29,9 +29,9 @@ def test_records_list_with_filters(client, admin_user, record):
     client.force_login(admin_user)
     page = client.get(reverse("admin:compression_compressionrecord_changelist"), {"trigger__exact": "manual"})
     assert page.status_code == 200
-    assert "9000" in page.content.decode()
+    assert "9,000 → 900 (8,100 saved)" in page.content.decode()
     empty = client.get(reverse("admin:compression_compressionrecord_changelist"), {"trigger__exact": "bulk"})
-    assert "9000" not in empty.content.decode()
+    assert "9,000 → 900" not in empty.content.decode()
 
 
 def test_records_cannot_be_added_changed_or_deleted(client, admin_user, record):
@@ -62,12 +62,13 @@ def test_the_list_and_the_record_show_the_loss_report_by_reach_tier(client, admi
         "lost_kinds": {"ticket": 1, "url": 1},
         "repair_calls": 1,
         "repaired": True,
+        "indexed": 1,
     }
     record.save()
     client.force_login(admin_user)
     listing = client.get(reverse("admin:compression_compressionrecord_changelist")).content.decode()
     assert "in view / one read / two reads / unreachable" in listing
-    assert "8 / 2 / 1 / 1 of 12 (repaired)" in listing
+    assert "8 / 2 / 1 / 1 of 12 (1 in the reference index) (repaired)" in listing
     detail = client.get(
         reverse("admin:compression_compressionrecord_change", args=[record.pk])
     ).content.decode()

@@ -211,7 +211,7 @@ def test_summary_line_counts_every_outcome(make_thread, summarizer):
     ) in text
     assert [bulk_records(t).get().status for t in (a, c, e)] == ["completed", "no_op", "completed"]
     failure = bulk_records(b).get()
-    assert failure.status == "failed" and "model exploded" in failure.error
+    assert failure.status == "failed" and "model exploded" in failure.error_detail
     assert without_ledger(snapshot(b)) == without_ledger(b_before)  # the failed call is billed
     assert not bulk_records(d).exists()
 
@@ -367,3 +367,15 @@ def test_the_dry_run_predicts_the_run_and_no_thread_grows(make_thread, summarize
     assert all(f"{t.title}: " in text for t in (*hot, short)) and "→" in text
     saved = sum(r.tokens_saved for r in threads)
     assert f"{saved:,} tokens saved" in text
+
+
+def test_a_bulk_summary_carries_the_reference_index_like_the_other_paths(make_thread, summarizer):
+    summarizer()  # a summary that keeps none of the folded URLs
+    thread = make_thread("indexed", pressure=0.95)
+
+    assert compact()["compressed"] == 1
+
+    event = snapshot(thread)["_summarization_event"]
+    entries = event["reference_index"]["entries"]
+    assert entries and event["summary_message"].content.endswith("</reference_index>")
+    assert bulk_records(thread).get().loss_report["indexed"] == len(entries)

@@ -108,7 +108,8 @@ def test_task_retries_a_transient_model_error_then_compresses(make_thread, summa
     result = thread_compress_task.apply(args=(thread.pk, "batch-1"))
 
     assert len(retries) == 1 and isinstance(retries[0], ModelUnavailable)
-    assert "APIConnectionError" in retries[0].message
+    assert "APIConnectionError" not in retries[0].message  # plain words; the exception is the detail
+    assert "APIConnectionError" in retries[0].error_detail
     assert len(model.summary_prompts) == 2
     assert bulk_records(thread).filter(status="completed").count() == 1
     assert bulk_records(thread).filter(status="failed").count() == 1  # the failed attempt is audited

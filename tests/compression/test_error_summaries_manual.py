@@ -39,7 +39,8 @@ def test_manual_compression_refuses_an_error_as_summary(
     assert without_ledger(after) == without_ledger(before) and SUMMARY_EVENT_KEY not in after
     assert len(after[SUMMARY_CALLS_KEY]) == 1  # the provider billed the call
     record = CompressionRecord.objects.get(conversation=thread)
-    assert record.status == "failed" and "rate_limit_exceeded" in record.error
+    assert record.status == "failed" and "rate_limit_exceeded" in record.error_detail
+    assert "rate_limit_exceeded" not in record.error and "org-x" not in response.json()["message"]
     statuses = [e["status"] for e in sent if e["type"] == "compression"]
     assert statuses == ["started", "failed"]
     # A failed summary leaves no history section behind.

@@ -147,3 +147,25 @@ def test_repair_and_drop_formats_are_pinned():
         "a summary. They are saved in {file_path}; read that file for any detail you need.]"
     )
     assert formats.DROPPED_NOTE_AFTER_SUMMARY_TEMPLATE == "{summary}\n\n{note}"
+
+
+def test_reference_index_format_is_pinned():
+    path = "outputs/conversation_history/session_x.md"
+    assert formats.REFERENCE_INDEX_HEADER == (
+        "<reference_index>\n"
+        "Identifiers from the summarized messages and their saved tool results that the summary leaves out, "
+        'most used first. L<n> is a line of the file named above it: read_file("<file>:L<n>") opens it; '
+        "search_history finds any text."
+    )
+    assert formats.REFERENCE_INDEX_FILE_LINE.format(path=path) == f"{path}:"
+    assert formats.REFERENCE_INDEX_KIND_LINE.format(kind="url") == "url:"
+    assert formats.REFERENCE_INDEX_ENTRY.format(value="PROJ-7", line=412) == "- PROJ-7 L412"
+    assert formats.REFERENCE_INDEX_OMITTED.format(count=3) == (
+        "3 more not listed here; search_history finds them. Lines holding most of them:"
+    )
+    assert (
+        formats.REFERENCE_INDEX_OMITTED_RANGE.format(count=3, path=path, start=10, end=19, offset=9, limit=10)
+        == f"- 3 in {path} lines 10-19 (one read_file: offset=9, limit=10)"
+    )
+    assert formats.REFERENCE_INDEX_FOOTER == "</reference_index>"
+    assert formats.REFERENCE_INDEX_SEPARATOR == "\n\n"

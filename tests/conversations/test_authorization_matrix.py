@@ -1,11 +1,12 @@
 """The authorization matrix: every URL pattern of the project (and the thread socket) × anonymous,
-owner, other user, staff without permissions, staff holding ``conversations.view_conversation`` and
-superuser.
+owner, other user, staff without permissions, staff holding ``conversations.view_conversation``, staff
+holding the agent permissions (the agent form's JSON views) and superuser.
 
 The routes are found by walking the URL resolver, so a new route without an entry here fails
 ``test_every_route_has_an_entry``. The admin site's own model pages are left to Django's model
-permissions (the ones the platform adds are tested in tests/agent_platform); /admin/pressure/ is ours
-and is in the matrix. Reads follow ``conversations.access`` (owner, or the view permission); writes
+permissions (the ones the platform adds are tested in tests/agent_platform, its actions in
+tests/compression/test_authorization_matrix_admin_actions.py); /admin/pressure/ and /admin/usage/ are
+ours and are in the matrix. Reads follow ``conversations.access`` (owner, or the view permission); writes
 are the owner's alone. Where a role may not see the thread, its response must not carry the thread's
 text either.
 """
@@ -30,7 +31,7 @@ from conversations.models import Message
 from conversations.routing import websocket_urlpatterns
 from conversations.services import thread_create
 
-ROLES = ("anonymous", "owner", "other", "staff", "viewer", "superuser")
+ROLES = ("anonymous", "owner", "other", "staff", "viewer", "tuner", "superuser")
 MARK = "MARK-7f3a"  # in the thread's title, its message and its file
 LOGIN = "login"  # a redirect to the login page
 ADMIN_LOGIN = "admin-login"
@@ -48,7 +49,14 @@ class Route:
 
 
 def _roles(anonymous, owner, rest, **overrides) -> dict[str, int | str]:
-    expect = {"anonymous": anonymous, "owner": owner, "other": rest, "staff": rest, "viewer": rest}
+    expect = {
+        "anonymous": anonymous,
+        "owner": owner,
+        "other": rest,
+        "staff": rest,
+        "viewer": rest,
+        "tuner": rest,
+    }
     return {**expect, "superuser": rest, **overrides}
 
 
@@ -56,6 +64,7 @@ SEEING = frozenset({"owner", "viewer", "superuser"})
 API_READ = _roles(401, 200, 404, viewer=200, superuser=200)
 PAGE_READ = _roles(LOGIN, 200, 404, viewer=200, superuser=200)
 EVERYONE = _roles(200, 200, 200)
+AGENT_FORM = _roles(401, 403, 403, tuner=200, superuser=200)
 
 
 def _api_write(owner: int) -> dict[str, int | str]:
@@ -109,6 +118,8 @@ MATRIX: dict[str, Route] = {
     "api:thread_compress_preview": Route("POST", f"{API_THREAD}/compress/preview", _api_write(200)),
     "api:message_pin": Route("POST", f"{API_THREAD}/messages/{{message}}/pin", _api_write(200)),
     "api:message_unpin": Route("DELETE", f"{API_THREAD}/messages/{{message}}/pin", _api_write(200)),
+    # Usage: everyone signed in gets their own figures (none of them carries a thread's text).
+    "api:usage": Route("GET", "/api/usage", _roles(401, 200, 200)),
     "api/<path:rest>": Route("GET", "/api/no-such-thing", _roles(404, 404, 404)),
     # --- accounts and language ---
     "login": Route("GET", "/accounts/login/", EVERYONE),
@@ -139,12 +150,31 @@ MATRIX: dict[str, Route] = {
         "GET", f"{THREAD}/fragments/compress-preview", _roles(LOGIN, 200, 404)
     ),
     "favicon.ico": Route("GET", "/favicon.ico", _roles(301, 301, 301)),
+    # --- operations: liveness and readiness are public (they show no data); metrics are off until a
+    # token or an address list is configured (tests/test_ops.py covers them configured) ---
+    "healthz": Route("GET", "/healthz", EVERYONE),
+    "readyz": Route("GET", "/readyz", EVERYONE),
+    "metrics": Route("GET", "/metrics", _roles(404, 404, 404)),
     # --- the admin page the platform adds ---
     "admin-pressure": Route(
         "GET",
         "/admin/pressure/",
-        _roles(ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, staff=200, viewer=200, superuser=200),
+        _roles(ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, staff=200, viewer=200, tuner=200, superuser=200),
         frozenset({"viewer", "superuser"}),
+    ),
+    # Every user's spending: only with conversations.view_usagerecord (superusers hold it).
+    "admin-usage": Route(
+        "GET",
+        "/admin/usage/",
+        _roles(ADMIN_LOGIN, ADMIN_LOGIN, ADMIN_LOGIN, staff=403, viewer=403, tuner=403, superuser=200),
+    ),
+    # --- the agent form's JSON views: staff who may open an agent form (a missing endpoint: 404) ---
+    "agent-figures": Route("GET", "/admin/agents/figures?agent={agent}&summary_threshold=50", AGENT_FORM),
+    "agent-retune": Route("GET", "/admin/agents/{agent}/retune?summary_threshold=50", AGENT_FORM),
+    "agent-endpoint-models": Route(
+        "GET",
+        "/admin/agents/endpoint-models?endpoint=999999",
+        _roles(401, 403, 403, tuner=404, superuser=404),
     ),
 }
 
@@ -187,12 +217,19 @@ def people(django_user_model, user, other_user):
     viewer = django_user_model.objects.create_user("viewer", password="pw-viewer-123", is_staff=True)
     viewer.user_permissions.add(Permission.objects.get(codename="view_conversation"))
     superuser = django_user_model.objects.create_superuser("root", password="pw-root-123")
+    tuner = django_user_model.objects.create_user("tuner", password="pw-tuner-123", is_staff=True)
+    tuner.user_permissions.set(
+        Permission.objects.filter(
+            codename__in=["view_agent", "add_agent", "change_agent", "tune_compression"]
+        )
+    )
     return {
         "anonymous": None,
         "owner": user,
         "other": other_user,
         "staff": staff,
         "viewer": viewer,
+        "tuner": tuner,
         "superuser": superuser,
     }
 
@@ -217,6 +254,7 @@ def _request(client, route: Route, thread):
         thread=thread.thread_id,
         message=thread.messages.values_list("pk", flat=True).first(),
         job=CompressionJob.objects.filter(conversation=thread).values_list("pk", flat=True).first(),
+        agent=thread.agent_id,
     )
     if route.json:
         return client.generic(
@@ -248,7 +286,7 @@ def test_authorization_matrix(client, people, marked_thread, key, role):
         assert response["Location"].startswith(prefix)
     else:
         assert response.status_code == expected, response.content[:300]
-        if route.path.startswith("/api/") and response.status_code >= 400:
+        if route.path.startswith(("/api/", "/admin/agents/")) and response.status_code >= 400:
             assert {"code", "message"} <= response.json().keys()
     body = b"".join(response) if response.streaming else response.content
     assert (MARK.encode() in body) == (role in route.sees), "the thread's text was shown or hidden wrongly"

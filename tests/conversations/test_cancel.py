@@ -16,7 +16,7 @@ from langchain_core.outputs import ChatGenerationChunk
 from conversations import run_signals
 from conversations.models import AgentRun, Message
 from conversations.services import message_intake, run_cancel, run_execute
-from conversations.services.execution import EARLIER_ATTEMPT_STOPPED, NOT_EXECUTED
+from conversations.services.closing import EARLIER_ATTEMPT_STOPPED, NOT_EXECUTED
 from tests.conversations.conftest import ScriptedChatModel
 
 
@@ -139,8 +139,13 @@ def test_a_tool_call_left_open_by_stop_gets_a_result_in_checkpoint_and_transcrip
     answered = NOT_EXECUTED.format(reason=EARLIER_ATTEMPT_STOPPED)
     assert [(m.tool_call_id, m.content) for m in closing] == [("call-1", answered)]
     assert messages.index(closing[0]) == 2  # right after the call it answers
-    # The call was seeded into the checkpoint only, so the transcript has no row to answer.
-    assert not Message.objects.filter(conversation=thread, role="tool").exists()
+    # The call was in the checkpoint only (its worker died before recording it): the transcript gets
+    # the call and its answer too, through the same message path, so both stores say the same.
+    recorded = Message.objects.filter(conversation=thread, role__in=["assistant", "tool"]).order_by("seq")
+    assert [(m.role, m.lc_message_id, m.content) for m in recorded] == [
+        ("assistant", "a1", ""),
+        ("tool", "not-executed-call-1", answered),
+    ]
 
 
 @pytest.mark.django_db

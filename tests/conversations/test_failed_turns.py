@@ -9,8 +9,9 @@ from langchain_core.messages import AIMessage, ToolMessage
 from agent_platform.workdir import Workdir
 from conversations.models import AgentRun
 from conversations.services import message_intake
-from conversations.services.execution import dangling_tool_answers
+from conversations.services.closing import dangling_tool_answers
 from tests.compression._threads import repository_for
+from tests.conversations.consistency import assert_transcript_equals_checkpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -36,12 +37,14 @@ def test_a_model_error_fails_the_turn_visibly_and_the_next_message_works(
 
     failed = _send(thread, user, "first", django_capture_on_commit_callbacks)
 
-    assert failed.status == AgentRun.Status.FAILED and "upstream exploded" in failed.error
+    assert failed.status == AgentRun.Status.FAILED
+    assert failed.error_detail == "RuntimeError: Error code: 500 - upstream exploded"  # for the admin
     notice = thread.messages.get(role="system")
     assert notice.run_id == failed.pk
     assert notice.content == f"This turn failed: {failed.error}"
     page = owner_client.get(f"/threads/{thread.thread_id}/").content.decode()
-    assert "This turn failed: RuntimeError: Error code: 500 - upstream exploded" in page
+    assert "This turn failed: Something went wrong on the platform's side." in page
+    assert "RuntimeError" not in page and "upstream exploded" not in page
     transcript = owner_client.get(f"/api/threads/{thread.thread_id}/messages").json()
     assert [m["role"] for m in transcript] == ["user", "system"]
 
@@ -63,8 +66,11 @@ def test_a_tool_that_raises_leaves_no_dangling_call_and_the_next_model_call_is_v
         patch.setattr(Workdir, "list_dir", disk_gone)
         failed = _send(thread, user, "list my files", django_capture_on_commit_callbacks)
 
-    assert failed.status == AgentRun.Status.FAILED and "disk gone" in failed.error
+    assert failed.status == AgentRun.Status.FAILED and "disk gone" in failed.error_detail
     assert _unanswered_calls(thread) == []
+    # A cut-off write (S3 gone mid-call) answers the call in the transcript too, not only the checkpoint.
+    answers = [text for _id, text in assert_transcript_equals_checkpoint(thread) if "Not executed" in text]
+    assert len(answers) == 1 and "disk gone" in answers[0]
 
     again = _send(thread, user, "try again", django_capture_on_commit_callbacks)
     assert again.status == AgentRun.Status.SUCCEEDED, again.error

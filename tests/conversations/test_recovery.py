@@ -81,3 +81,40 @@ def test_worker_ready_signal_runs_recovery(thread, user):
     run.refresh_from_db()
     assert run.status in (AgentRun.Status.QUEUED, AgentRun.Status.SUCCEEDED)
     assert run.worker != DEAD_WORKER
+
+
+@pytest.mark.parametrize("attempts", [1, 2], ids=["requeued", "failed"])
+def test_recovery_closes_a_compression_its_lost_worker_left_started(thread, user, attempts):
+    from compression.models import CompressionRecord
+
+    run = _crashed_run(thread, user, attempts=attempts)
+    started = {"type": "compression", "status": "started", "level": "summary", "before_tokens": 9000}
+    ended = {**started, "status": "completed", "after_tokens": 3000}
+    AgentRun.objects.filter(pk=run.pk).update(events=[started, ended, started])  # the second never ended
+
+    runs_recover(dispatch=False)
+
+    run.refresh_from_db()
+    closing = run.events[-1]
+    assert len(run.events) == 4
+    assert (closing["type"], closing["status"], closing["level"], closing["reason"]) == (
+        "compression", "failed", "summary", "worker_lost",
+    )  # fmt: skip
+    assert closing["before_tokens"] == 9000 and closing["error"].startswith("worker lost")
+    record = CompressionRecord.objects.get(run=run)
+    assert (record.status, record.reason, record.level) == ("failed", "worker_lost", "summary")
+
+    runs_recover(dispatch=False)  # nothing left open, nothing closed twice
+    run.refresh_from_db()
+    assert len(run.events) == 4 and CompressionRecord.objects.filter(run=run).count() == 1
+
+
+def test_a_run_whose_compressions_all_ended_gets_no_closing_event(thread, user):
+    from compression.models import CompressionRecord
+
+    run = _crashed_run(thread, user)
+    events = [{"type": "compression", "status": "started"}, {"type": "compression", "status": "failed"}]
+    AgentRun.objects.filter(pk=run.pk).update(events=events)
+    runs_recover(dispatch=False)
+    run.refresh_from_db()
+    assert run.events == events and not CompressionRecord.objects.filter(run=run).exists()

@@ -20,6 +20,7 @@ from agent_platform.models import Agent, ModelEndpoint
 from conversations.models import AgentRun
 from conversations.services import message_intake, run_claim, runs_recover, thread_create
 from conversations.services.leases import run_is_orphaned, run_lease
+from conversations.services.threads import message_append
 from tests.support.processes import ROOT, celery_worker, daphne_server, tasks_sent_to
 
 LEASE = 3
@@ -168,3 +169,38 @@ def test_an_in_process_server_recovers_at_start_what_the_previous_one_left(tmp_p
                 + "".join(log.read_text()[-3000:] for log in tmp_path.glob("daphne-*.log"))
             ),
         )
+
+
+TAKEOVER_WITHIN = 15.0
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_a_surviving_worker_takes_a_dead_workers_run_back_within_15_seconds(
+    user, stub_agent, openai_stub, tmp_path, settings
+):
+    """A whole worker on another machine died mid-run (no redelivery, no local pid to check): the
+    surviving worker's recovery timer, on the default lease, takes the run back and executes it."""
+    openai_stub.reply("taken over")
+    thread = thread_create(user=user, agent_slug=stub_agent.slug)
+    settings.RUN_EXECUTION = "celery"
+    with (
+        celery_worker(tmp_path, RUN_RECOVERY_TIMER="1", STUB_API_KEY="sk-test") as survivor,
+        tasks_sent_to(survivor.queue),
+    ):
+        message = message_append(conversation=thread, role="user", content="hello", lc_message_id="m-dead")
+        died_at = timezone.now()  # its last renewal: the moment the other machine went silent
+        run = AgentRun.objects.create(
+            conversation=thread, input_message=message, status="running", worker="a-machine-that-died:4242",
+            attempts=1, started_at=died_at, heartbeat_at=died_at,
+        )  # fmt: skip
+        _wait_for(
+            lambda: AgentRun.objects.filter(pk=run.pk, status="succeeded").exists(),
+            what=lambda: f"the takeover; worker log:\n{survivor.text()[-3000:]}",
+        )
+    run.refresh_from_db()
+    taken_after = (run.started_at - died_at).total_seconds()
+    assert taken_after <= TAKEOVER_WITHIN, f"taken back {taken_after:.1f} s after its worker died"
+    assert run.attempts == 2 and run.worker.rpartition(":")[0] == socket.gethostname()
+    assert thread.messages.get(role="assistant").content == "taken over"

@@ -101,11 +101,11 @@ def test_a_failing_model_fails_the_run_with_a_clear_error_and_the_next_run_still
     first.run.refresh_from_db()
     second.run.refresh_from_db()
     assert first.run.status == AgentRun.Status.FAILED
-    assert "upstream exploded" in first.run.error
+    assert "upstream exploded" in first.run.error_detail and "upstream exploded" not in first.run.error
     assert second.run.status == AgentRun.Status.SUCCEEDED
     assert thread.messages.filter(role="assistant").get().content == "second answer"
     failed = next(e for e in sent_events if e.get("status") == "failed")
-    assert "upstream exploded" in failed["error"]
+    assert failed["error"] == first.run.error  # the plain words; the detail stays with the run
 
 
 def test_runs_execute_in_fifo_order(thread, user, scripted_model, django_capture_on_commit_callbacks):
@@ -236,6 +236,11 @@ def test_token_usage_from_the_checkpoint_reaches_state_events_the_thread_and_get
 
 
 def test_a_knowledge_question_goes_through_query_kb(thread, user, django_capture_on_commit_callbacks):
+    from agent_platform.knowledge.models import KnowledgeBase
+    from agent_platform.knowledge.services import document_ingest
+
+    kb = KnowledgeBase.objects.create(name="Policies", slug="policies")
+    document_ingest(kb=kb, title="Refunds", text="Refunds are paid within 14 days.")
     result = _say(thread, user, "search the knowledge base for refunds", django_capture_on_commit_callbacks)
     result.run.refresh_from_db()
     assert result.run.status == AgentRun.Status.SUCCEEDED, result.run.error

@@ -25,7 +25,10 @@ pytestmark = pytest.mark.django_db
 
 
 def _agent(stub: OpenAIStub, monkeypatch, **fields) -> Agent:
+    from django.conf import settings
+
     monkeypatch.setenv("STUB_API_KEY", "sk-test")
+    monkeypatch.setattr(settings, "MODEL_KEY_BINDINGS", f"STUB_API_KEY={stub.origin}")
     endpoint = ModelEndpoint.objects.create(name="stub", base_url=stub.base_url, api_key_env="STUB_API_KEY")
     fields = {"model_name": "gpt-4o-mini", "summary_keep_messages": 4, **fields}
     return Agent.objects.create(name="Stubbed", slug="stubbed", endpoint=endpoint, **fields)

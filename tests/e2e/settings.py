@@ -26,3 +26,5 @@ RUN_EXECUTION = "inprocess"
 ROOT_URLCONF = "tests.e2e.urls"
 DEBUG = True
 ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
+# Logins go through django-axes as in production (the browser posts the login form).
+AXES_ENABLED = True

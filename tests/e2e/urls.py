@@ -2,18 +2,26 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.http import HttpRequest, JsonResponse
+from django.test import RequestFactory
 from django.urls import include, path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from agent_platform.models import Agent
+from agent_platform.knowledge.models import KnowledgeBase
+from agent_platform.knowledge.services import document_ingest
+from agent_platform.local_model import seed_local_agent
+from agent_platform.models import Agent, ModelEndpoint
 from agent_platform.runtime import models as runtime_models
 from agent_platform.runtime.offline import OfflineChatModel
+from agent_platform.throttle import RateLimited, throttled
 from agent_platform.workdir import workdir_for
 from compression.models import CompressionRecord
 from conversations import events
@@ -63,6 +71,10 @@ def seed(request: HttpRequest) -> JsonResponse:
             user_model.objects.create_user(USERNAME, "alice@example.com", PASSWORD)
         if not user_model.objects.filter(username=STAFF_USERNAME).exists():
             user_model.objects.create_superuser(STAFF_USERNAME, "root@example.com", STAFF_PASSWORD)
+        # Something for query_kb to search (a tool with nothing to search is left out of the agent's).
+        kb, _ = KnowledgeBase.objects.get_or_create(slug="policies", defaults={"name": "Policies"})
+        if not kb.documents.exists():
+            document_ingest(kb=kb, title="Refund policy", text="Refunds are paid within 14 days.")
         # Keep two messages after a summary, so a short thread already has history to compress.
         Agent.objects.get_or_create(
             slug=AGENT_SLUG, defaults={"name": "Assistant", "summary_keep_messages": 2}
@@ -78,6 +90,9 @@ def seed(request: HttpRequest) -> JsonResponse:
             delay=delay, profile=REAL_CHAT_MODEL_FOR(agent).profile
         )
         return JsonResponse({})
+    if action == "failing_model":  # the next runs fail as a misconfigured endpoint does
+        runtime_models.chat_model_for = _failing_factory(data["error"])
+        return JsonResponse({})
     if action == "fast_model":
         runtime_models.chat_model_for = REAL_CHAT_MODEL_FOR
         return JsonResponse({})
@@ -92,6 +107,34 @@ def seed(request: HttpRequest) -> JsonResponse:
             slug=data["slug"], defaults={"name": data["slug"], **fields}
         )
         return JsonResponse({"agent_id": agent.pk, "trigger": agent.effective_trigger})
+    if action == "local_agent":  # the real llama.cpp server the test process started (issue 31)
+        agent = seed_local_agent(base_url=data["base_url"], context_window=data["context_window"])
+        agent.tools = []
+        agent.save()
+        return JsonResponse({"agent": agent.slug})
+    if action == "throttle":  # set THROTTLE_* limits in this server; "spend" uses up alice's minute
+        for name, value in data.get("limits", {}).items():
+            setattr(settings, name, value)
+        cache.clear()
+        request = RequestFactory().post("/")
+        request.user = get_user_model().objects.get(username=USERNAME)
+        for kind in data.get("spend", []):
+            with contextlib.suppress(RateLimited), throttled(request, kind):
+                pass
+        return JsonResponse({})
+    if action == "endpoint":
+        endpoint, _ = ModelEndpoint.objects.update_or_create(
+            name=data["name"], defaults=data.get("fields", {})
+        )
+        return JsonResponse({"endpoint_id": endpoint.pk})
+    if action == "agent_threads":  # threads whose stored figure of the next request is ``tokens``
+        user = get_user_model().objects.get(username=USERNAME)
+        agent = Agent.objects.get(slug=data["agent"])
+        Conversation.objects.bulk_create(
+            Conversation(owner=user, agent=agent, title=f"Thread {i}", context_tokens=tokens)
+            for i, tokens in enumerate(data["tokens"])
+        )
+        return JsonResponse({})
     if action == "thread":
         user = get_user_model().objects.get(username=USERNAME)
         conversation = thread_create(
@@ -143,6 +186,9 @@ def seed(request: HttpRequest) -> JsonResponse:
             conversation.thread_id, events.COMPRESSION, status="failed", level="summary", error=data["error"]
         )
         return JsonResponse({})
+    if action == "record":
+        record = CompressionRecord.objects.create(conversation=conversation, **data["fields"])
+        return JsonResponse({"record_id": record.pk})
     if action == "event":
         events.broadcast(conversation.thread_id, data["type"], **data.get("payload", {}))
         return JsonResponse({})
@@ -157,6 +203,13 @@ def _slow_factory(delay: float):
             if isinstance(model, OfflineChatModel)
             else model
         )
+
+    return chat_model_for
+
+
+def _failing_factory(error: str):
+    def chat_model_for(agent):
+        raise runtime_models.ModelConfigurationError(error)
 
     return chat_model_for
 

@@ -6,11 +6,16 @@ import pytest
 
 from tests.support.openai_stub import OpenAIStub
 
+STUB_KEY_ENV = "STUB_API_KEY"
+
 
 @pytest.fixture
-def openai_stub():
-    """A running local OpenAI-protocol server; script it with ``.reply``, ``.tool_call``, ``.error``."""
+def openai_stub(request):
+    """A running local OpenAI-protocol server; script it with ``.reply``, ``.tool_call``, ``.error``.
+    Under Django, the operator's bindings let ``STUB_API_KEY`` (and only it) go to the stub's origin."""
     stub = OpenAIStub().start()
+    if request.config.pluginmanager.hasplugin("django"):
+        request.getfixturevalue("settings").MODEL_KEY_BINDINGS = f"{STUB_KEY_ENV}={stub.origin}"
     try:
         yield stub
     finally:

@@ -1,4 +1,5 @@
-"""A local OpenAI-protocol stub server: ``POST /v1/chat/completions`` from a scripted queue.
+"""A local OpenAI-protocol stub server: ``POST /v1/chat/completions`` from a scripted queue, and
+``GET /v1/models`` listing ``models`` (or answering ``models_error``: a status and a JSON body).
 
 Each scripted reply is served as a JSON completion, or as SSE chunks when the request has
 ``"stream": true`` (with a final usage chunk when ``stream_options.include_usage`` is set); errors are
@@ -25,6 +26,7 @@ class ScriptedReply:
     usage: dict[str, int] | None = None
     error_status: int | None = None
     error_body: dict[str, Any] | None = None
+    redirect_to: str | None = None  # answer 307 with this Location (a redirect elsewhere)
     delay: float = 0.0  # seconds to wait before answering (a slow model; a worker killed meanwhile)
     word_delay: float = 0.0  # seconds between streamed words (a slow model, for Stop)
 
@@ -38,6 +40,8 @@ class OpenAIStub:
         self.queue: deque[ScriptedReply] = deque()
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str] = []  # the Authorization header of every request, in order
+        self.models: list[str] = [model]  # what GET /v1/models lists
+        self.models_error: tuple[int, dict[str, Any]] | None = None  # else: that status and body
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -46,6 +50,10 @@ class OpenAIStub:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
 
     def start(self) -> OpenAIStub:
         self._thread.start()
@@ -77,6 +85,11 @@ class OpenAIStub:
 
     def error(self, status: int, body: dict[str, Any]) -> OpenAIStub:
         self.queue.append(ScriptedReply(error_status=status, error_body=body))
+        return self
+
+    def redirect(self, location: str) -> OpenAIStub:
+        """Answer the next request with ``307 Temporary Redirect`` to ``location``."""
+        self.queue.append(ScriptedReply(redirect_to=location))
         return self
 
     def context_overflow(
@@ -141,6 +154,18 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def do_GET(self) -> None:
+            stub.authorizations.append(self.headers.get("Authorization", ""))
+            if self.path.rstrip("/") != "/v1/models":
+                self._json(404, {"error": {"message": f"stub has no {self.path}", "type": "not_found"}})
+            elif stub.models_error is not None:
+                self._json(*stub.models_error)
+            else:
+                data = [
+                    {"id": name, "object": "model", "created": 0, "owned_by": "stub"} for name in stub.models
+                ]
+                self._json(200, {"object": "list", "data": data})
+
         def do_POST(self) -> None:
             stub.authorizations.append(self.headers.get("Authorization", ""))
             length = int(self.headers.get("Content-Length") or 0)
@@ -151,7 +176,12 @@ def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
             reply = stub._next(body)
             if reply.delay:
                 time.sleep(reply.delay)
-            if reply.error_status is not None:
+            if reply.redirect_to is not None:
+                self.send_response(307)
+                self.send_header("Location", reply.redirect_to)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            elif reply.error_status is not None:
                 self._json(reply.error_status, reply.error_body or {})
             elif body.get("stream"):
                 self._stream(reply, body)

@@ -4,6 +4,7 @@ the admin is, printed once the server listens (with the real port when 0 was ask
 from __future__ import annotations
 
 from daphne.management.commands.runserver import Command as DaphneRunserver
+from django.core.management import call_command
 
 
 def where_lines(*, protocol: str, host: str, port: int) -> str:
@@ -14,6 +15,20 @@ def where_lines(*, protocol: str, host: str, port: int) -> str:
 
 class Command(DaphneRunserver):
     help = "Start the development server (HTTP + WebSockets); it ends by printing the chat and admin URLs."
+
+    def add_arguments(self, parser) -> None:
+        super().add_arguments(parser)
+        parser.add_argument(
+            "--prepare",
+            action="store_true",
+            help="Migrate and seed the demo first, in this process (make run: one start-up, not three).",
+        )
+
+    def handle(self, *args, **options):
+        if options["prepare"]:
+            call_command("migrate", interactive=False, verbosity=1)
+            call_command("seed_demo")
+        return super().handle(*args, **options)
 
     def inner_run(self, *args, **options):
         command = self

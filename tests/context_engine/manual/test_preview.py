@@ -43,7 +43,10 @@ def test_preview_lists_folded_kept_and_pinned_and_writes_nothing():
     assert "pin" not in preview.folded_ids and "h0" in preview.folded_ids
     assert (
         preview.estimated_after_tokens
-        == preview.summary_estimate_tokens + preview.pinned_tokens + preview.tail_tokens
+        == preview.summary_estimate_tokens
+        + preview.index_tokens
+        + preview.pinned_tokens
+        + preview.tail_tokens
     )
     assert preview.estimated_after_tokens < preview.before_tokens
     # The URL of a folded tool result is in its saved file (staged, never written), but nothing left in

@@ -14,6 +14,7 @@ from context_engine.formats import CONVERSATION_HISTORY_DIR
 from context_engine.middleware import CompressionMiddleware
 from context_engine.state import (
     PINNED_IDS_KEY,
+    REPAIR_USAGE_KEY,
     SUMMARY_CALLS_KEY,
     SUMMARY_EVENT_KEY,
     SUMMARY_USAGE_KEY,
@@ -23,6 +24,7 @@ from context_engine.store import MemoryStore
 from context_engine.summary.cutoff import is_summary_message
 from context_engine.summary.history import effective_messages
 from context_engine.summary.spend_guard import REASON_CALLS, SpendLimits
+from tests.context_engine.chats import USAGE
 from tests.context_engine.fakes import Handler, ScriptedChatModel, conversation, make_request, tool_turn
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
@@ -100,7 +102,8 @@ async def test_the_repair_pass_lists_what_was_lost_and_keeps_the_better_summary(
         summaries=[
             "## SESSION INTENT\nresearch",
             "## SESSION INTENT\nresearch https://example.com/spec/v2 ABC-1234 src/app/main.py",
-        ]
+        ],
+        summary_usage=USAGE,
     )
     events: list[dict] = []
     result = await _call(
@@ -116,6 +119,10 @@ async def test_the_repair_pass_lists_what_was_lost_and_keeps_the_better_summary(
     assert "ABC-1234" not in report["lost_identifiers"]
     assert len(update[SUMMARY_CALLS_KEY]) == 2  # both calls count against the spend guard
     assert update[TOKEN_USAGE_KEY][SUMMARY_USAGE_KEY]["calls"] == 2
+    # The repair call's usage is in the totals and, on its own, under "repair": its cost stays visible.
+    usage = events[-1]["summary_usage"]
+    assert usage["input_tokens"] == 2 * USAGE["input_tokens"]
+    assert usage[REPAIR_USAGE_KEY] == USAGE
 
 
 def test_a_repair_that_is_no_better_keeps_the_first_summary_and_none_runs_when_nothing_is_lost():

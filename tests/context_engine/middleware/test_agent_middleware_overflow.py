@@ -7,7 +7,7 @@ import pytest
 from langchain_core.messages import HumanMessage
 
 from context_engine.errors import CompressionError
-from context_engine.policy.overflow import is_context_overflow
+from context_engine.policy.overflow import is_context_overflow, provider_limit
 from context_engine.state import SUMMARY_EVENT_KEY
 from context_engine.store import MemoryStore
 from tests.context_engine.chats import as_summary
@@ -112,17 +112,70 @@ async def test_async_overflow_from_a_real_server(openai_stub):
     assert result["messages"][-1].content == "Recovered answer." and len(openai_stub.requests) == 3
 
 
-@pytest.mark.parametrize("body", [OPENAI, DASHSCOPE], ids=["openai-code", "dashscope"])
-def test_an_overflow_after_forced_compression_fails_in_plain_words(openai_stub, body):
+@pytest.mark.parametrize(
+    ("body", "stated"),
+    [
+        (OPENAI, "the model's server rejected it as too long without stating its limit"),
+        (DASHSCOPE, "the model's server rejected it as longer than its limit of 30,720 tokens"),
+    ],
+    ids=["openai-code", "dashscope"],
+)
+def test_an_overflow_after_forced_compression_fails_in_plain_words(openai_stub, body, stated):
     openai_stub.error(400, body).reply(as_summary("## SESSION INTENT\nresearch")).error(400, body)
-    agent = stub_agent(stub_chat(openai_stub), MemoryStore())
+    store = MemoryStore()
+    agent = stub_agent(stub_chat(openai_stub), store)
+    events = []
     with pytest.raises(CompressionError) as info:
-        agent.invoke({"messages": conversation(6, size=600)}, {"configurable": {"thread_id": "still"}})
+        for mode, chunk in agent.stream(
+            {"messages": conversation(6, size=600)},
+            {"configurable": {"thread_id": "still"}},
+            stream_mode=["custom", "updates"],
+        ):
+            events += [chunk] if mode == "custom" else []
     message = str(info.value)
     assert message.startswith("This conversation is too long for the model even after compression (about ")
+    # What the provider rejected, in its own figure when it stated one; never our window as if it were its.
+    assert f"tokens by the platform's estimate; {stated}). Tried: saving large tool results" in message
     assert "Tried: saving large tool results to files, then a summary of the " in message
     assert "InvalidParameter" not in message and "Request too large" not in message  # not the provider's text
     assert len(openai_stub.requests) == 3
+    # The summary was valid and its history section written, but never applied: the failed event (the
+    # failed record) names the section, so no section exists that nothing names.
+    assert [e["status"] for e in events] == ["started", "failed"]
+    history = [path for path in store.files if path.startswith("outputs/conversation_history/")]
+    assert history == [events[-1]["file_path"]] and events[-1]["unapplied_summary"] is True
+
+
+@pytest.mark.parametrize(
+    ("body", "limit"),
+    [
+        (OPENAI, None),
+        (VLLM, 8192),
+        (LLAMA_CPP, 8192),
+        (PROMPT_TOO_LONG, 200000),
+        (DASHSCOPE, 30720),
+        (VLLM_ENGINE, 8192),
+        (
+            {
+                "error": {
+                    "message": "input length and `max_tokens` exceed context limit: 197626 + 8192 > 200000"
+                }
+            },
+            200000,
+        ),
+        ({"error": {"message": "Your request exceeded model token limit: 262144"}}, 262144),
+        (
+            {"error": {"message": "This model's maximum prompt length is 131072 but the request has 140000"}},
+            131072,
+        ),
+        ({"error": {"message": "Input prompt (9000 tokens) is too long and exceeds limit of 8,192"}}, 8192),
+    ],
+)
+def test_the_limit_a_provider_states_is_read_from_its_overflow(openai_stub, body, limit):
+    openai_stub.error(400, body)
+    with pytest.raises(Exception) as info:
+        stub_chat(openai_stub).invoke("hello")
+    assert provider_limit(info.value) == limit
 
 
 def test_dashscope_invalid_parameter_other_than_length_is_not_an_overflow(openai_stub):

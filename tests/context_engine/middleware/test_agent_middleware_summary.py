@@ -171,7 +171,8 @@ async def test_error_after_started_emits_failed_and_propagates(mode):  # yuxi 24
         await call_mw(
             mw_for(mw_config(1000, keep=20)), make_request(conversation(3), events=events), handler, mode
         )
-    assert statuses(events) == ["started", "failed"] and "provider exploded" in events[-1]["error"]
+    assert statuses(events) == ["started", "failed"] and "provider exploded" in events[-1]["error_detail"]
+    assert events[-1]["error"] == "The summary call to the model failed."  # what the pages show
 
 
 # --- failures are closed for state -----------------------------------------------------------------
@@ -202,7 +203,8 @@ async def test_history_write_failure_changes_no_state_and_continues_on_the_compa
     response = await call_mw(mw, make_request(messages, events=events), handler, mode)
     _assert_failed_closed(response, handler, events, messages)
     # The summary comes first, its history section after: a failed summary never leaves a section.
-    assert len(model.summary_prompts) == 1 and "disk full" in events[-1]["error"]
+    assert len(model.summary_prompts) == 1 and "disk full" in events[-1]["error_detail"]
+    assert events[-1]["error"] == "A file could not be saved in the thread's workdir."
 
 
 FAILED_SUMMARIES = {
@@ -224,7 +226,10 @@ async def test_summary_failure_changes_no_state(mode, failure):  # yuxi 26
     mw = mw_for(mw_config(1000, keep=4), store, model)
     response = await call_mw(mw, make_request(messages, events=events), handler, mode)
     _assert_failed_closed(response, handler, events, messages)
-    assert reported in events[-1]["error"]
+    assert reported in events[-1]["error_detail"]
+    assert (
+        "Error" not in events[-1]["error"] and "429" not in events[-1]["error"]
+    )  # no class, no provider text
     assert not [path for path in store.files if "conversation_history" in path]  # no section left behind
 
 

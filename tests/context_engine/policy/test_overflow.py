@@ -7,7 +7,7 @@ import openai
 import pytest
 from langchain_core.exceptions import ContextOverflowError
 
-from context_engine.policy.overflow import is_context_overflow
+from context_engine.policy.overflow import is_context_overflow, summary_failed_too_long
 
 REQUEST = httpx.Request("POST", "http://stub.local/v1/chat/completions")
 
@@ -152,3 +152,17 @@ def test_self_referencing_chains_terminate():
     error = ValueError("x")
     error.__context__ = error
     assert not is_context_overflow(error)
+
+
+def test_a_failed_summary_says_what_the_provider_rejected_not_our_window():
+    cause = RuntimeError("summary failed")
+    # 1,653 tokens by our estimate under a 16,000 window: the window is not what refused it.
+    said = summary_failed_too_long(cause, 1653, 16000, rejected=True, limit=None)
+    assert "16,000" not in said and "does not fit" not in said
+    assert "about 1,653 tokens by the platform's estimate" in said
+    assert said.endswith("the model's server rejected it as too long without stating its limit.")
+    stated = summary_failed_too_long(cause, 1653, 16000, rejected=True, limit=4096)
+    assert stated.endswith("the model's server rejected it as longer than its limit of 4,096 tokens.")
+    # Over the window by our own estimate: then the window is the reason, whatever the provider said.
+    over = summary_failed_too_long(cause, 20000, 16000, rejected=True, limit=4096)
+    assert over.endswith("(about 20,000 tokens) does not fit the model's context window (16,000 tokens).")

@@ -8,7 +8,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('compression', '0008_token_calibration_moved_out'),
+        ('compression', '0010_compression_record_error_detail'),
         ('conversations', '0006_verbose_names_translated'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
@@ -30,6 +30,7 @@ class Migration(migrations.Migration):
                 ('result', models.JSONField(blank=True, default=dict, verbose_name='result')),
                 ('error_code', models.CharField(blank=True, max_length=50, verbose_name='error code')),
                 ('error', models.TextField(blank=True, verbose_name='error')),
+                ('error_detail', models.TextField(blank=True, verbose_name='error detail')),
                 ('retryable', models.BooleanField(default=False, verbose_name='retryable')),
                 ('created_at', models.DateTimeField(auto_now_add=True, db_index=True, verbose_name='created at')),
                 ('started_at', models.DateTimeField(blank=True, null=True, verbose_name='started at')),

@@ -1,0 +1,138 @@
+"""``search_history``: a literal or regular-expression search over what compression put out of view (the
+thread's conversation-history files and saved tool results), answering ``path:L<n>: text`` hits that
+``read_file`` opens in one call. Bounded and paged like ``read_file``; every failure is an ``Error: ...``
+string the model can act on. Regular expressions run under a time limit (the ``regex`` library's
+``timeout``), so a pathological pattern ends as an error, never as a stuck run.
+"""
+
+from __future__ import annotations
+
+import regex
+from langchain_core.tools import BaseTool, tool
+
+from agent_platform.workdir import Workdir
+from context_engine.errors import StoreError
+from context_engine.formats import CONVERSATION_HISTORY_DIR, LARGE_TOOL_RESULTS_DIR
+from context_engine.lines import READ_MAX_CHARS, pointer, split_lines
+
+SEARCHED_DIRS = (CONVERSATION_HISTORY_DIR, LARGE_TOOL_RESULTS_DIR)
+SEARCH_DEFAULT_LIMIT = 50
+SEARCH_MAX_LIMIT = 200
+SEARCH_MAX_HITS = 10_000  # hits counted per search; past it the total is given as "at least"
+HIT_MAX_CHARS = 300  # a hit's line is clipped around its match to this many characters
+PATTERN_MAX_CHARS = 1000
+REGEX_TIMEOUT_SECONDS = 2.0
+
+
+def _error(message: str) -> str:
+    return f"Error: {message}"
+
+
+def searched_files(workdir: Workdir) -> list[str]:
+    """The files ``search_history`` reads: history files first, then saved tool results, by name."""
+    paths: list[str] = []
+    for directory in SEARCHED_DIRS:
+        if not workdir.exists(directory):
+            continue
+        paths += [path for path in workdir.list_dir(directory) if not path.endswith("/")]
+    return paths
+
+
+def _clip(line: str, start: int, end: int) -> str:
+    if len(line) <= HIT_MAX_CHARS:
+        return line
+    room = max(HIT_MAX_CHARS - (end - start), 0)
+    left = max(start - room // 2, 0)
+    right = min(left + max(HIT_MAX_CHARS, end - start), len(line))
+    return ("…" if left else "") + line[left:right] + ("…" if right < len(line) else "")
+
+
+def search_files(
+    workdir: Workdir,
+    pattern: str,
+    *,
+    use_regex: bool = False,
+    ignore_case: bool = False,
+    offset: int = 0,
+    limit: int = SEARCH_DEFAULT_LIMIT,
+) -> str:
+    """The text ``search_history`` answers (see the module docstring)."""
+    if not pattern:
+        return _error("give a pattern to search for.")
+    if len(pattern) > PATTERN_MAX_CHARS:
+        return _error(f"the pattern is longer than {PATTERN_MAX_CHARS} characters.")
+    if offset < 0 or not 1 <= limit <= SEARCH_MAX_LIMIT:
+        return _error(f"offset must be 0 or more and limit between 1 and {SEARCH_MAX_LIMIT}.")
+    flags = regex.IGNORECASE if ignore_case else 0
+    try:
+        compiled = regex.compile(pattern if use_regex else regex.escape(pattern), flags | regex.V0)
+    except regex.error as exc:
+        return _error(f"not a valid regular expression ({exc}). Pass regex=false to search for it literally.")
+    try:
+        files = searched_files(workdir)
+    except StoreError as exc:
+        return _error(str(exc))
+    hits: list[str] = []
+    total = 0
+    for path in files:
+        try:
+            text = workdir.read_text(path)
+        except StoreError:
+            continue  # a binary or vanished file holds no text hits
+        try:
+            for number, line in enumerate(split_lines(text), start=1):
+                match = compiled.search(line, timeout=REGEX_TIMEOUT_SECONDS)
+                if match is None:
+                    continue
+                total += 1
+                if offset < total <= offset + limit:
+                    hits.append(f"{pointer(path, number)}: {_clip(line, match.start(), match.end())}")
+                if total >= SEARCH_MAX_HITS:
+                    break
+        except TimeoutError:
+            return _error("the regular expression took too long; use a simpler one or a literal search.")
+        if total >= SEARCH_MAX_HITS:
+            break
+    if not total:
+        return f"No match for {pattern!r} in {', '.join(SEARCHED_DIRS)}."
+    shown = _bounded(hits)
+    end = offset + len(shown)
+    counted = f"at least {total}" if total >= SEARCH_MAX_HITS else str(total)
+    if not shown:
+        return _error(f"offset {offset} is past the last hit ({counted} hits).")
+    footer = f"(hits {offset + 1}-{end} of {counted}"
+    footer += f"; call search_history with offset={end} for more)" if end < total else ")"
+    return "\n".join([*shown, footer])
+
+
+def _bounded(rows: list[str]) -> list[str]:
+    kept: list[str] = []
+    size = 0
+    for row in rows:
+        if kept and size + len(row) + 1 > READ_MAX_CHARS:
+            break
+        kept.append(row)
+        size += len(row) + 1
+    return kept
+
+
+def build_search_history_tool(workdir: Workdir) -> BaseTool:
+    @tool("search_history", parse_docstring=True)
+    def search_history(
+        pattern: str, regex: bool = False, ignore_case: bool = False, offset: int = 0, limit: int = 50
+    ) -> str:
+        """Search the conversation history that was summarized and the saved tool results for a text.
+        Each hit is "path:L<line>: text"; read_file("path:L<line>") opens the file at that line.
+
+        Args:
+            pattern: The text to find (or a regular expression when regex is true).
+            regex: Treat pattern as a regular expression.
+            ignore_case: Match regardless of letter case.
+            offset: Skip this many hits (to page through many).
+            limit: The most hits to return (at most 200).
+        """
+        return search_files(
+            workdir, pattern, use_regex=regex, ignore_case=ignore_case, offset=offset, limit=limit
+        )
+
+    return search_history

@@ -1,0 +1,78 @@
+"""The reference index on the page (issue 25) at desktop and phone widths, in English and 简体中文: after
+a compression, the memory panel lists what the agent can look up under the summary, nothing spills
+sideways, and a pointer opens the file view at the line that holds its identifier."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.test_context_coherence import _send
+
+pytestmark = pytest.mark.browser
+
+# More references than the offline model's summary keeps (40), and sizes it never keeps.
+SOURCES = "Sources: " + ", ".join(
+    f"https://docs.example.org/guide/part-{n}?lang=pt ({n + 2} MB)" for n in range(48)
+)
+
+
+@pytest.mark.parametrize(("width", "height"), [(1366, 900), (390, 844)])
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+def test_the_memory_panel_shows_what_the_agent_can_look_up_and_a_pointer_opens_its_line(
+    browser, e2e_server, width, height, language, screenshot
+):
+    thread_id = e2e_server.seed("thread", title="Lisbon sources")["thread_id"]
+    context = browser.new_context(base_url=e2e_server.base_url, viewport={"width": width, "height": height})
+    page = context.new_page()
+    page.set_default_timeout(20000)
+    try:
+        page.goto("/accounts/login/")
+        page.fill("input[name=username]", "alice")
+        page.fill("input[name=password]", "pw-alice-123")
+        page.click("main button[type=submit]")
+        page.goto(f"/threads/{thread_id}/")
+        if language != "en":
+            page.click(f"button[name=language][value={language}]")
+        expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+        for text in (
+            "We are planning a trip to Lisbon. " + SOURCES,
+            "Ticket TRIP-4821 holds the bookings.",
+            "Thanks.",
+        ):
+            _send(page, text)
+        csrf = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+        response = page.request.post(f"/api/threads/{thread_id}/compress", headers={"X-CSRFToken": csrf})
+        assert response.ok, response.text()
+        page.reload()
+        expect(page.locator("#memory-panel")).to_have_attribute("data-summary", "true")
+        index = page.locator("#memory-index")
+        expect(index).to_be_visible()
+        index.locator("summary").click()
+        first = index.locator("li").first
+        expect(first).to_be_visible()
+        expect(page.locator("#compression-status .loss-report")).to_contain_text(
+            "reference index" if language == "en" else "引用索引"
+        )
+        overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
+        assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
+        index.scroll_into_view_if_needed()
+        name = f"reference-index-{'zh-hans' if language != 'en' else 'en'}-{width}"
+        keep = (language, width) in (("en", 1366), ("zh-hans", 390))  # the README's two
+        if keep:
+            screenshot(page, name)
+        value = first.locator(".value").inner_text()
+        href = first.locator("a.index-pointer").get_attribute("href")
+        line = href.rsplit("#L", 1)[1]
+        page.goto(href)
+        target = page.locator(f"#L{line}")
+        expect(target).to_be_in_viewport()
+        assert value in target.inner_text()
+        assert page.evaluate("getComputedStyle(document.querySelector(':target')).outlineStyle") == "solid"
+        if keep:
+            screenshot(page, name + "-file")
+    finally:
+        if language != "en":
+            page.goto("/")
+            page.click("button[name=language][value=en]")
+        context.close()
