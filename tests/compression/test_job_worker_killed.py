@@ -40,7 +40,12 @@ def test_a_worker_killed_mid_job_leaves_it_retried_and_the_thread_consistent(
     before = repository_for(thread).get_values()
     settings.RUN_EXECUTION = "celery"
     with (
-        celery_worker(tmp_path, RUN_LEASE_SECONDS=str(LEASE), STUB_API_KEY="sk-test") as worker,
+        celery_worker(
+            tmp_path,
+            RUN_LEASE_SECONDS=str(LEASE),
+            STUB_API_KEY="sk-test",
+            MODEL_KEY_BINDINGS=settings.MODEL_KEY_BINDINGS,  # the stub's origin, as the test process binds it
+        ) as worker,
         tasks_sent_to(worker.queue),
     ):
         job = thread_compress_submit(thread_id=thread.thread_id, user=user)
