@@ -66,7 +66,7 @@ def test_the_compression_card_shows_the_loss_report_by_reach_tier(owner_client, 
     )
     html = owner_client.get(f"/threads/{thread.thread_id}/").content.decode()
     assert (
-        "Identifiers in what was folded: 10 — 5 still in view, 2 one read away (a saved file the view "
+        "Identifiers in what was folded: 10 — 5 still in view, 2 one read away (a saved file or the lines the view "
         "names), 2 two reads away (only in the history file), 1 unreachable." in html
     )
     assert "ABC-1234, /srv/app/main.py" in html and "A repair pass put back" in html

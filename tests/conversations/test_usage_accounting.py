@@ -188,8 +188,10 @@ def test_the_admin_shows_usage_per_user_agent_and_day(client, django_user_model,
     assert client.get("/admin/conversations/usagerecord/").status_code == 200
 
 
-def test_the_endpoint_admin_takes_both_prices_or_neither(client, admin_user):
+def test_the_endpoint_admin_takes_both_prices_or_neither(client, admin_user, settings):
     from tests.agent_platform.test_model_endpoints import ADD_URL, _endpoint_form
+
+    settings.MODEL_KEY_BINDINGS = "PROVIDER_API_KEY=https://llm.example"  # the operator binds the key
 
     client.force_login(admin_user)
     response = client.post(ADD_URL, _endpoint_form(input_price_per_million="2.5"))
