@@ -1,7 +1,8 @@
 """One bulk-compression step per thread, and the tally a bulk run reports.
 
-Every thread goes through ``compression.services.conversation_compress`` with ``nowait``: a thread
-that is busy or locked is skipped at once, never waited on. The Celery fan-out is in ``tasks``.
+Every thread goes through ``compression.services.conversation_compress`` with ``nowait`` (a
+``CompressionJob``, as manual compressions are): a thread that is busy or locked is skipped at once,
+never waited on. The Celery fan-out is in ``tasks``.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 from django.conf import settings
 
 from agent_platform.errors import ApplicationError
-from compression.errors import TRANSIENT_MODEL_ERRORS
+from compression.errors import ModelUnavailable
 from compression.models import CompressionRecord
 from compression.services import conversation_compress
 from context_engine.events import describe_error
@@ -40,16 +41,20 @@ def bulk_compress_one(
     conversation_id: int,
     batch: str | None = None,
     raise_transient: bool = False,
+    attempt: int = 0,
     trigger: str = CompressionRecord.Trigger.BULK,
     requested_by=None,
 ) -> BulkOutcome:
     """Compress one thread for a bulk run and say what happened; never raises for one thread's trouble.
 
-    With ``batch``, the compression is idempotent per (batch, thread): a redelivered task replays the
-    stored result instead of summarizing again. With ``raise_transient``, a transient model error
-    propagates (so a Celery task can retry it) instead of being counted as a failure.
+    With ``batch``, the compression is idempotent per (batch, thread, ``attempt``): a redelivered task
+    replays the stored job instead of summarizing again, a retry (the next ``attempt``) is a new job.
+    With ``raise_transient``, a transient model error propagates as ``ModelUnavailable`` (so a Celery
+    task can retry it) instead of being counted as a failure.
     """
-    key = f"bulk:{batch}:{conversation_id}" if batch else None
+    key = None
+    if batch:
+        key = f"bulk:{batch}:{conversation_id}" + (f":{attempt}" if attempt else "")
     try:
         outcome = conversation_compress(
             conversation_id=conversation_id,
@@ -59,11 +64,13 @@ def bulk_compress_one(
             idempotency_key=key,
         )
     except ApplicationError as exc:
-        if raise_transient and isinstance(exc.__cause__, TRANSIENT_MODEL_ERRORS):
-            raise exc.__cause__ from exc
+        if raise_transient and isinstance(exc, ModelUnavailable):
+            raise
         label = _SKIPPED.get(exc.code, "failed")
         # The operator's report: the exception as raised (a thread's pages get plain words instead).
-        error = describe_error(exc.__cause__) if exc.__cause__ else exc.message
+        error = getattr(exc, "error_detail", "") or (
+            describe_error(exc.__cause__) if exc.__cause__ else exc.message
+        )
         return BulkOutcome(conversation_id, label, error=error if label == "failed" else "")
     except Exception as exc:  # noqa: BLE001 - one broken thread must not stop the rest of the batch
         logger.exception("Bulk compression of conversation %s failed", conversation_id)

@@ -122,3 +122,81 @@ class CompressionRecord(models.Model):
         if self.before_tokens is None or self.after_tokens is None:
             return 0
         return max(self.before_tokens - self.after_tokens, 0)
+
+
+class CompressionJob(models.Model):
+    """One manual or bulk compression as a durable job: claimed under the thread's row lock, folded and
+    summarized with no transaction open, applied under the lock only if the checkpoint is unchanged."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", _("Queued")
+        RUNNING = "running", _("Running")
+        SUCCEEDED = "succeeded", _("Succeeded")
+        FAILED = "failed", _("Failed")
+        CANCELLED = "cancelled", _("Cancelled")
+        NO_CHANGE = "no_change", _("No change")
+
+    ACTIVE_STATUSES = (Status.QUEUED, Status.RUNNING)
+
+    conversation = models.ForeignKey(
+        "conversations.Conversation",
+        verbose_name=_("conversation"),
+        on_delete=models.CASCADE,
+        related_name="compression_jobs",
+    )
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("requested by"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    trigger = models.CharField(
+        verbose_name=_("trigger"), max_length=10, choices=CompressionRecord.Trigger.choices
+    )
+    status = models.CharField(
+        verbose_name=_("status"), max_length=10, choices=Status.choices, default=Status.QUEUED, db_index=True
+    )
+    preview_id = models.CharField(verbose_name=_("preview ID"), max_length=64, blank=True)
+    # NULL (not "") so uniqueness binds only requests that carried an Idempotency-Key.
+    idempotency_key = models.CharField(  # noqa: DJ001
+        verbose_name=_("idempotency key"), max_length=300, null=True, blank=True, unique=True
+    )
+    # The checkpoint the fold was computed from; the apply refuses any other (compare-and-swap).
+    checkpoint_version = models.CharField(verbose_name=_("checkpoint version"), max_length=64, blank=True)
+    worker = models.CharField(verbose_name=_("worker"), max_length=200, blank=True)
+    attempts = models.PositiveSmallIntegerField(verbose_name=_("attempts"), default=0)
+    heartbeat_at = models.DateTimeField(verbose_name=_("heartbeat at"), null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(verbose_name=_("cancel requested at"), null=True, blank=True)
+    record = models.ForeignKey(
+        CompressionRecord,
+        verbose_name=_("record"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    result = models.JSONField(verbose_name=_("result"), default=dict, blank=True)  # the compression's body
+    error_code = models.CharField(verbose_name=_("error code"), max_length=50, blank=True)
+    # In the words the thread's users read; the exception as raised is ``error_detail``, for the admin.
+    error = models.TextField(verbose_name=_("error"), blank=True)
+    error_detail = models.TextField(verbose_name=_("error detail"), blank=True)
+    # The failure was a transient model error (the bulk task retries those, as a new job).
+    retryable = models.BooleanField(verbose_name=_("retryable"), default=False)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(verbose_name=_("started at"), null=True, blank=True)
+    finished_at = models.DateTimeField(verbose_name=_("finished at"), null=True, blank=True)
+
+    class Meta:
+        verbose_name = _("compression job")
+        verbose_name_plural = _("compression jobs")
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["conversation", "status"])]
+
+    def __str__(self) -> str:
+        return f"compression job {self.pk} ({self.status}) on {self.conversation_id}"
+
+    @property
+    def finished(self) -> bool:
+        return self.status not in self.ACTIVE_STATUSES

@@ -22,7 +22,8 @@ from context_engine.tokens.messages import format_tokens
 from conversations.pages import as_int, workdir_path
 
 # The transient states a live event's fields render; recorded outcomes come from the records.
-COMPRESSION_STATUSES = ("started", "failed")
+COMPRESSION_STATUSES = ("started", "failed", "cancelled")
+JOB_STATUSES = ("queued", "running")  # a job the card shows with its progress and Stop
 
 # --- the compression card and the memory panel ---------------------------------------------------
 
@@ -37,6 +38,8 @@ class CompressionStatus:
     reason: str = ""
     file_path: str = ""
     loss: LossLine | None = None
+    job_id: int | None = None  # the compression job under way, with its status (queued, running)
+    job_status: str = ""
 
 
 @dataclass(frozen=True)
@@ -95,6 +98,8 @@ def compression_status_from(data: Mapping[str, Any] | None) -> CompressionStatus
         reason=str(data.get("reason") or "")[:200],
         file_path=workdir_path(data.get("file_path")),
         loss=loss_line_from(data.get("loss_report")),
+        job_id=as_int(data.get("job_id")),
+        job_status=job_status if (job_status := str(data.get("job_status") or "")) in JOB_STATUSES else "",
     )
 
 
@@ -102,7 +107,7 @@ def compression_status_from(data: Mapping[str, Any] | None) -> CompressionStatus
 class CompressionCard:
     """The latest compression as an event in time (what happened then, never the current size)."""
 
-    status: str  # started | completed | failed
+    status: str  # started | completed | failed | cancelled (a job stopped before its apply)
     kind: str = "compression"  # compression | undo
     trigger: str = ""  # auto | manual | bulk | undo
     level: str = ""
@@ -117,6 +122,8 @@ class CompressionCard:
     error: str = ""
     undoable: bool = False
     loss: LossLine | None = None  # where the folded identifiers went (a summary's loss report)
+    job_id: int | None = None  # the compression job under way, with its status (queued, running)
+    job_status: str = ""
 
 
 @dataclass(frozen=True)
@@ -160,10 +167,19 @@ class Memory:
 
 
 def compression_card(
-    record: Mapping[str, Any] | None, *, compressing: bool = False, can_undo: bool = False
+    record: Mapping[str, Any] | None,
+    *,
+    compressing: bool = False,
+    can_undo: bool = False,
+    job: Mapping[str, Any] | None = None,
 ) -> CompressionCard | None:
     """The card for the thread's latest compression record (``compression_latest``), or the spinner
-    while one is under way. ``can_undo``: the state holds a summary the undo would remove."""
+    while one is under way (with its ``job``'s progress and Stop when it is a job). ``can_undo``: the
+    state holds a summary the undo would remove."""
+    if job and job.get("status") in JOB_STATUSES:
+        return CompressionCard(status="started", job_id=as_int(job.get("id")), job_status=str(job["status"]))
+    if job and job.get("status") == "cancelled" and (not record or job["created_at"] > record["created_at"]):
+        return CompressionCard(status="cancelled", at=job.get("finished_at"))
     if compressing:
         return CompressionCard(status="started")
     if not record or record.get("status") not in ("completed", "failed", "no_op"):

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from django.db.models import Exists, F, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
-from compression.models import CompressionRecord
+from compression.models import CompressionJob, CompressionRecord
 from context_engine.events import LEVEL_UNDO
 from context_engine.policy.pressure import pressure_now
 from context_engine.state import TOKEN_USAGE_KEY
@@ -138,3 +138,14 @@ def compression_latest(*, conversation: Conversation) -> dict[str, object] | Non
         "loss_report": record.loss_report,
         "created_at": record.created_at,
     }
+
+
+def compression_job_latest(*, conversation: Conversation) -> dict[str, object] | None:
+    """The thread's newest compression job (``id``, ``status``, ``created_at``, ``finished_at``): the card
+    shows one under way with its progress and Stop (after a reload too), and a stopped one."""
+    return (
+        CompressionJob.objects.filter(conversation=conversation)
+        .order_by("-created_at", "-id")
+        .values("id", "status", "created_at", "finished_at")
+        .first()
+    )

@@ -1,4 +1,5 @@
-"""Celery tasks for compression: one bulk compression per thread, and the fan-out that sends them."""
+"""Celery tasks for compression: one bulk compression per thread, and the fan-out that sends them;
+the manual compression job's task is re-exported from its dispatcher for task discovery."""
 
 from __future__ import annotations
 
@@ -10,7 +11,10 @@ from celery import shared_task
 from django.db import transaction
 
 from compression.bulk import BulkReport, bulk_compress_one, bulk_compress_selected, celery_broker_configured
-from compression.errors import TRANSIENT_MODEL_ERRORS
+from compression.errors import TRANSIENT_MODEL_ERRORS, ModelUnavailable
+from compression.services.dispatch import compress_job_task
+
+__all__ = ["bulk_compress_enqueue", "bulk_compress_start", "compress_job_task", "thread_compress_task"]
 
 
 # The task keeps its registered name (``compression.tasks.thread_compact``) so messages already queued
@@ -20,7 +24,7 @@ from compression.errors import TRANSIENT_MODEL_ERRORS
     bind=True,
     acks_late=True,
     reject_on_worker_lost=True,
-    autoretry_for=TRANSIENT_MODEL_ERRORS,
+    autoretry_for=(*TRANSIENT_MODEL_ERRORS, ModelUnavailable),
     retry_backoff=True,
     retry_backoff_max=300,
     retry_jitter=True,
@@ -30,7 +34,9 @@ def thread_compress_task(self, conversation_id: int, batch: str | None = None) -
     """Compress one thread. Idempotent: a redelivery with the same batch replays the stored result;
     a thread busy or locked by someone else is reported and left alone (never waited on, never retried).
     """
-    outcome = bulk_compress_one(conversation_id=conversation_id, batch=batch, raise_transient=True)
+    outcome = bulk_compress_one(
+        conversation_id=conversation_id, batch=batch, raise_transient=True, attempt=self.request.retries
+    )
     return {
         "conversation_id": conversation_id,
         "label": outcome.label,

@@ -44,5 +44,9 @@ def fragment_compression(request: HttpRequest, thread_id: uuid.UUID) -> HttpResp
     return render(
         request,
         "compression/_compression_status.html",
-        {"conversation": conversation, "compression": compression_status_from(request.GET.dict())},
+        {
+            "conversation": conversation,
+            "compression": compression_status_from(request.GET.dict()),
+            "can_act": conversation.owner_id == request.user.pk,  # Stop is the owner's alone
+        },
     )

@@ -234,8 +234,11 @@ COMPRESSION_TOOL_ARG_MAX_LENGTH = env.int("COMPRESSION_TOOL_ARG_MAX_LENGTH", def
 # The "compression under way" marker of a thread: a lease renewed while the compression runs, so it
 # clears within this many seconds should the compressing process die.
 COMPRESSING_LEASE_SECONDS = env.int("COMPRESSING_LEASE_SECONDS", default=10)
-# How long message intake waits for a thread's row lock (held by a compression) before answering 409.
+# How long a writer waits for a thread's row lock (held briefly by another write, or by a compression's
+# claim or apply) before answering 409.
 THREAD_LOCK_TIMEOUT_MS = env.int("THREAD_LOCK_TIMEOUT_MS", default=3000)
+# POST .../compress?wait=true answers synchronously for at most this long, then 202 with the job.
+COMPRESSION_WAIT_SECONDS = env.float("COMPRESSION_WAIT_SECONDS", default=60.0)
 
 # --- Headers and proxies ----------------------------------------------------------------------
 # Every page: scripts and styles from this site only (no inline script anywhere; the templates load

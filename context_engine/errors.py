@@ -50,3 +50,7 @@ class SummaryNotSmaller(Exception):
         )
         self.summary_tokens = summary_tokens
         self.folded_tokens = folded_tokens
+
+
+class Stopped(Exception):
+    """A driver was told to stop between effects or during a summary call: nothing after it ran."""

@@ -6,6 +6,7 @@ differ in how they perform those effects.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -15,6 +16,7 @@ from langchain.agents.middleware.internal_call_transformer import internal_call_
 from langchain_core.language_models.chat_models import BaseChatModel
 from langgraph.constants import TAG_NOSTREAM
 
+from context_engine.errors import Stopped
 from context_engine.formats import SUMMARY_MARKER_KEY, SUMMARY_MARKER_VALUE
 
 R = TypeVar("R")
@@ -49,22 +51,35 @@ def summary_call_config() -> dict[str, Any]:
     }
 
 
+STOP_POLL_SECONDS = 0.25
+
+
 def run_sync(
     steps: Steps[R],
     *,
     handler: Callable[[ModelRequest], ModelResponse],
     summary_model: BaseChatModel | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> R:
+    """Drive ``steps`` to their result. With ``stop``, asked before each effect and every
+    ``STOP_POLL_SECONDS`` during a summary call: once it answers True the generator is closed and
+    ``Stopped`` raised (an in-flight summary call is abandoned, its answer dropped)."""
     try:
         effect = next(steps)
         while True:
+            if stop is not None and stop():
+                steps.close()
+                raise Stopped()
             try:
                 if isinstance(effect, CallModel):
                     value = handler(effect.request)
                 elif isinstance(effect, Summarize):
-                    value = _model(summary_model).invoke(effect.prompt, config=summary_call_config())
+                    value = _summarize(_model(summary_model), effect.prompt, stop=stop)
                 else:
                     value = effect.fn()
+            except Stopped:
+                steps.close()
+                raise
             except Exception as exc:
                 effect = steps.throw(exc)
             else:
@@ -95,6 +110,29 @@ async def run_async(
                 effect = steps.send(value)
     except StopIteration as stop:
         return stop.value
+
+
+def _summarize(model: BaseChatModel, prompt: str, *, stop: Callable[[], bool] | None) -> Any:
+    """The summary call; with ``stop``, in a helper thread watched until it answers or ``stop`` says so."""
+    if stop is None:
+        return model.invoke(prompt, config=summary_call_config())
+    outcome: dict[str, Any] = {}
+
+    def call() -> None:
+        try:
+            outcome["value"] = model.invoke(prompt, config=summary_call_config())
+        except BaseException as exc:  # noqa: BLE001 - handed to the driving thread
+            outcome["error"] = exc
+
+    caller = threading.Thread(target=call, name="summary-call", daemon=True)
+    caller.start()
+    while caller.is_alive():
+        caller.join(STOP_POLL_SECONDS)
+        if caller.is_alive() and stop():
+            raise Stopped()  # the daemon thread finishes on its own; nobody reads its answer
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
 
 
 def _model(model: BaseChatModel | None) -> BaseChatModel:

@@ -11,6 +11,8 @@ Event shapes (JSON primitives only), delivered to sockets as ``{"type": <type>, 
                       a staff user changed the agent's budget (sent to the agent's group: every open
                       thread of that agent re-reads its meter)
 - ``message.pin``     ``{message_id, seq, pinned}``: a message was pinned or unpinned
+- ``compression.job`` ``{job: {id, status, attempts, error, ...}}``: a manual or bulk compression job
+                      changed status (queued, running, then succeeded, failed, cancelled or no_change)
 
 Agent middleware emits ``compression`` and ``state`` events on LangGraph's ``custom`` stream as dicts
 with a ``"type"`` key (``get_stream_writer()({"type": "compression", "status": "started", ...})``);
@@ -38,7 +40,8 @@ RUN_TOKEN = "run.token"
 MESSAGE_CREATED = "message.created"
 STATE = "state"
 PIN = "message.pin"
-EVENT_TYPES = frozenset({RUN_STATUS, RUN_TOKEN, MESSAGE_CREATED, COMPRESSION, STATE, PIN})
+COMPRESSION_JOB = "compression.job"
+EVENT_TYPES = frozenset({RUN_STATUS, RUN_TOKEN, MESSAGE_CREATED, COMPRESSION, STATE, PIN, COMPRESSION_JOB})
 # The Channels message type; ThreadConsumer.thread_event receives it.
 CHANNELS_MESSAGE_TYPE = "thread.event"
 # Sent to a user's group when a session of theirs logs out; ThreadConsumer.session_ended receives it.

@@ -23,6 +23,7 @@ from context_engine.text import clean_text
 from conversations.access import threads_visible_to
 from conversations.errors import ThreadNotFound
 from conversations.models import AgentRun, Conversation, Message, MessagePin
+from conversations.signals import thread_maintenance_check
 
 MESSAGE_PAGE_MAX = 500
 # A thread's "compression under way" marker in the shared cache (set by ``services.pressure``).
@@ -125,22 +126,32 @@ def interrupt_question(run: AgentRun | None) -> str | None:
     return None
 
 
+def thread_in_maintenance(*, conversation: Conversation) -> bool:
+    """Whether thread maintenance holds the thread (a queued or running compression job): intake and
+    compression both refuse meanwhile. Asked of the apps that do maintenance, through a hook."""
+    responses = thread_maintenance_check.send(sender=Conversation, conversation=conversation)
+    return any(held for _receiver, held in responses)
+
+
 def thread_busy_flags(*, conversation: Conversation) -> dict[str, object]:
     """``running``, ``queued``, ``interrupted`` (the latest run waits on the user), its question, the
-    latest run, and ``busy``: the one rule for "not idle" (no message may start a compression)."""
+    latest run, ``maintenance`` (a compression job holds it), and ``busy``: the one rule for "not idle"
+    (no message may start a compression, no compression may start beside a run or another job)."""
     statuses = set(
         conversation.runs.filter(status__in=AgentRun.ACTIVE_STATUSES).values_list("status", flat=True)
     )
     latest = run_latest(conversation=conversation)
     interrupted = latest is not None and latest.status == AgentRun.Status.INTERRUPTED
     running, queued = AgentRun.Status.RUNNING in statuses, AgentRun.Status.QUEUED in statuses
+    maintenance = thread_in_maintenance(conversation=conversation)
     return {
         "running": running,
         "queued": queued,
         "interrupted": interrupted,
         "interrupt_question": interrupt_question(latest) if interrupted else None,
         "latest_run": latest,
-        "busy": running or queued or interrupted,
+        "maintenance": maintenance,
+        "busy": running or queued or interrupted or maintenance,
     }
 
 
@@ -205,7 +216,9 @@ def thread_state(*, conversation: Conversation, values: dict | None = None) -> d
     return {
         "thread_id": conversation.thread_id,
         "token_usage": thread_token_usage(conversation=conversation, values=values),
-        "compressing": thread_compressing(thread_id=conversation.thread_id),
+        # A compression job's row is the durable fact (queued ones included); the cache marker also
+        # covers the admin's and the automatic paths.
+        "compressing": bool(flags["maintenance"]) or thread_compressing(thread_id=conversation.thread_id),
         "running": flags["running"],
         "queued": flags["queued"],
         "interrupted": flags["interrupted"],

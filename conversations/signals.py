@@ -13,3 +13,12 @@ run_compression_event = Signal()
 # arguments ``run`` (the AgentRun), ``estimated`` (our raw estimate of that request) and ``reported``.
 # ``compression`` connects the model's stored calibration here in ``ready()``.
 run_usage_reported = Signal()
+
+# Asked by the busy rule (``selectors.thread_in_maintenance``), usually under the thread's row lock;
+# keyword argument ``conversation``. A receiver returns True while work of its app holds the thread
+# (``compression``: a queued or running compression job), so intake answers 409 without a lock wait.
+thread_maintenance_check = Signal()
+
+# Sent by ``recovery.runs_recover`` on each pass, after the runs: leased work of other apps is reclaimed
+# by the same timer (``compression``: jobs whose worker died).
+recovery_pass = Signal()

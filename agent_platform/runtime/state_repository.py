@@ -20,6 +20,16 @@ class AgentStateRepository:
     def snapshot(self) -> StateSnapshot:
         return self.graph.get_state(self.config)
 
+    def version(self) -> str:
+        """The id of the thread's latest checkpoint ("" before the first): what a compare-and-swap
+        compares. One checkpoint read, without the reducers and tasks ``get_state`` adds."""
+        saved = self.graph.checkpointer.get_tuple(self.config)
+        return saved.config["configurable"]["checkpoint_id"] if saved else ""
+
+    @staticmethod
+    def version_of(snapshot: StateSnapshot) -> str:
+        return (snapshot.config or {}).get("configurable", {}).get("checkpoint_id") or ""
+
     def get_values(self) -> dict[str, Any]:
         return dict(self.snapshot().values or {})
 

@@ -8,49 +8,34 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
 
 from agent_platform.observability.metrics import compression_observed
-from compression.errors import IdempotencyConflict
 from compression.models import CompressionRecord, no_loss_report
 from context_engine.manual.apply import REASON_SPEND_GUARD, ManualCompression
 from conversations.models import AgentRun, Conversation
 from conversations.services.usage import usage_record_summary
 
 
-def record_reserve(
-    *, conversation: Conversation, trigger: str, requested_by: AbstractBaseUser | None, key: str | None
+def record_from_manual(
+    *,
+    conversation: Conversation,
+    trigger: str,
+    requested_by: AbstractBaseUser | None,
+    manual: ManualCompression,
+    started_at: datetime,
+    account: bool = True,
 ) -> CompressionRecord:
-    """Claim the Idempotency-Key before any work: a concurrent use on another thread waits on the
-    unique index, then conflicts, so a key never compresses two threads."""
-    try:
-        with transaction.atomic():
-            return CompressionRecord.objects.create(
-                conversation=conversation,
-                requested_by=requested_by,
-                trigger=trigger,
-                status=CompressionRecord.Status.NO_OP,
-                idempotency_key=key or None,
-            )
-    except IntegrityError as exc:
-        raise IdempotencyConflict() from exc
-
-
-def record_replay(*, conversation: Conversation, key: str | None) -> CompressionRecord | None:
-    """The record a retried request with this key already produced (``IdempotencyConflict`` when the
-    key was used on another thread), else None."""
-    if not key:
-        return None
-    record = CompressionRecord.objects.filter(idempotency_key=key).first()
-    if record is None:
-        return None
-    if record.conversation_id != conversation.pk:
-        raise IdempotencyConflict()
+    """The audit record of a forced compression, written when its job applies it (``account=False``:
+    the caller counts it with ``record_accounted`` once it is sure to commit)."""
+    record = CompressionRecord(conversation=conversation, requested_by=requested_by, trigger=trigger)
+    record_complete(record=record, manual=manual, started_at=started_at, account=account)
     return record
 
 
-def record_complete(*, record: CompressionRecord, manual: ManualCompression, started_at: datetime) -> None:
-    """Fill a reserved record with what the forced compression did."""
+def record_complete(
+    *, record: CompressionRecord, manual: ManualCompression, started_at: datetime, account: bool = True
+) -> None:
+    """Fill (and save) a record with what the forced compression did."""
     record.level = CompressionRecord.Level.SUMMARY if manual.update else CompressionRecord.Level.NONE
     record.status = manual.status
     record.reason = manual.reason or ""
@@ -68,7 +53,8 @@ def record_complete(*, record: CompressionRecord, manual: ManualCompression, sta
     record.result = manual.body()
     record.started_at = started_at
     record.save()
-    _accounted(record)
+    if account:
+        record_accounted(record)
 
 
 def record_summary_failure(
@@ -79,6 +65,7 @@ def record_summary_failure(
     error: str,
     error_detail: str = "",
     started_at: datetime,
+    account: bool = True,
 ) -> CompressionRecord:
     """A failed forced summary, audited after its transaction rolled back (``error`` in the words the
     thread's users read, ``error_detail`` the exception for the admin)."""
@@ -92,7 +79,8 @@ def record_summary_failure(
         error_detail=error_detail,
         started_at=started_at,
     )
-    _accounted(record)
+    if account:
+        record_accounted(record)
     return record
 
 
@@ -115,7 +103,7 @@ def record_undo(
         result=dict(result),
         started_at=started_at,
     )
-    _accounted(record)
+    record_accounted(record)
     return record
 
 
@@ -150,11 +138,11 @@ def compression_record_from_event(*, run: AgentRun, event: Mapping[str, Any]) ->
         reason_detail=dict(why) if isinstance(why := event.get("reason_detail"), Mapping) else {},
         result={key: value for key, value in event.items() if key != "error_detail"},
     )
-    _accounted(record)
+    record_accounted(record)
     return record
 
 
-def _accounted(record: CompressionRecord) -> None:
+def record_accounted(record: CompressionRecord) -> None:
     """Every compression record, once written, is counted here: its metrics and its summary calls'
     usage (the one place, whichever path wrote the record)."""
     compression_observed(

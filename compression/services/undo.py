@@ -12,7 +12,7 @@ from agent_platform.calibration.selectors import calibration_for
 from agent_platform.runtime.graph import state_repository_for
 from compression.errors import NothingToUndo
 from compression.selectors import meter_tokens
-from compression.services.compress import require_idle
+from compression.services.forced import require_idle
 from compression.services.records import record_undo
 from context_engine import errors as context_errors
 from context_engine.events import LEVEL_UNDO, compression_event

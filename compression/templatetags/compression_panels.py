@@ -10,7 +10,7 @@ from django import template
 from django.utils.translation import gettext as _
 
 from compression import panels
-from compression.selectors import compression_latest
+from compression.selectors import compression_job_latest, compression_latest
 from context_engine.state import SUMMARY_EVENTS_KEY
 from conversations.selectors import thread_folded_last_seq
 
@@ -29,6 +29,7 @@ def compression_panels(context: template.Context) -> dict[str, Any]:
             compression_latest(conversation=conversation),
             compressing=bool(state.get("compressing")),
             can_undo=bool(values.get(SUMMARY_EVENTS_KEY)),
+            job=compression_job_latest(conversation=conversation),
         ),
         "memory": panels.memory_from(
             values,

@@ -12,9 +12,9 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from conversations import events
-from conversations.errors import EmptyMessage, NotInterrupted
+from conversations.errors import EmptyMessage, NotInterrupted, ThreadBusy
 from conversations.models import AgentRun, Conversation, Message
-from conversations.selectors import run_latest
+from conversations.selectors import run_latest, thread_in_maintenance
 from conversations.services.attachments import CheckedUpload, Upload, attachments_check, attachments_save
 from conversations.services.dispatch import run_dispatch_next
 from conversations.services.threads import message_append, text_checked, thread_lock, title_from_message
@@ -39,6 +39,10 @@ def _enqueue(
     resume_value: object = None,
     attachments: Sequence[CheckedUpload] = (),
 ) -> IntakeResult:
+    # A compression job holds the thread between its claim and its apply without holding the row lock:
+    # a message is refused openly (409) rather than queued behind it or waited for.
+    if thread_in_maintenance(conversation=conversation):
+        raise ThreadBusy(_("The thread's context is being compressed; send your message when it is done."))
     run = AgentRun.objects.create(
         conversation=conversation, kind=kind, request_id=request_id, resume_value=resume_value
     )
@@ -72,8 +76,8 @@ def message_intake(
 ) -> IntakeResult:
     """Append the user's message and queue a run for it; runs execute one at a time, FIFO.
 
-    Holds the thread's row lock (bounded wait, then ``ThreadBusy``), so a message never interleaves with
-    a compression. With ``request_id``, a retry returns the first result and queues nothing. The run is
+    Holds the thread's row lock (bounded wait, then ``ThreadBusy``) only for the append; while a
+    compression job holds the thread, answers ``ThreadBusy`` at once. With ``request_id``, a retry returns the first result and queues nothing. The run is
     dispatched after commit. If the thread is waiting on ``ask_user``, that run takes this message as
     the answer. ``attachments`` are checked before the lock is taken and saved under it.
     """

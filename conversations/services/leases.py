@@ -1,5 +1,8 @@
 """Run leases: a ``running`` run is held by one worker while that worker renews its lease.
 
+The same machinery holds any row with ``status``, ``worker`` and ``heartbeat_at`` (``lease_renewed``,
+``holder_lost``): compression jobs are leased and reclaimed the same way.
+
 The executor renews ``heartbeat_at`` every sixth of ``RUN_LEASE_SECONDS`` while the run executes
 (``run_lease``). A run whose lease ran out, or whose worker was a process of this host that no longer
 exists, has lost its worker (``run_is_orphaned``) and may be taken back (``run_reclaim``): re-queued
@@ -12,12 +15,13 @@ import logging
 import os
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connections, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from agent_platform.observability.metrics import lease_reclaim_observed, run_observed
@@ -58,21 +62,31 @@ def run_lease(*, run_id: int, worker: str) -> Iterator[None]:
     Renewal is conditional on the run still being ``running`` under ``worker``: once recovery gave the
     run to someone else, this holder stops renewing it (and ``_finish`` refuses its outcome).
     """
+    with lease_renewed(
+        held=lambda: AgentRun.objects.filter(pk=run_id, status=AgentRun.Status.RUNNING, worker=worker),
+        name=f"run-{run_id}-lease",
+    ):
+        yield
+
+
+@contextmanager
+def lease_renewed(*, held: Callable[[], QuerySet], name: str) -> Iterator[None]:
+    """Set ``heartbeat_at`` on the rows ``held()`` selects every sixth of ``RUN_LEASE_SECONDS`` while the
+    block executes; stops once they are no longer held (another holder took them back)."""
     stop = threading.Event()
     every = run_lease_check_period()
 
     def renew() -> None:
         try:
             while not stop.wait(every):
-                held = AgentRun.objects.filter(pk=run_id, status=AgentRun.Status.RUNNING, worker=worker)
-                if not held.update(heartbeat_at=timezone.now()):
+                if not held().update(heartbeat_at=timezone.now()):
                     return
-        except Exception:  # noqa: BLE001 - a failed renewal must not kill the run; the lease just ages
-            logger.exception("Renewing the lease of run %s failed", run_id)
+        except Exception:  # noqa: BLE001 - a failed renewal must not kill the work; the lease just ages
+            logger.exception("Renewing the lease %s failed", name)
         finally:
             connections.close_all()
 
-    renewer = threading.Thread(target=renew, name=f"run-{run_id}-lease", daemon=True)
+    renewer = threading.Thread(target=renew, name=name, daemon=True)
     renewer.start()
     try:
         yield
@@ -102,10 +116,17 @@ def run_is_orphaned(run: AgentRun, *, now: datetime | None = None) -> bool:
     """Whether a ``running`` run lost its worker: lease ran out, or its local process is gone."""
     if run.status != AgentRun.Status.RUNNING:
         return False
+    return holder_lost(heartbeat_at=run.heartbeat_at, started_at=run.started_at, worker=run.worker, now=now)
+
+
+def holder_lost(
+    *, heartbeat_at: datetime | None, started_at: datetime | None, worker: str, now: datetime | None = None
+) -> bool:
+    """Whether the holder of a lease is gone: its last sign is a lease old, or its local process died."""
     now = now or timezone.now()
-    last_sign = run.heartbeat_at or run.started_at
+    last_sign = heartbeat_at or started_at
     expired = last_sign is None or last_sign + run_lease_duration() < now
-    return expired or _worker_gone(run.worker, socket.gethostname())
+    return expired or _worker_gone(worker, socket.gethostname())
 
 
 def run_reclaim(*, run: AgentRun) -> str | None:

@@ -24,6 +24,7 @@ from conversations.services.leases import (
     run_lease_duration,
     run_reclaim,
 )
+from conversations.signals import recovery_pass
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,7 @@ def runs_recover(
             started = run_dispatch_next(conversation_id=conversation_id)
             if started is not None:
                 report.dispatched.append(started)
+    recovery_pass.send(sender=RecoveryReport, now=now)
     return report
 
 

@@ -286,7 +286,8 @@
   // are rendered from the event's fields; everything else comes from the server's records.
   async function showCompression(fields) {
     const params = new URLSearchParams();
-    for (const key of ["status", "outcome", "level", "before_tokens", "after_tokens", "error", "reason", "file_path"]) {
+    const keys = ["status", "outcome", "level", "before_tokens", "after_tokens", "error", "reason", "file_path"];
+    for (const key of [...keys, "job_id", "job_status"]) {
       if (fields[key] !== undefined && fields[key] !== null) params.set(key, fields[key]);
     }
     if (fields.loss_report && typeof fields.loss_report === "object") {
@@ -363,7 +364,13 @@
       } catch (_err) {
         body = {};
       }
-      if (response.ok) {
+      if (response.status === 202 && body.id) {
+        // A job: it runs in the background; its events (and Stop) follow it from here.
+        closePreview();
+        activeJob = JOB_ACTIVE.includes(body.status) ? body.id : null;
+        compressing = activeJob !== null;
+        if (compressing) await showCompression({ status: "started", job_id: body.id, job_status: body.status });
+      } else if (response.ok) {
         closePreview();
         compressing = false;
       } else if (response.status === 409 && body.code === "stale_preview") {
@@ -384,16 +391,66 @@
       showNotice(root.dataset.msgOffline);
     } finally {
       compressPending = false;
-      compressing = false;
+      if (activeJob === null) compressing = false;
       await refreshState();
       if (stale) await showPreview(); // the thread changed: show what applying would do now
     }
+  }
+
+  // --- a compression job: its progress on the card, and Stop --------------------------------------
+  const JOB_ACTIVE = ["queued", "running"];
+  let activeJob = null;
+
+  function showJob(job) {
+    const progress = $("compression-job");
+    if (progress && String(job.id) === progress.dataset.jobId) progress.dataset.jobStatus = job.status;
+  }
+
+  async function stopJob(button) {
+    button.disabled = true;
+    try {
+      const response = await fetch(button.dataset.cancelUrl, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "Content-Type": "application/json", "X-CSRFToken": csrfToken() },
+        body: "{}",
+      });
+      let body = {};
+      try {
+        body = await response.json();
+      } catch (_err) {
+        body = {};
+      }
+      if (response.ok) {
+        finishJob(body);
+      } else {
+        button.disabled = false;
+        showNotice(body.message || `HTTP ${response.status}`);
+      }
+    } catch (_err) {
+      button.disabled = false;
+      showNotice(root.dataset.msgOffline);
+    }
+  }
+
+  function finishJob(job) {
+    activeJob = null;
+    compressing = false;
+    applyButtonState();
+    // The state fragment draws the card from the server's records: the stopped job, or its outcome.
+    refreshState();
+    if (job.status === "succeeded") refreshTranscript();
   }
 
   document.addEventListener("click", (event) => {
     if (event.target.closest("#compress-button")) {
       const button = $("compress-button");
       if (button && !button.disabled && !compressPending) showPreview();
+      return;
+    }
+    const stop = event.target.closest("#compress-stop");
+    if (stop) {
+      if (!stop.disabled) stopJob(stop);
       return;
     }
     const apply = event.target.closest("#compress-apply");
@@ -584,7 +641,20 @@
       refreshState();
       if (event.status !== "running" && event.status !== "queued") syncMessages();
     },
+    "compression.job"(event) {
+      const job = event.job || {};
+      if (JOB_ACTIVE.includes(job.status)) {
+        activeJob = job.id;
+        compressing = true;
+        applyButtonState();
+        if ($("compression-job")) showJob(job);
+        else showCompression({ status: "started", job_id: job.id, job_status: job.status }).catch(() => {});
+      } else if (activeJob === null || activeJob === job.id) {
+        finishJob(job);
+      }
+    },
     compression(event) {
+      if (event.status === "started" && event.job_id) return; // the job's own events draw its card
       compressing = event.status === "started";
       applyButtonState();
       if (compressing) {

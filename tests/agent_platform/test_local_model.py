@@ -151,7 +151,7 @@ def test_a_summary_written_by_the_small_model_is_stored_only_when_valid(client, 
     before = repository_for(thread).get_values()
 
     client.force_login(user)
-    response = client.post(f"/api/threads/{thread.thread_id}/compress")
+    response = client.post(f"/api/threads/{thread.thread_id}/compress?wait=true")
 
     after = repository_for(thread).get_values()
     if response.status_code == 502:  # the model's text was no summary: nothing stored

@@ -74,7 +74,7 @@ def bulk_records(thread):
 
 
 def compress_request(client, thread, **headers):
-    return client.post(f"/api/threads/{thread.thread_id}/compress", headers=headers)
+    return client.post(f"/api/threads/{thread.thread_id}/compress?wait=true", headers=headers)
 
 
 def transcript_for(conversation, messages: list[BaseMessage]) -> dict[str, int]:

@@ -31,7 +31,7 @@ def test_manual_compression_refuses_an_error_as_summary(
     client.force_login(user)
 
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post(f"/api/threads/{thread.thread_id}/compress")
+        response = client.post(f"/api/threads/{thread.thread_id}/compress?wait=true")
 
     assert response.status_code == 502 and response.json()["code"] == "summary_failed"
     assert "error instead of a summary" in response.json()["message"]

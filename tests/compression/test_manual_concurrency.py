@@ -1,4 +1,5 @@
-"""Manual compression against message intake, on real PostgreSQL with real threads and connections."""
+"""Manual compression as a job against message intake, on real PostgreSQL with real threads and
+connections: the row lock is held to claim and to apply, never while the summary is written."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import time
 import pytest
 from django.db import connection
 
+from compression.errors import IdempotencyConflict, ThreadChanged
+from compression.models import CompressionJob, CompressionRecord
 from compression.services import thread_compress
 from conversations.errors import ThreadBusy
 from conversations.models import Message
@@ -16,20 +19,21 @@ from conversations.services import message_intake
 from tests.compression._threads import repository_for, seed_state
 from tests.context_engine.chats import conversation_messages
 from tests.context_engine.fakes import ScriptedChatModel
-from tests.support.locks import wait_for_lock_waiters
 
 pytestmark = [pytest.mark.postgres, pytest.mark.django_db(transaction=True)]
+
+HELD_SECONDS = 5.0
 
 
 @pytest.fixture
 def gated(monkeypatch):
-    model = ScriptedChatModel(summaries=["## SESSION INTENT\ncompressed while the lock was held"])
+    model = ScriptedChatModel(summaries=["## SESSION INTENT\ncompressed while nothing was locked"] * 2)
     started, gate = threading.Event(), threading.Event()
     original = model._generate
 
     def generate(messages, stop=None, run_manager=None, **kwargs):
         started.set()
-        assert gate.wait(20), "the test never opened the gate"
+        assert gate.wait(30), "the test never opened the gate"
         return original(messages, stop=stop, run_manager=run_manager, **kwargs)
 
     object.__setattr__(model, "_generate", generate)
@@ -57,93 +61,105 @@ def _run(target, results: dict, key: str) -> threading.Thread:
     return worker
 
 
-def test_intake_waits_for_a_compression_and_loses_nothing(thread, user, gated, settings):
+def _holders_of_the_thread_table() -> list[tuple]:
+    """Other backends holding any lock on the Conversation table, or idle inside a transaction."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT l.pid, l.mode FROM pg_locks l WHERE l.relation = 'conversations_conversation'::regclass "
+            "AND l.pid <> pg_backend_pid()"
+        )
+        locks = cursor.fetchall()
+        cursor.execute(
+            "SELECT pid, state FROM pg_stat_activity WHERE datname = current_database() "
+            "AND pid <> pg_backend_pid() AND state LIKE 'idle in transaction%%'"
+        )
+        return locks + cursor.fetchall()
+
+
+def test_a_summary_held_five_seconds_holds_no_lock_and_intake_answers_409_at_once(
+    thread, user, gated, settings
+):
     model, started, gate = gated
-    settings.THREAD_LOCK_TIMEOUT_MS = 15_000
-    settings.RUN_EXECUTION = "celery"  # keep the queued run queued: this test is about the lock only
+    settings.THREAD_LOCK_TIMEOUT_MS = 15_000  # a lock wait would show as seconds below
     results: dict = {}
     compressing = _run(lambda: thread_compress(thread_id=thread.thread_id, user=user), results, "compress")
     assert started.wait(10)
     assert thread_compressing(thread_id=thread.thread_id)  # pages see it after a reload or in a second tab
 
-    intake = _run(
-        lambda: message_intake(thread_id=thread.thread_id, user=user, content="sent mid-compression"),
-        results,
-        "intake",
-    )
-    assert wait_for_lock_waiters(), "intake must wait for the row lock while the compression holds it"
-    assert intake.is_alive()
-    assert not Message.objects.filter(conversation=thread).exists()
+    held_since, seen, intake_seconds = time.monotonic(), [], []
+    while time.monotonic() - held_since < HELD_SECONDS:
+        seen.extend(_holders_of_the_thread_table())
+        began = time.monotonic()
+        with pytest.raises(ThreadBusy):
+            message_intake(thread_id=thread.thread_id, user=user, content="sent mid-compression")
+        intake_seconds.append(time.monotonic() - began)
+        time.sleep(0.5)
+    assert seen == [], "no transaction may stay open on the thread while the summary is written"
+    assert len(intake_seconds) >= 5 and max(intake_seconds) < 1.0, intake_seconds
+    assert CompressionJob.objects.get().status == "running"
 
     gate.set()
     compressing.join(20)
-    intake.join(20)
-    assert results["compress"].result["status"] == "completed"
-    assert not isinstance(results["intake"], BaseException), results["intake"]
-    message = Message.objects.get(conversation=thread)
-    assert message.content == "sent mid-compression"
-    record = results["compress"].record
-    assert record.created_at < message.created_at  # serialized: the compression committed first
-    values = repository_for(thread).get_values()
-    assert values["_summarization_event"]["cutoff_index"] > 0
+    outcome = results["compress"]
+    assert outcome.result["status"] == "completed", outcome
+    assert (outcome.job.status, outcome.job.attempts) == ("succeeded", 1)
+    assert outcome.job.record == outcome.record
+    assert not Message.objects.filter(conversation=thread).exists()  # refused openly, never half-written
+    assert repository_for(thread).get_values()["_summarization_event"]["cutoff_index"] > 0
+    message_intake(thread_id=thread.thread_id, user=user, content="after it")  # idle again
 
 
-def test_intake_answers_busy_after_its_bounded_wait(thread, user, gated, settings):
+def test_the_apply_refuses_a_checkpoint_that_changed_during_the_summary(thread, user, gated):
     model, started, gate = gated
-    settings.THREAD_LOCK_TIMEOUT_MS = 300
     results: dict = {}
     compressing = _run(lambda: thread_compress(thread_id=thread.thread_id, user=user), results, "compress")
     assert started.wait(10)
-    began = time.monotonic()
-    with pytest.raises(ThreadBusy):
-        message_intake(thread_id=thread.thread_id, user=user, content="too early")
-    assert time.monotonic() - began < 5
+    repository = repository_for(thread)
+    repository.update({"messages": conversation_messages(1)[:1]})  # another writer, while nothing is locked
+    changed = repository.get_values()
+
     gate.set()
     compressing.join(20)
-    assert results["compress"].result["status"] == "completed"
-    assert not Message.objects.filter(conversation=thread).exists()  # refused openly, never half-written
+    assert isinstance(results["compress"], ThreadChanged), results["compress"]
+    job = CompressionJob.objects.get()
+    assert (job.status, job.error_code) == ("failed", "thread_changed")
+    values = repository_for(thread).get_values()
+    assert "_summarization_event" not in values or values["_summarization_event"] == changed.get(
+        "_summarization_event"
+    )
+    assert values["messages"] == changed["messages"]
+    assert not CompressionRecord.objects.filter(status="completed").exists()
 
 
-def test_a_compression_waits_for_an_intake_then_sees_the_thread_busy(thread, user, settings):
-    """Another holder has the thread's lock and an intake follows it: the compression waits for the
-    lock, then either compresses before the intake's message or answers 409 after its queued run;
-    the two are serialized, never interleaved (either order is accepted below)."""
-    from conversations.services import thread_lock
-
-    settings.RUN_EXECUTION = "celery"
-    results: dict = {}
-    locked, release = threading.Event(), threading.Event()
-
-    def hold_and_queue():
-        with thread_lock(thread_id=thread.thread_id, user=user):
-            locked.set()
-            release.wait(10)
-        return message_intake(thread_id=thread.thread_id, user=user, content="queued first")
-
-    holder = _run(hold_and_queue, results, "intake")
-    assert locked.wait(10)
-    compressing = _run(lambda: thread_compress(thread_id=thread.thread_id, user=user), results, "compress")
-    assert wait_for_lock_waiters(), "the compression must wait for the row lock the holder has"
-    assert compressing.is_alive()
-    release.set()
-    holder.join(20)
-    compressing.join(20)
-    # Either order is serialized: the compression ran before the message or refused after it.
-    outcome = results["compress"]
-    if isinstance(outcome, BaseException):
-        assert isinstance(outcome, ThreadBusy)
-    else:
-        assert outcome.result["status"] == "completed"
-    assert Message.objects.filter(conversation=thread, content="queued first").count() == 1
-
-
-def test_concurrent_requests_with_one_idempotency_key_summarize_once(thread, user, gated, settings):
-    """A client retrying while its first request is still summarizing: the retry waits for the lock,
-    then replays the stored result; exactly one summary call, one audit record."""
-    from compression.models import CompressionRecord
-
+def test_stop_during_the_summary_abandons_it_and_leaves_the_thread_unchanged(thread, user, gated, client):
     model, started, gate = gated
-    settings.THREAD_LOCK_TIMEOUT_MS = 15_000
+    before = repository_for(thread).get_values()
+    results: dict = {}
+    compressing = _run(lambda: thread_compress(thread_id=thread.thread_id, user=user), results, "compress")
+    assert started.wait(10)
+    job = CompressionJob.objects.get()
+    client.force_login(user)
+
+    stopped = client.post(f"/api/threads/{thread.thread_id}/compress/jobs/{job.pk}/cancel")
+
+    assert stopped.status_code == 200, stopped.content
+    assert stopped.json()["status"] == "cancelled"
+    compressing.join(10)  # the summary call in flight is abandoned: the gate never opens
+    assert not compressing.is_alive()
+    assert results["compress"].code == "job_cancelled"
+    gate.set()
+    time.sleep(0.5)  # the abandoned call answers now; nobody may apply it
+    job.refresh_from_db()
+    assert job.status == "cancelled"
+    assert repository_for(thread).get_values() == before
+    assert not CompressionRecord.objects.filter(status="completed").exists()
+    again = client.post(f"/api/threads/{thread.thread_id}/compress/jobs/{job.pk}/cancel")
+    assert (again.status_code, again.json()["status"]) == (200, "cancelled")  # stopping twice is harmless
+    message_intake(thread_id=thread.thread_id, user=user, content="after the stop")  # idle again
+
+
+def test_a_retry_with_the_same_key_returns_the_same_job_without_a_second_summary(thread, user, gated):
+    model, started, gate = gated
     results: dict = {}
 
     def compress():
@@ -152,24 +168,21 @@ def test_concurrent_requests_with_one_idempotency_key_summarize_once(thread, use
     first = _run(compress, results, "first")
     assert started.wait(10)
     second = _run(compress, results, "second")
-    assert wait_for_lock_waiters(), "the retry must wait for the row lock, not summarize alongside"
-    assert second.is_alive()
+    time.sleep(0.5)
+    assert second.is_alive()  # it waits for the job (not for a lock), never summarizes alongside
     gate.set()
     first.join(20)
     second.join(20)
-    assert not isinstance(results["second"], BaseException), results["second"]
     assert results["first"].result["status"] == "completed"
+    assert results["second"].job.pk == results["first"].job.pk
     assert results["second"].result == results["first"].result
+    replay = thread_compress(thread_id=thread.thread_id, user=user, idempotency_key="retry-me")
+    assert replay.result == results["first"].result  # after completion: the stored result
     assert len(model.summary_prompts) == 1
-    assert CompressionRecord.objects.filter(idempotency_key=f"user:{user.pk}:retry-me").count() == 1
-    assert CompressionRecord.objects.count() == 1
+    assert CompressionJob.objects.count() == 1 and CompressionRecord.objects.count() == 1
 
 
-def test_one_idempotency_key_on_two_threads_at_once_compresses_only_one(thread, user, agent, gated):
-    """The key is claimed before any work: the second thread's request waits on the key's unique
-    index, then answers 409 ``idempotency_conflict`` without summarizing or touching its state."""
-    from compression.errors import IdempotencyConflict
-    from compression.models import CompressionRecord
+def test_one_idempotency_key_on_two_threads_compresses_only_one(thread, user, agent, gated):
     from conversations.services import thread_create
 
     model, started, gate = gated
@@ -183,18 +196,11 @@ def test_one_idempotency_key_on_two_threads_at_once_compresses_only_one(thread, 
         "first",
     )
     assert started.wait(10)
-    second = _run(
-        lambda: thread_compress(thread_id=other.thread_id, user=user, idempotency_key="shared"),
-        results,
-        "second",
-    )
-    assert wait_for_lock_waiters(), "the second claim must wait for the first to commit or roll back"
-    assert second.is_alive()
+    with pytest.raises(IdempotencyConflict):
+        thread_compress(thread_id=other.thread_id, user=user, idempotency_key="shared")
     gate.set()
     first.join(20)
-    second.join(20)
     assert results["first"].result["status"] == "completed"
-    assert isinstance(results["second"], IdempotencyConflict), results["second"]
     assert len(model.summary_prompts) == 1
     assert repository_for(other).get_values() == other_before
     assert list(CompressionRecord.objects.values_list("conversation_id", flat=True)) == [thread.pk]

@@ -36,7 +36,7 @@ def compress(client, user, agent, monkeypatch, django_capture_on_commit_callback
         thread = thread_create(user=user, agent_slug=agent.slug)
         seed_state(thread, conversation_messages(turns))
         with django_capture_on_commit_callbacks(execute=True):
-            assert client.post(f"/api/threads/{thread.thread_id}/compress").status_code == 200
+            assert client.post(f"/api/threads/{thread.thread_id}/compress?wait=true").status_code == 200
         return thread, [e for e in sent if e["type"] == "compression"]
 
     return run

@@ -228,7 +228,7 @@ def test_not_found_kinds_are_404_without_existence_leak(client, user, other_user
         Conversation.objects.filter(pk=thread.pk).update(status="deleted")
     client.force_login(other_user if case == "foreign" else user)
 
-    response = client.post(f"/api/threads/{thread_id}/compress")
+    response = client.post(f"/api/threads/{thread_id}/compress?wait=true")
 
     assert response.status_code == 404
     assert response.json() == {"code": "thread_not_found", "message": "No such thread."}
@@ -247,7 +247,9 @@ def test_agent_without_the_capability_is_422(client, user, thread, summarizer):
 def test_bearer_clients_can_compress(client, user, thread, summarizer, bearer):
     summarizer()
     seed_state(thread, conversation_messages(5))
-    assert client.post(f"/api/threads/{thread.thread_id}/compress", headers=bearer).status_code == 200
+    assert (
+        client.post(f"/api/threads/{thread.thread_id}/compress?wait=true", headers=bearer).status_code == 200
+    )
 
 
 def test_bad_idempotency_key_is_422(client, user, thread):

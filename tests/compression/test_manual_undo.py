@@ -104,8 +104,12 @@ def test_manual_compression_tells_the_threads_pages_and_marks_it_under_way(
                 return events
             events.append(message["event"])
 
-    received = async_to_sync(drain)()
+    everything = async_to_sync(drain)()
+    received = [e for e in everything if e["type"] == "compression"]
     assert [e["status"] for e in received] == ["started", "completed"]
+    # The job's own lifecycle goes out too (the page's progress and Stop follow it).
+    jobs = [e["job"]["status"] for e in everything if e["type"] == "compression.job"]
+    assert jobs == ["queued", "running", "succeeded"]
     assert all({"level", "before_tokens", "after_tokens"} <= set(e) for e in received)  # SPEC 6.7 fields
     assert received[-1]["after_tokens"] == body["after_tokens"]
     assert seen_during == [True]

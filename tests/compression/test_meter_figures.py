@@ -46,7 +46,7 @@ def test_preview_apply_and_undo_report_the_meters_figure_as_before(client, user,
     preview = client.post(f"{base}/preview").json()
     assert preview["before_tokens"] == meter
 
-    applied = client.post(f"{base}?preview_id={preview['preview_id']}").json()
+    applied = client.post(f"{base}?wait=true&preview_id={preview['preview_id']}").json()
     assert applied["status"] == "completed" and applied["before_tokens"] == meter
     # After the summary the meter is our estimate of the new request: the card's "after".
     after_meter = _meter(agent, repository_for(thread).get_values())
@@ -62,7 +62,7 @@ def test_without_a_measurement_the_figures_are_the_estimate_with_the_overhead(cl
     client.force_login(user)
     preview = client.post(f"/api/threads/{thread.thread_id}/compress/preview").json()
     applied = client.post(
-        f"/api/threads/{thread.thread_id}/compress?preview_id={preview['preview_id']}"
+        f"/api/threads/{thread.thread_id}/compress?wait=true&preview_id={preview['preview_id']}"
     ).json()
     assert applied["before_tokens"] == preview["before_tokens"] > 0
 

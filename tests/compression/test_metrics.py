@@ -28,7 +28,7 @@ def test_a_compression_moves_the_counters(client, user, stub_thread, openai_stub
     before = scrape(client)
     openai_stub.reply(SUMMARY)
     client.force_login(user)
-    response = client.post(f"/api/threads/{stub_thread.thread_id}/compress")
+    response = client.post(f"/api/threads/{stub_thread.thread_id}/compress?wait=true")
     assert response.status_code == 200, response.content
     record = CompressionRecord.objects.get(conversation=stub_thread, status="completed")
     assert record.tokens_saved > 0
@@ -48,7 +48,7 @@ def test_a_failed_summary_call_is_counted(client, user, stub_thread, openai_stub
     before = scrape(client)
     openai_stub.error(400, {"error": {"message": "bad request", "type": "invalid_request_error"}})
     client.force_login(user)
-    response = client.post(f"/api/threads/{stub_thread.thread_id}/compress")
+    response = client.post(f"/api/threads/{stub_thread.thread_id}/compress?wait=true")
     assert response.status_code >= 400
 
     after = scrape(client)

@@ -36,7 +36,7 @@ def test_a_manual_compression_whose_summary_is_bigger_changes_nothing_and_says_s
     before = repository_for(small_thread).get_values()
     client.force_login(user)
 
-    response = client.post(f"/api/threads/{small_thread.thread_id}/compress")
+    response = client.post(f"/api/threads/{small_thread.thread_id}/compress?wait=true")
 
     assert response.status_code == 200, response.content
     body = response.json()
@@ -69,7 +69,7 @@ def test_a_summary_smaller_than_what_it_folds_is_applied(client, user, small_thr
     openai_stub.reply(SUMMARY)
     client.force_login(user)
 
-    body = client.post(f"/api/threads/{small_thread.thread_id}/compress").json()
+    body = client.post(f"/api/threads/{small_thread.thread_id}/compress?wait=true").json()
 
     assert body["status"] == "completed" and body["after_tokens"] < body["before_tokens"]
     assert SUMMARY_EVENT_KEY in repository_for(small_thread).get_values()

@@ -43,7 +43,7 @@ def stub_thread(user, stub_agent):
 
 def _compress(client, user, thread):
     client.force_login(user)
-    return client.post(f"/api/threads/{thread.thread_id}/compress")
+    return client.post(f"/api/threads/{thread.thread_id}/compress?wait=true")
 
 
 def _summary_request(stub) -> str:

@@ -127,12 +127,12 @@ def test_the_audit_record_of_an_automatic_compression_carries_its_outcome(thread
 def test_manual_outcomes_summarized_and_no_change(client, user, thread):
     client.force_login(user)
     seed_state(thread, conversation_messages(1))
-    body = client.post(f"/api/threads/{thread.thread_id}/compress").json()
+    body = client.post(f"/api/threads/{thread.thread_id}/compress?wait=true").json()
     assert body["status"] == "no_op" and body["outcome"] == "no_change_needed"
     assert body["reason_detail"] == {"code": "insufficient_history"}
 
     seed_state(thread, conversation_messages(5))
-    body = client.post(f"/api/threads/{thread.thread_id}/compress").json()
+    body = client.post(f"/api/threads/{thread.thread_id}/compress?wait=true").json()
     assert body["status"] == "completed" and body["outcome"] == "summarized"
     record = CompressionRecord.objects.filter(conversation=thread).first()
     assert record.outcome == "summarized" and record.trigger == "manual"
@@ -145,7 +145,7 @@ def test_manual_compression_that_cannot_reach_the_budget_says_why(client, user, 
     agent.save()
     client.force_login(user)
     seed_state(thread, conversation_messages(5, big_result_chars=20000))
-    body = client.post(f"/api/threads/{thread.thread_id}/compress").json()
+    body = client.post(f"/api/threads/{thread.thread_id}/compress?wait=true").json()
     assert body["outcome"] == "could_not_reach_budget", body
     assert body["reason_detail"]["trigger"] == 1024
     assert body["after_tokens"] >= 1024

@@ -42,7 +42,7 @@ def _preview(client, thread):
 
 
 def _apply(client, thread, preview_id):
-    return client.post(f"/api/threads/{thread.thread_id}/compress?preview_id={preview_id}")
+    return client.post(f"/api/threads/{thread.thread_id}/compress?wait=true&preview_id={preview_id}")
 
 
 def test_preview_shows_what_would_be_folded_and_kept_without_calling_the_model(

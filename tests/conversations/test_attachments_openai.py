@@ -80,7 +80,7 @@ def test_image_and_log_compress_recoverably_with_no_base64_in_any_summary_call(
     assert "base64," not in second and image_path in second  # compacted: the image is a receipt now
 
     openai_stub.reply(as_summary("## SESSION INTENT\nReview a chart and a worker log."))
-    compressed = client.post(f"/api/threads/{thread.thread_id}/compress")
+    compressed = client.post(f"/api/threads/{thread.thread_id}/compress?wait=true")
     assert compressed.status_code == 200, compressed.content
     assert compressed.json()["status"] == "completed"
     summary_call = json.dumps(openai_stub.requests[-1])

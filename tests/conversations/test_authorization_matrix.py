@@ -26,6 +26,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from agent_platform.workdir import workdir_for
+from compression.models import CompressionJob
 from conversations.models import Message
 from conversations.routing import websocket_urlpatterns
 from conversations.services import thread_create
@@ -105,7 +106,13 @@ MATRIX: dict[str, Route] = {
         "POST", f"{API_THREAD}/resume", _api_write(409), data={"answer": "yes"}, json=True
     ),
     "api:thread_state": Route("GET", f"{API_THREAD}/state", API_READ),
-    "api:thread_compress": Route("POST", f"{API_THREAD}/compress", _api_write(200)),
+    # Compressing is a job: 202 with it (the owner's alone); its reads follow the thread's read rule.
+    "api:thread_compress": Route("POST", f"{API_THREAD}/compress", _api_write(202)),
+    "api:thread_compress_job": Route("GET", f"{API_THREAD}/compress/jobs/{{job}}", API_READ),
+    # Stopping the fixture's job (cancelled already) again is harmless for the owner.
+    "api:thread_compress_job_cancel": Route(
+        "POST", f"{API_THREAD}/compress/jobs/{{job}}/cancel", _api_write(200)
+    ),
     "api:thread_compress_undo": Route("POST", f"{API_THREAD}/compress/undo", _api_write(409)),
     # The preview writes nothing but belongs to compressing, which is the owner's alone.
     "api:thread_compress_preview": Route("POST", f"{API_THREAD}/compress/preview", _api_write(200)),
@@ -234,6 +241,9 @@ def marked_thread(user, agent):
         conversation=thread, seq=1, role="user", content=f"secret {MARK}", lc_message_id="mark-1"
     )
     workdir_for(thread).write_text("notes/mark.md", f"file {MARK}")
+    CompressionJob.objects.create(
+        conversation=thread, requested_by=user, trigger="manual", status="cancelled"
+    )
     thread.pressure_ratio, thread.context_tokens, thread.trigger_tokens = 0.5, 500, 1000
     thread.save()
     return thread
@@ -243,6 +253,7 @@ def _request(client, route: Route, thread):
     path = route.path.format(
         thread=thread.thread_id,
         message=thread.messages.values_list("pk", flat=True).first(),
+        job=CompressionJob.objects.filter(conversation=thread).values_list("pk", flat=True).first(),
         agent=thread.agent_id,
     )
     if route.json:

@@ -174,7 +174,7 @@ def test_after_a_summary_the_memory_panel_shows_it_its_file_and_what_it_stands_f
     owner_client, user, thread
 ):
     _seed_thread(thread, turns=4)  # 16 messages; 4 kept after the summary
-    response = owner_client.post(f"/api/threads/{thread.thread_id}/compress")
+    response = owner_client.post(f"/api/threads/{thread.thread_id}/compress?wait=true")
     assert response.status_code == 200, response.content
     body = response.json()
     html = owner_client.get(_detail(thread)).content.decode()
@@ -195,7 +195,7 @@ def test_after_a_summary_the_memory_panel_shows_it_its_file_and_what_it_stands_f
 
 def test_undo_from_the_page_restores_the_history_and_the_card_says_so(owner_client, user, thread):
     _seed_thread(thread, turns=4)
-    compressed = owner_client.post(f"/api/threads/{thread.thread_id}/compress").json()
+    compressed = owner_client.post(f"/api/threads/{thread.thread_id}/compress?wait=true").json()
     page = owner_client.get(_detail(thread)).content.decode()
     undo_url = f"/api/threads/{thread.thread_id}/compress/undo"
     assert f'data-undo-api-url="{undo_url}"' in page  # what the card's button calls
@@ -216,7 +216,7 @@ def test_the_undo_button_is_disabled_under_the_compress_buttons_busy_rule(owner_
     from conversations.models import AgentRun
 
     _seed_thread(thread, turns=4)
-    owner_client.post(f"/api/threads/{thread.thread_id}/compress")
+    owner_client.post(f"/api/threads/{thread.thread_id}/compress?wait=true")
     AgentRun.objects.create(conversation=thread, status=AgentRun.Status.RUNNING)
     card = _section(owner_client.get(_detail(thread)).content.decode(), "compression-status")
     assert 'id="undo-button" class="secondary" disabled' in " ".join(card.split())

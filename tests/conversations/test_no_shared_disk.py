@@ -253,7 +253,7 @@ def test_web_and_worker_with_no_shared_disk_see_the_same_workdir(
     # A manual compression through the web process appends to the worker's history file. It keeps one
     # message, so it folds the earlier summary and the long follow-up.
     type(agent).objects.filter(pk=agent.pk).update(summary_keep_messages=1)
-    compressed = api.post(f"/api/threads/{thread_id}/compress")
+    compressed = api.post(f"/api/threads/{thread_id}/compress?wait=true")
     assert compressed.status_code == 200, compressed.text
     assert compressed.json()["status"] == "completed", str(compressed.json())
     assert compressed.json()["file_path"] == history_path

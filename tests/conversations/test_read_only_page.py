@@ -47,7 +47,7 @@ def _summarized_thread(client, thread):
     from tests.conversations.test_context_panel import _seed_thread
 
     _seed_thread(thread, turns=4)
-    assert client.post(f"/api/threads/{thread.thread_id}/compress").status_code == 200
+    assert client.post(f"/api/threads/{thread.thread_id}/compress?wait=true").status_code == 200
     write_token_usage(thread, usage_at(0.93))
 
 

@@ -48,7 +48,7 @@ def _seed_with_many_identifiers(thread) -> None:
 
 def test_the_memory_panel_links_each_index_entry_to_its_line(owner_client, thread):
     _seed_with_many_identifiers(thread)
-    response = owner_client.post(f"/api/threads/{thread.thread_id}/compress")
+    response = owner_client.post(f"/api/threads/{thread.thread_id}/compress?wait=true")
     assert response.status_code == 200, response.content
     page = owner_client.get(_detail(thread)).content.decode()
     panel = _section(page, "memory-panel")

@@ -154,7 +154,7 @@ def test_compressions_are_limited_a_minute_and_at_once(client, user, thread, set
     settings.THROTTLE_COMPRESS_PER_MINUTE = 2
     settings.THROTTLE_COMPRESS_CONCURRENT = 1
     client.force_login(user)
-    url = f"/api/threads/{thread.thread_id}/compress"
+    url = f"/api/threads/{thread.thread_id}/compress?wait=true"
     other_request = RequestFactory().post("/")
     other_request.user = user
     with throttled(other_request, COMPRESS):  # a compression of the same user still running

@@ -75,7 +75,7 @@ def test_a_page_on_one_server_sees_a_workers_run_and_a_compression_started_on_an
             page.wait_for_function("document.querySelectorAll('#transcript li.role-assistant').length >= 2")
             assert page.locator("#transcript li.role-user").count() == 2
 
-            response = api.post(f"/api/threads/{thread.thread_id}/compress")
+            response = api.post(f"/api/threads/{thread.thread_id}/compress?wait=true")
             assert response.status_code == 200, response.text
             assert response.json()["status"] == "completed"
             expect(page.locator("#compression-status")).to_have_attribute(

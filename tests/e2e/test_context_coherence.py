@@ -228,7 +228,9 @@ def test_the_context_panel_reads_well_at_desktop_and_phone_widths(
         _send(page, f"read {BIG_FILE}")
         _send(page, "Please keep the answer short.")
         csrf = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
-        response = page.request.post(f"/api/threads/{thread_id}/compress", headers={"X-CSRFToken": csrf})
+        response = page.request.post(
+            f"/api/threads/{thread_id}/compress?wait=true", headers={"X-CSRFToken": csrf}
+        )
         assert response.ok, response.text()
         page.reload()
         expect(page.locator("#memory-panel")).to_have_attribute("data-summary", "true")

@@ -49,6 +49,17 @@ class SlowOfflineModel(OfflineChatModel):
             yield chunk
 
 
+class SlowSummaryModel(OfflineChatModel):
+    """The offline model, answering a summary (a non-streamed call) only after ``delay`` seconds (so a
+    test can watch a compression job's progress and Stop it)."""
+
+    delay: float = 30.0
+
+    def _generate(self, *args, **kwargs):
+        time.sleep(self.delay)
+        return super()._generate(*args, **kwargs)
+
+
 @csrf_exempt
 @require_POST
 def seed(request: HttpRequest) -> JsonResponse:
@@ -72,6 +83,12 @@ def seed(request: HttpRequest) -> JsonResponse:
     if action == "slow_model":  # runs execute in this process: the next runs stream slowly
         delay = float(data.get("delay", 0.2))
         runtime_models.chat_model_for = _slow_factory(delay)
+        return JsonResponse({})
+    if action == "slow_summary":  # compression jobs run in this process: their summary waits
+        delay = float(data.get("delay", 30))
+        runtime_models.chat_model_for = lambda agent: SlowSummaryModel(
+            delay=delay, profile=REAL_CHAT_MODEL_FOR(agent).profile
+        )
         return JsonResponse({})
     if action == "failing_model":  # the next runs fail as a misconfigured endpoint does
         runtime_models.chat_model_for = _failing_factory(data["error"])
