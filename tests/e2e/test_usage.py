@@ -40,6 +40,8 @@ def test_a_replys_usage_shows_on_demand(open_page, e2e_server, width, language, 
 
     usage = page.locator("#transcript .message.role-assistant .message-usage").last
     expect(usage).to_be_visible(timeout=20_000)
+    # The run's end re-renders its messages: open the disclosure on the final rendering.
+    expect(page.locator("#run-status")).to_have_attribute("data-status", "succeeded", timeout=20_000)
     labels = LABELS[language]
     expect(usage.locator("summary")).to_have_text(labels["summary"])
     expect(usage.locator("dl")).to_be_hidden()  # on demand: closed until asked
