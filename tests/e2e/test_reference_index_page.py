@@ -42,7 +42,9 @@ def test_the_memory_panel_shows_what_the_agent_can_look_up_and_a_pointer_opens_i
         ):
             _send(page, text)
         csrf = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
-        response = page.request.post(f"/api/threads/{thread_id}/compress", headers={"X-CSRFToken": csrf})
+        response = page.request.post(
+            f"/api/threads/{thread_id}/compress?wait=true", headers={"X-CSRFToken": csrf}
+        )
         assert response.ok, response.text()
         page.reload()
         expect(page.locator("#memory-panel")).to_have_attribute("data-summary", "true")
