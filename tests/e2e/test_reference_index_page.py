@@ -15,6 +15,12 @@ pytestmark = pytest.mark.browser
 SOURCES = "Sources: " + ", ".join(
     f"https://docs.example.org/guide/part-{n}?lang=pt ({n + 2} MB)" for n in range(48)
 )
+# Plain notes the summary clips to a line: they make the fold clearly bigger than summary plus index, so
+# the "never bigger" headroom (folded - summary) never squeezes the index out (it once left 0 listed).
+NOTES = " ".join(
+    f"Note {word}: we prefer walking between the old town squares and keeping the evenings free."
+    for word in ("one", "two", "three", "four", "five", "six", "seven", "eight") * 8
+)
 
 
 @pytest.mark.parametrize(("width", "height"), [(1366, 900), (390, 844)])
@@ -37,7 +43,7 @@ def test_the_memory_panel_shows_what_the_agent_can_look_up_and_a_pointer_opens_i
         expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
         for text in (
             "We are planning a trip to Lisbon. " + SOURCES,
-            "Ticket TRIP-4821 holds the bookings.",
+            "Ticket TRIP-4821 holds the bookings. " + NOTES,
             "Thanks.",
         ):
             _send(page, text)
@@ -53,6 +59,8 @@ def test_the_memory_panel_shows_what_the_agent_can_look_up_and_a_pointer_opens_i
         index.locator("summary").click()
         first = index.locator("li").first
         expect(first).to_be_visible()
+        # The index lists what the summary left out, bounded by its budget, not squeezed out by headroom.
+        assert index.locator("li").count() >= 8, index.inner_text()
         expect(page.locator("#compression-status .loss-report")).to_contain_text(
             "reference index" if language == "en" else "引用索引"
         )
