@@ -126,7 +126,9 @@ def measure() -> dict[str, float | int]:
 
         stub = OpenAIStub().start()
         # The operator binds the key to the stub's origin, for the workers started below.
-        env["MODEL_KEY_BINDINGS"] = f"BENCH_API_KEY={stub.origin}"
+        # (from the URL: an earlier checkout's stub, measured by --compare, has no ``origin``)
+        origin = "{0.scheme}://{0.netloc}".format(urlparse(stub.base_url))
+        env["MODEL_KEY_BINDINGS"] = f"BENCH_API_KEY={origin}"
         for _ in range(THREADS * MESSAGES):
             stub.reply("A short answer from the stub.")
         user = get_user_model().objects.create_user("bench", password="bench-pw-123")
