@@ -16,7 +16,7 @@ from agent_platform.model_catalog import OFFLINE_MODEL_NAME
 from agent_platform.models import CAPABILITY_CHOICES, COMPRESSION_FIELDS, TOOL_CHOICES, Agent
 from agent_platform.runtime.models import EndpointModelsUnavailable, endpoint_models
 
-GENERAL_FIELDS = ("name", "slug", "description", "system_prompt", "is_enabled")
+GENERAL_FIELDS = ("name", "slug", "description", "starter_prompts", "system_prompt", "is_enabled")
 MODEL_FIELDS = ("endpoint", "model_name", "temperature", "context_window")
 TOOL_FIELDS = ("tools", "capabilities")
 LISTED_IN_ERROR = 12  # model names quoted in a refusal

@@ -41,13 +41,9 @@ TOOL_CHOICES = [
 TOOL_NAMES = [name for name, _label in TOOL_CHOICES]
 CAPABILITY_CHOICES = [(COMPRESSION_CAPABILITY, f"{COMPRESSION_CAPABILITY}: manual and bulk compression")]
 MIN_CONTEXT_WINDOW = 1024
+STARTERS_HELP = _("One prompt per line, at most four: buttons that start an empty thread.")
 # Where an agent's context window comes from (``Agent.context_window_source``), in the order tried.
-WINDOW_FROM_FIELD, WINDOW_FROM_ENDPOINT, WINDOW_FROM_TABLE, WINDOW_UNKNOWN = (
-    "field",
-    "endpoint",
-    "table",
-    "none",
-)
+WINDOW_FROM_FIELD, WINDOW_FROM_ENDPOINT, WINDOW_FROM_TABLE, WINDOW_UNKNOWN = ("field", "endpoint", "table", "none")
 COMPRESSION_FIELDS = (
     "summary_threshold",
     "summary_keep_messages",
@@ -172,6 +168,8 @@ class Agent(models.Model):
     name = models.CharField(verbose_name=_("name"), max_length=100)
     slug = models.SlugField(verbose_name=_("slug"), unique=True)
     description = models.TextField(verbose_name=_("description"), blank=True)
+    # One per line: buttons on an empty thread (``selectors.agent_starters``).
+    starter_prompts = models.TextField(verbose_name=_("starter prompts"), blank=True, help_text=STARTERS_HELP)
     system_prompt = models.TextField(
         verbose_name=_("system prompt"),
         blank=True,
