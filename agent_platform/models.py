@@ -41,9 +41,13 @@ TOOL_CHOICES = [
 TOOL_NAMES = [name for name, _label in TOOL_CHOICES]
 CAPABILITY_CHOICES = [(COMPRESSION_CAPABILITY, f"{COMPRESSION_CAPABILITY}: manual and bulk compression")]
 MIN_CONTEXT_WINDOW = 1024
-STARTERS_HELP = _("One prompt per line, at most four: buttons that start an empty thread.")
 # Where an agent's context window comes from (``Agent.context_window_source``), in the order tried.
-WINDOW_FROM_FIELD, WINDOW_FROM_ENDPOINT, WINDOW_FROM_TABLE, WINDOW_UNKNOWN = ("field", "endpoint", "table", "none")
+WINDOW_FROM_FIELD, WINDOW_FROM_ENDPOINT, WINDOW_FROM_TABLE, WINDOW_UNKNOWN = (
+    "field",
+    "endpoint",
+    "table",
+    "none",
+)
 COMPRESSION_FIELDS = (
     "summary_threshold",
     "summary_keep_messages",
@@ -168,8 +172,7 @@ class Agent(models.Model):
     name = models.CharField(verbose_name=_("name"), max_length=100)
     slug = models.SlugField(verbose_name=_("slug"), unique=True)
     description = models.TextField(verbose_name=_("description"), blank=True)
-    # One per line: buttons on an empty thread (``selectors.agent_starters``).
-    starter_prompts = models.TextField(verbose_name=_("starter prompts"), blank=True, help_text=STARTERS_HELP)
+    starter_prompts = models.TextField(verbose_name=_("starter prompts"), blank=True)  # agent_starters
     system_prompt = models.TextField(
         verbose_name=_("system prompt"),
         blank=True,
@@ -391,8 +394,7 @@ def summary_prompt_error(prompt: str | None) -> str | None:
     return None
 
 
-# API-token and knowledge-base models live in their own modules; importing them here registers them with
-# the app.
+# Models kept in their own modules: importing them here registers them with the app.
 from agent_platform.api_tokens.models import ApiToken, ApiTokenQuerySet  # noqa: E402, F401
 from agent_platform.calibration.models import TokenCalibration  # noqa: E402, F401
 from agent_platform.knowledge.models import Chunk, Document, KnowledgeBase  # noqa: E402, F401

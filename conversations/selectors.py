@@ -82,6 +82,11 @@ def message_list(
     )
 
 
+def message_list_all(*, conversation: Conversation) -> list[Message]:
+    """Every message of the thread with its pin flag and attachments, by ``seq`` (an export reads all)."""
+    return list(_with_pins(conversation.messages.all()).prefetch_related("attachments").order_by("seq"))
+
+
 def message_list_latest(*, conversation: Conversation, limit: int = MESSAGE_PAGE_MAX) -> list[Message]:
     """The newest ``limit`` messages, oldest first: a long thread's page opens at its end."""
     newest = (

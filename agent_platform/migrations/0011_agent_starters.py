@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='agent',
             name='starter_prompts',
-            field=models.TextField(blank=True, help_text='One prompt per line, at most four: buttons that start an empty thread.', verbose_name='starter prompts'),
+            field=models.TextField(blank=True, verbose_name='starter prompts'),
         ),
     ]
