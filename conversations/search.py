@@ -56,8 +56,9 @@ def messages_matching(query: str) -> QuerySet[Message]:
 
 
 def search_query(raw: str) -> str:
-    """The query as searched: trimmed, cut to ``QUERY_MAX_CHARS``, no NUL (a PostgreSQL DataError)."""
-    return clean_text((raw or "")[:QUERY_MAX_CHARS]).strip()
+    """The query as searched: cut to ``QUERY_MAX_CHARS``, NULs (a PostgreSQL DataError) as spaces, lone
+    surrogates replaced, trimmed."""
+    return clean_text((raw or "")[:QUERY_MAX_CHARS].replace("\x00", " ")).strip()
 
 
 def thread_search(*, user: AbstractBaseUser, query: str, scope: str = SCOPE_MINE) -> QuerySet[Conversation]:
