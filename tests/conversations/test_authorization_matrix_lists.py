@@ -8,16 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conversations.test_authorization_matrix import (  # noqa: F401 - fixtures
-    LOGIN,
-    MARK,
-    ROLES,
-    Route,
-    _request,
-    _roles,
-    marked_thread,
-    people,
-)
+from tests.conversations import test_authorization_matrix as matrix
+from tests.conversations.test_authorization_matrix import LOGIN, MARK, ROLES, Route, _request, _roles
+
+# The main matrix's fixtures: its people and its marked thread.
+people, marked_thread = matrix.people, matrix.marked_thread
 
 SHARED_READERS = frozenset({"viewer", "superuser"})
 VARIANTS: dict[str, Route] = {
