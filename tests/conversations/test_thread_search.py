@@ -144,3 +144,12 @@ def test_sqlite_finds_fragments_of_words(client, user, threads):
         pytest.skip("PostgreSQL searches whole words (the test above)")
     client.force_login(user)
     assert _titles(client.get("/api/threads", {"q": "forec"})) == ["Budget"]
+
+
+def test_junk_in_a_search_is_never_a_500(client, user, threads):
+    user.user_permissions.add(Permission.objects.get(codename="view_conversation"))
+    client.force_login(type(user).objects.get(pk=user.pk))
+    client.raise_request_exception = False
+    for query in ("%00", "%ED%A0%80", "%FF%FE", "a%00b", "%E4%B8%AD%00"):
+        for base in ("/api/threads?q=", "/?q=", "/api/threads?scope=shared&q=", "/?scope=shared&q="):
+            assert client.get(base + query).status_code == 200, base + query
