@@ -75,8 +75,20 @@ def _export_response(request: HttpRequest, thread_id: uuid.UUID, extension: str)
     return response
 
 
+def _download(media_type: str) -> dict:
+    """The OpenAPI description of an export's 200: a file of ``media_type``, sent as an attachment."""
+    return {
+        "responses": {
+            200: {"description": "A download", "content": {media_type: {"schema": {"type": "string"}}}}
+        }
+    }
+
+
 @router.get(
-    "/{thread_id}/export.md", response={200: str, **error_responses(404)}, url_name="thread-export-markdown"
+    "/{thread_id}/export.md",
+    response={200: str, **error_responses(404)},
+    url_name="thread-export-markdown",
+    openapi_extra=_download("text/markdown"),
 )
 def thread_export_markdown(request: HttpRequest, thread_id: uuid.UUID):
     """The thread as Markdown: transcript, attachments with SHA-256, compression records (a download)."""
