@@ -11,12 +11,13 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.text import capfirst
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from agent_platform.model_catalog import OFFLINE_MODEL_NAME
 from agent_platform.models import CAPABILITY_CHOICES, COMPRESSION_FIELDS, TOOL_CHOICES, Agent
 from agent_platform.runtime.models import EndpointModelsUnavailable, endpoint_models
 
-GENERAL_FIELDS = ("name", "slug", "description", "system_prompt", "is_enabled")
+GENERAL_FIELDS = ("name", "slug", "description", "starter_prompts", "system_prompt", "is_enabled")
 MODEL_FIELDS = ("endpoint", "model_name", "temperature", "context_window")
 TOOL_FIELDS = ("tools", "capabilities")
 LISTED_IN_ERROR = 12  # model names quoted in a refusal
@@ -59,7 +60,12 @@ class AgentAdminForm(forms.ModelForm):
     class Meta:
         model = Agent
         fields = [*GENERAL_FIELDS, *MODEL_FIELDS, *TOOL_FIELDS, *COMPRESSION_FIELDS]
-        widgets = {"model_name": ModelNameInput()}
+        widgets = {"model_name": ModelNameInput(), "starter_prompts": forms.Textarea(attrs={"rows": 4})}
+        help_texts = {
+            "starter_prompts": gettext_lazy(
+                "One prompt per line, at most four: buttons that fill and send the composer of an empty thread."
+            )
+        }
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -172,6 +172,7 @@ class Agent(models.Model):
     name = models.CharField(verbose_name=_("name"), max_length=100)
     slug = models.SlugField(verbose_name=_("slug"), unique=True)
     description = models.TextField(verbose_name=_("description"), blank=True)
+    starter_prompts = models.TextField(verbose_name=_("starter prompts"), blank=True)  # agent_starters
     system_prompt = models.TextField(
         verbose_name=_("system prompt"),
         blank=True,
@@ -393,8 +394,7 @@ def summary_prompt_error(prompt: str | None) -> str | None:
     return None
 
 
-# API-token and knowledge-base models live in their own modules; importing them here registers them with
-# the app.
+# Models kept in their own modules: importing them here registers them with the app.
 from agent_platform.api_tokens.models import ApiToken, ApiTokenQuerySet  # noqa: E402, F401
 from agent_platform.calibration.models import TokenCalibration  # noqa: E402, F401
 from agent_platform.knowledge.models import Chunk, Document, KnowledgeBase  # noqa: E402, F401

@@ -7,6 +7,7 @@ class CompressionConfig(AppConfig):
     def ready(self) -> None:
         # Imported here, once the app registry is ready (the receivers import models).
         from compression.receivers import (
+            export_records,
             record_run_compression,
             record_usage_reading,
             recover_jobs,
@@ -16,6 +17,7 @@ class CompressionConfig(AppConfig):
             recovery_pass,
             run_compression_event,
             run_usage_reported,
+            thread_export_records,
             thread_maintenance_check,
         )
 
@@ -25,3 +27,4 @@ class CompressionConfig(AppConfig):
         run_usage_reported.connect(record_usage_reading, dispatch_uid="compression.record_usage_reading")
         thread_maintenance_check.connect(thread_held_by_job, dispatch_uid="compression.thread_held_by_job")
         recovery_pass.connect(recover_jobs, dispatch_uid="compression.recover_jobs")
+        thread_export_records.connect(export_records, dispatch_uid="compression.export_records")

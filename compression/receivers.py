@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from agent_platform.calibration.services import calibration_record
-from compression.models import CompressionJob
+from compression.models import CompressionJob, CompressionRecord
 from compression.services.dispatch import compress_jobs_recover
 from compression.services.records import compression_record_from_event
 from conversations.models import AgentRun, Conversation
@@ -32,3 +32,24 @@ def thread_held_by_job(sender: Any, *, conversation: Conversation, **kwargs: Any
 def recover_jobs(sender: Any, **kwargs: Any) -> None:
     """Each recovery pass: jobs whose worker died are retried once, then failed."""
     compress_jobs_recover()
+
+
+def export_records(sender: Any, *, conversation: Conversation, **kwargs: Any) -> list[dict[str, Any]]:
+    """A thread export's compression records, oldest first, as the thread's readers may see them."""
+    rows = CompressionRecord.objects.filter(conversation_id=conversation.pk).order_by("created_at", "id")
+    return [
+        {
+            "created_at": record.created_at.isoformat(),
+            "trigger": record.trigger,
+            "level": record.level,
+            "status": record.status,
+            "outcome": record.outcome,
+            "before_tokens": record.before_tokens,
+            "after_tokens": record.after_tokens,
+            "compressed_messages": record.compressed_messages,
+            "file_path": record.file_path,
+            "saved_files": record.saved_files,
+            "error": record.error,
+        }
+        for record in rows
+    ]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import uuid
 
-from django.http import HttpRequest
-from ninja import File, Form, Query, Router, Schema, Status, UploadedFile
+from django.http import HttpRequest, HttpResponse
+from django.utils.http import content_disposition_header
+from ninja import Field, File, Form, Query, Router, Schema, Status, UploadedFile
 
 from agent_platform.api_errors import error_responses
-from conversations import selectors, services
+from conversations import export, search, selectors, services
 from conversations.schemas import (
     IntakeOut,
     MessageIn,
@@ -18,6 +19,7 @@ from conversations.schemas import (
     RunOut,
     StateOut,
     ThreadCreateIn,
+    ThreadListOut,
     ThreadOut,
     ThreadUpdateIn,
 )
@@ -39,9 +41,66 @@ def thread_create(request: HttpRequest, payload: ThreadCreateIn):
     )
 
 
-@router.get("", response={200: list[ThreadOut], **error_responses()})
-def thread_list(request: HttpRequest):
-    return selectors.thread_list(user=request.user)
+class ThreadFilters(Schema):
+    q: str = Field("", max_length=search.QUERY_MAX_CHARS, description="Words in a title or a message.")
+    scope: str = Field(
+        search.SCOPE_MINE,
+        pattern=f"^({'|'.join(search.SCOPES)})$",
+        description="`mine`, or `shared`: others' threads (holders of `conversations.view_conversation`).",
+    )
+
+
+@router.get("", response={200: list[ThreadListOut], **error_responses()})
+def thread_list(request: HttpRequest, filters: Query[ThreadFilters]):
+    """The caller's threads (or, with ``scope=shared``, the others' they may read), newest activity
+    first; with ``q``, those whose title or messages match, each with a ``snippet`` of the match."""
+    threads = search.thread_search(user=request.user, query=filters.q, scope=filters.scope)
+    query = search.search_query(filters.q)
+    rows = list(threads)
+    for thread in rows:
+        snippet = search.search_snippet(getattr(thread, "hit_content", None), query)
+        thread.snippet = str(snippet) if snippet else ""
+    return rows
+
+
+def _export_response(request: HttpRequest, thread_id: uuid.UUID, extension: str) -> HttpResponse:
+    data = export.thread_export(conversation=selectors.thread_get(thread_id=thread_id, user=request.user))
+    if extension == "md":
+        response = HttpResponse(export.export_markdown(data), content_type="text/markdown; charset=utf-8")
+    else:
+        response = HttpResponse(export.export_json(data), content_type="application/json; charset=utf-8")
+    response["Content-Disposition"] = content_disposition_header(
+        True, export.export_filename(data, extension)
+    )
+    return response
+
+
+def _download(media_type: str) -> dict:
+    """The OpenAPI description of an export's 200: a file of ``media_type``, sent as an attachment."""
+    return {
+        "responses": {
+            200: {"description": "A download", "content": {media_type: {"schema": {"type": "string"}}}}
+        }
+    }
+
+
+@router.get(
+    "/{thread_id}/export.md",
+    response={200: str, **error_responses(404)},
+    url_name="thread-export-markdown",
+    openapi_extra=_download("text/markdown"),
+)
+def thread_export_markdown(request: HttpRequest, thread_id: uuid.UUID):
+    """The thread as Markdown: transcript, attachments with SHA-256, compression records (a download)."""
+    return _export_response(request, thread_id, "md")
+
+
+@router.get(
+    "/{thread_id}/export.json", response={200: dict, **error_responses(404)}, url_name="thread-export-json"
+)
+def thread_export_json(request: HttpRequest, thread_id: uuid.UUID):
+    """The thread as JSON: the same content as the Markdown export, for programs (a download)."""
+    return _export_response(request, thread_id, "json")
 
 
 @router.get("/{thread_id}", response={200: ThreadOut, **error_responses(404)})

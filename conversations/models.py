@@ -103,6 +103,8 @@ class AgentRun(models.Model):
     attempts = models.PositiveSmallIntegerField(verbose_name=_("attempts"), default=0)
     # Stop: set by the user, read by the executor between streamed chunks (cooperative cancellation).
     cancel_requested_at = models.DateTimeField(verbose_name=_("cancel requested at"), null=True, blank=True)
+    # The page's language when the message was sent: the offline model answers in it.
+    language = models.CharField(verbose_name=_("language"), max_length=16, blank=True)
     created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
     started_at = models.DateTimeField(verbose_name=_("started at"), null=True, blank=True)
     finished_at = models.DateTimeField(verbose_name=_("finished at"), null=True, blank=True)

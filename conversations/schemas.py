@@ -35,6 +35,15 @@ class ThreadOut(Schema):
         return obj.agent.slug
 
 
+class ThreadListOut(ThreadOut):
+    owner: str
+    snippet: str = ""  # with a search: the matching stretch of the newest matching message
+
+    @staticmethod
+    def resolve_owner(obj) -> str:
+        return obj.owner.get_username()
+
+
 class MessageIn(Schema):
     content: str = Field(..., min_length=1, max_length=MESSAGE_MAX_CHARS)
     request_id: str | None = Field(None, min_length=1, max_length=REQUEST_ID_MAX_CHARS)

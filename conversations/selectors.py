@@ -19,7 +19,6 @@ from context_engine.errors import StoreError
 from context_engine.formats import LARGE_TOOL_RESULTS_DIR, MEDIA_DIR
 from context_engine.policy.pressure import hint_tokens
 from context_engine.state import SUMMARY_EVENT_KEY, TOKEN_USAGE_KEY
-from context_engine.text import clean_text
 from conversations.access import threads_visible_to
 from conversations.errors import ThreadNotFound
 from conversations.models import AgentRun, Conversation, Message, MessagePin
@@ -32,14 +31,10 @@ PRESSURE_BIN_WIDTH = 0.1
 PRESSURE_BIN_COUNT = 11  # [0, 0.1) … [0.9, 1.0), then everything at or above the trigger
 
 
-def thread_list(*, user: AbstractBaseUser, search: str = "") -> QuerySet[Conversation]:
-    """The caller's own active threads (a viewer's list is theirs too; others' are reached by id), newest
-    activity first; ``search`` keeps titles containing it."""
-    threads = Conversation.objects.filter(owner=user, status=Conversation.Status.ACTIVE).select_related(
-        "agent"
-    )
-    search = clean_text(search.strip())  # a NUL in the query would be a PostgreSQL DataError
-    return threads.filter(title__icontains=search) if search else threads
+def thread_list(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
+    """The caller's own active threads, newest activity first (the list page's scopes and search:
+    ``conversations.search``)."""
+    return Conversation.objects.filter(owner=user, status=Conversation.Status.ACTIVE).select_related("agent")
 
 
 def thread_get(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> Conversation:
@@ -80,6 +75,11 @@ def message_list(
         .prefetch_related("attachments__conversation")
         .order_by("seq")[:limit]
     )
+
+
+def message_list_all(*, conversation: Conversation) -> list[Message]:
+    """Every message of the thread with its pin flag and attachments, by ``seq`` (an export reads all)."""
+    return list(_with_pins(conversation.messages.all()).prefetch_related("attachments").order_by("seq"))
 
 
 def message_list_latest(*, conversation: Conversation, limit: int = MESSAGE_PAGE_MAX) -> list[Message]:

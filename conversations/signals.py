@@ -22,3 +22,9 @@ thread_maintenance_check = Signal()
 # Sent by ``recovery.runs_recover`` on each pass, after the runs: leased work of other apps is reclaimed
 # by the same timer (``compression``: jobs whose worker died).
 recovery_pass = Signal()
+
+# Asked by ``export.thread_export``; keyword argument ``conversation``. A receiver returns a list of
+# JSON-safe dicts for the export's ``compression_records`` (``compression``: its audit records, oldest
+# first, with ``created_at``, ``trigger``, ``level``, ``status``, ``before_tokens``, ``after_tokens``,
+# ``compressed_messages``, ``file_path``).
+thread_export_records = Signal()

@@ -26,7 +26,7 @@ from agent_platform.selectors import agent_list_enabled
 from agent_platform.workdir import workdir_for
 from context_engine.errors import StoreError
 from context_engine.policy.pressure import pressure_now
-from conversations import pages, run_signals, selectors, services
+from conversations import pages, run_signals, search, selectors, services
 from conversations.access import can_act
 from conversations.attachments import served_type
 from conversations.models import Conversation
@@ -118,14 +118,22 @@ def _state_context(conversation: Conversation, user: Any) -> dict[str, Any]:
 @login_required
 @require_GET
 def thread_list(request: HttpRequest) -> HttpResponse:
-    search = request.GET.get("q", "")[:200]
+    query = search.search_query(request.GET.get("q", ""))
+    shared_allowed = search.shared_scope_allowed(request.user)
+    scope = search.SCOPE_SHARED if shared_allowed and request.GET.get("scope") == search.SCOPE_SHARED else ""
+    threads = search.thread_search(user=request.user, query=query, scope=scope or search.SCOPE_MINE)
+    rows = [
+        (thread, search.search_snippet(getattr(thread, "hit_content", None), query)) for thread in threads
+    ]
     return render(
         request,
         "conversations/thread_list.html",
         {
-            "conversations": selectors.thread_list(user=request.user, search=search),
+            "rows": rows,
             "agents": agent_list_enabled(),
-            "search": search.strip(),
+            "search": query,
+            "scope": scope,
+            "shared_allowed": shared_allowed,
         },
     )
 

@@ -163,3 +163,11 @@ def chat_model_for(agent: Agent) -> BaseChatModel:
         profile=profile,
         callbacks=[SUMMARY_CALL_METRICS],
     )
+
+
+def model_in_language(model: BaseChatModel, *, language: str) -> BaseChatModel:
+    """``model`` answering in ``language`` (the page's) where it can choose: the offline model speaks
+    through the project's catalog; a real model follows the user's own words."""
+    if isinstance(model, OfflineChatModel) and language:
+        return model.model_copy(update={"language": language})
+    return model

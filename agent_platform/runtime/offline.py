@@ -20,6 +20,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from agent_platform.model_catalog import OFFLINE_MODEL_NAME
+from agent_platform.runtime.offline_words import offline_reply, offline_tool_answer
 from context_engine.formats import (
     RECEIPT_HEADER,
     RECEIPT_PATH_PREFIX,
@@ -29,7 +30,9 @@ from context_engine.formats import (
 )
 from context_engine.tokens.messages import estimate_messages, estimate_text, profile_for_model
 
-OFFLINE_NOTICE = "(Offline model: no language model is configured, so I route to tools by simple rules.)"
+OFFLINE_NOTICE = (
+    "(Offline model: no language model is configured, so I route to tools by simple rules.)"  # en
+)
 SUMMARY_HEADINGS = (
     "## SESSION INTENT",
     "## USER REQUIREMENTS AND PREFERENCES",
@@ -78,6 +81,7 @@ class OfflineChatModel(BaseChatModel):
     tool_names: tuple[str, ...] = ()
     tool_schemas: dict[str, dict] = {}
     tool_definitions: tuple[dict, ...] = ()  # as sent to a provider; counted in the reported usage
+    language: str = "en"  # of the page the message came from (``offline_words``)
 
     @property
     def _llm_type(self) -> str:
@@ -115,15 +119,9 @@ class OfflineChatModel(BaseChatModel):
         call = self._route(text, position=len(messages))
         if call is not None:
             return AIMessage(content="", tool_calls=[call])
-        said = f"You said: “{_clip(text, 300)}”. " if text else ""
-        files = f"You attached {_listing(attached)}; they are saved under uploads/. " if attached else ""
-        return AIMessage(content=f"{OFFLINE_NOTICE} {said}{files}{self._hint()}")
-
-    def _hint(self) -> str:
-        if not self.tool_names:
-            return "No tools are available to me here."
-        return "Mention searching, the web, listing or reading files, or “ask me” to use my tools: " + (
-            ", ".join(self.tool_names) + "."
+        said = _clip(text, 300) if text else ""
+        return AIMessage(
+            content=offline_reply(self.language, said=said, attached=attached, tool_names=self.tool_names)
         )
 
     def _route(self, text: str, *, position: int) -> dict | None:
@@ -159,7 +157,7 @@ class OfflineChatModel(BaseChatModel):
             results.insert(0, message)
         calls = _tool_call_args(messages)
         sentences = [describe_tool_result(r.name, r.text, calls.get(r.tool_call_id) or {}) for r in results]
-        return f"{OFFLINE_NOTICE} " + " ".join(sentences)
+        return offline_tool_answer(self.language, sentences)
 
     # --- BaseChatModel hooks -------------------------------------------------------------------
 
@@ -393,7 +391,3 @@ def _words_and_attachments(message: BaseMessage) -> tuple[str, list[str]]:
         else:
             words.append(text)
     return "\n".join(words).strip(), names
-
-
-def _listing(names: list[str]) -> str:
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]

@@ -16,6 +16,7 @@ from langgraph.types import Command
 
 from agent_platform.observability.log_context import log_context
 from agent_platform.observability.metrics import run_observed
+from agent_platform.runtime import models as chat_models
 from agent_platform.runtime.graph import build_agent_graph, thread_config
 from agent_platform.runtime.public_errors import run_error_detail, run_error_public
 from agent_platform.runtime.state_repository import AgentStateRepository
@@ -170,7 +171,9 @@ class _RunRelay:
         self.executor_thread = threading.get_ident()
 
     def execute(self) -> None:
-        graph = build_agent_graph(agent=self.conversation.agent, conversation=self.conversation)
+        agent = self.conversation.agent
+        model = chat_models.model_in_language(chat_models.chat_model_for(agent), language=self.run.language)
+        graph = build_agent_graph(agent=agent, conversation=self.conversation, model=model)
         # Pins are read once per run: a pin or unpin during a run applies from the next one.
         config = thread_config(
             self.conversation,

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from conversations import events
@@ -44,7 +45,11 @@ def _enqueue(
     if thread_in_maintenance(conversation=conversation):
         raise ThreadBusy(_("The thread's context is being compressed; send your message when it is done."))
     run = AgentRun.objects.create(
-        conversation=conversation, kind=kind, request_id=request_id, resume_value=resume_value
+        conversation=conversation,
+        kind=kind,
+        request_id=request_id,
+        resume_value=resume_value,
+        language=get_language() or "",  # the page's: the offline model answers in it
     )
     message = message_append(
         conversation=conversation,

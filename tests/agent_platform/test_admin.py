@@ -203,3 +203,15 @@ def test_agent_page_shows_the_model_calibration_read_only(client, admin_user, ag
     # A posted value is ignored: only reported usage writes it.
     client.post(_change_url(agent), {**_form_data(agent), "calibration_display": "9"})
     assert TokenCalibration.objects.get().factor == 0.8125
+
+
+def test_staff_who_may_change_agents_set_the_starter_prompts(client, django_user_model, agent):
+    client.force_login(_staff(django_user_model, tune=False))
+    page = client.get(_change_url(agent)).content.decode()
+    assert 'name="starter_prompts"' in page and "One prompt per line" in page
+    response = client.post(
+        _change_url(agent), _form_data(agent, starter_prompts="Plan my week\nSummarise the handbook")
+    )
+    assert response.status_code == 302
+    agent.refresh_from_db()
+    assert agent.starter_prompts.splitlines() == ["Plan my week", "Summarise the handbook"]

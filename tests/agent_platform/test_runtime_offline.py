@@ -181,3 +181,10 @@ def test_streaming_yields_words_and_tool_call_chunks_with_usage():
 def test_routing_is_deterministic():
     model = OfflineChatModel().bind_tools(ALL)
     assert model.invoke("search x").tool_calls == model.invoke("search x").tool_calls
+
+
+def test_the_offline_model_speaks_the_language_it_is_given():
+    reply = OfflineChatModel(language="zh-hans").bind_tools([web_search]).invoke("hello")
+    assert reply.content.startswith("（离线模型") and "“hello”" in reply.content and "web_search" in reply.content
+    assert "Offline model" not in reply.content
+    assert OfflineChatModel(language="fr").invoke("hello").content.startswith("(Offline model")  # no catalog

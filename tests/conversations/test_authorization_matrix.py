@@ -106,6 +106,9 @@ MATRIX: dict[str, Route] = {
         "POST", f"{API_THREAD}/resume", _api_write(409), data={"answer": "yes"}, json=True
     ),
     "api:thread_state": Route("GET", f"{API_THREAD}/state", API_READ),
+    # Exports: reading the thread is enough (search and "shared with me": test_authorization_matrix_lists).
+    "api:thread-export-markdown": Route("GET", f"{API_THREAD}/export.md", API_READ, SEEING),
+    "api:thread-export-json": Route("GET", f"{API_THREAD}/export.json", API_READ, SEEING),
     # Compressing is a job: 202 with it (the owner's alone); its reads follow the thread's read rule.
     "api:thread_compress": Route("POST", f"{API_THREAD}/compress", _api_write(202)),
     "api:thread_compress_job": Route("GET", f"{API_THREAD}/compress/jobs/{{job}}", API_READ),

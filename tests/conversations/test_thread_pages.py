@@ -61,7 +61,7 @@ def test_search_by_title_on_the_thread_list(owner_client, user, agent):
     body = owner_client.get(reverse("conversations:thread-list"), {"q": "porto"}).content.decode()
     assert "Trip to Porto" in body and "porto wine" in body and "Budget review" not in body
     body = owner_client.get(reverse("conversations:thread-list"), {"q": "zzz"}).content.decode()
-    assert "No thread title contains that." in body
+    assert "No thread title or message contains that." in body
 
 
 def test_delete_asks_for_confirmation_first(owner_client, thread):

@@ -74,7 +74,7 @@ def test_auto_title_rename_search_and_delete_with_confirmation(page, e2e_server)
     expect(page.locator("table.threads tbody tr")).to_have_count(1)
     expect(page.locator("table.threads")).to_contain_text("Porto weekend")
     page.goto("/?q=no-such-title")
-    expect(page.locator("table.threads")).to_contain_text("No thread title contains that.")
+    expect(page.locator("table.threads")).to_contain_text("No thread title or message contains that.")
 
     page.goto("/?q=porto")
     page.click("text=Porto weekend")

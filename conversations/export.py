@@ -1,0 +1,172 @@
+"""A thread as a file: the whole transcript, its attachments (with SHA-256) and the compression records,
+as one JSON-safe dict (``thread_export``) and as Markdown (``export_markdown``, a pure function of that
+dict). Call after the access check (``selectors.thread_get``): reading a thread is enough to export it."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Any
+
+from django.utils import timezone
+from django.utils.text import slugify
+from django.utils.translation import gettext as _
+
+from conversations.models import Conversation, Message
+from conversations.pages import transcript_order
+from conversations.selectors import message_list_all
+from conversations.signals import thread_export_records
+
+EXPORT_VERSION = 1
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None
+
+
+def _message(message: Message) -> dict[str, Any]:
+    return {
+        "seq": message.seq,
+        "role": message.role,
+        "content": message.content,
+        "tool_calls": message.tool_calls or [],
+        "tool_call_id": message.tool_call_id,
+        "tool_name": message.tool_name,
+        "interrupted": message.interrupted,
+        "pinned": message.is_pinned,
+        "created_at": _iso(message.created_at),
+        "attachments": [
+            {"name": a.name, "path": a.path, "mime_type": a.mime_type, "size": a.size, "sha256": a.sha256}
+            for a in message.attachments.all()
+        ],
+    }
+
+
+def thread_export(*, conversation: Conversation) -> dict[str, Any]:
+    """Everything the thread holds that a reader may see, in reading order. Compression records come
+    from the apps that keep them (``signals.thread_export_records``)."""
+    messages = message_list_all(conversation=conversation)
+    records: list[dict[str, Any]] = []
+    for _receiver, answer in thread_export_records.send(sender=Conversation, conversation=conversation):
+        records.extend(answer or [])
+    return {
+        "format": "agent-platform-thread",
+        "version": EXPORT_VERSION,
+        "exported_at": _iso(timezone.now()),
+        "thread": {
+            "thread_id": str(conversation.thread_id),
+            "title": conversation.title,
+            "agent": {"slug": conversation.agent.slug, "name": conversation.agent.name},
+            "owner": conversation.owner.get_username(),
+            "created_at": _iso(conversation.created_at),
+            "last_activity_at": _iso(conversation.last_activity_at),
+        },
+        "messages": [_message(m) for m in transcript_order(list(messages))],
+        "compression_records": records,
+    }
+
+
+def export_filename(data: dict[str, Any], extension: str) -> str:
+    thread = data["thread"]
+    stem = slugify(thread["title"], allow_unicode=True)[:60] or "thread"
+    return f"{stem}-{thread['thread_id'][:8]}.{extension}"
+
+
+def export_json(data: dict[str, Any]) -> str:
+    return json.dumps(data, ensure_ascii=False, indent=2) + "\n"
+
+
+def _fence(text: str, info: str = "") -> str:
+    """``text`` in a code fence longer than any backtick run inside it."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}{info}\n{text}\n{fence}"
+
+
+def _role(message: dict[str, Any]) -> str:
+    if message["role"] == Message.Role.USER:
+        return _("User")
+    if message["role"] == Message.Role.ASSISTANT:
+        return _("Assistant")
+    return _("Tool result: %(tool)s") % {"tool": message["tool_name"] or _("tool")}
+
+
+def _message_markdown(message: dict[str, Any]) -> list[str]:
+    marks = [_("pinned")] if message["pinned"] else []
+    if message["interrupted"]:
+        marks.append(_("stopped"))
+    suffix = f" ({', '.join(marks)})" if marks else ""
+    lines = [f"## {message['seq']}. {_role(message)}{suffix}", "", f"*{message['created_at']}*", ""]
+    if message["content"]:
+        tool = message["role"] == Message.Role.TOOL
+        lines += [_fence(message["content"]) if tool else message["content"], ""]
+    for call in message["tool_calls"]:
+        name = call.get("name", "") if isinstance(call, dict) else ""
+        args = call.get("args", {}) if isinstance(call, dict) else call
+        lines += [
+            _("Called `%(name)s` with:") % {"name": name},
+            "",
+            _fence(json.dumps(args, ensure_ascii=False, indent=2), "json"),
+            "",
+        ]
+    if message["attachments"]:
+        lines += [f"**{_('Attachments')}**", ""]
+        for a in message["attachments"]:
+            lines.append(
+                f"- {a['name']} ({a['mime_type']}, {a['size']} B) `{a['path']}` SHA-256 `{a['sha256']}`"
+            )
+        lines.append("")
+    return lines
+
+
+def _records_markdown(records: list[dict[str, Any]]) -> list[str]:
+    lines = [f"## {_('Compression records')}", ""]
+    if not records:
+        return [*lines, _("None."), ""]
+    lines += [
+        "| "
+        + " | ".join(
+            [
+                _("When"),
+                _("Trigger"),
+                _("Level"),
+                _("Status"),
+                _("Tokens before → after"),
+                _("Messages folded"),
+                _("History file"),
+            ]
+        )
+        + " |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in records:
+        tokens = f"{r['before_tokens'] if r['before_tokens'] is not None else '–'} → {r['after_tokens'] if r['after_tokens'] is not None else '–'}"
+        cells = [
+            r["created_at"] or "",
+            r["trigger"],
+            r["level"],
+            r["status"],
+            tokens,
+            str(r["compressed_messages"] or 0),
+            r["file_path"] or "",
+        ]
+        lines.append("| " + " | ".join(str(c).replace("|", "\\|").replace("\n", " ") for c in cells) + " |")
+    return [*lines, ""]
+
+
+def export_markdown(data: dict[str, Any]) -> str:
+    thread = data["thread"]
+    lines = [
+        f"# {thread['title'] or _('Untitled thread')}",
+        "",
+        f"- {_('Agent')}: {thread['agent']['name']} (`{thread['agent']['slug']}`)",
+        f"- {_('Owner')}: {thread['owner']}",
+        f"- {_('Thread')}: `{thread['thread_id']}`",
+        f"- {_('Exported at')}: {data['exported_at']}",
+        "",
+    ]
+    for message in data["messages"]:
+        lines += _message_markdown(message)
+    lines += _records_markdown(data["compression_records"])
+    return "\n".join(lines).rstrip("\n") + "\n"
