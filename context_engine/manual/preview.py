@@ -39,6 +39,7 @@ class FoldPreview:
     index_tokens: int = 0  # the reference index that will follow the summary (built, not estimated)
     estimated_after_range: tuple[int, int] = (0, 0)  # the estimate's likely range (``summary_size``)
     estimate_unsure: bool = False  # the range is too wide for one number: the page shows the range
+    estimate_exact: bool = False  # computed with the agent's local summarizer (``manual.exact_size``)
     folded_ids: tuple[str, ...] = ()
     folded_tokens: int = 0
     tail_ids: tuple[str, ...] = ()

@@ -62,6 +62,13 @@ def _safe(session_id: object) -> bool:
     return isinstance(session_id, str) and session_id_from(session_id) == session_id
 
 
+def stand_in_session_id(messages: Sequence[BaseMessage]) -> str:
+    """A thread's first summary names a session id not made yet (``new_session_id``, at apply): one of
+    the same shape stands in for a preview, the same for the same thread (reproducible)."""
+    digest = hashlib.sha256(str(messages[0].id if messages else "").encode()).hexdigest()[:32]
+    return f"{SESSION_ID_PREFIX}{digest}"
+
+
 def preview_index_tokens(plan: FoldPlan, *, summary_tokens: int, folded_tokens: int) -> int:
     """The tokens the index adds to the summary message the preview estimates at ``summary_tokens``:
     built as if the summary kept none of the folded identifiers, within the agent's budget and the room
@@ -70,10 +77,9 @@ def preview_index_tokens(plan: FoldPlan, *, summary_tokens: int, folded_tokens: 
     if budget <= 0 or not plan.foldable:
         return 0
     folded = plan.split.folded
-    # A thread's first summary names a session id not made yet: one of the same shape stands in (the
-    # same for the same thread, so a preview is reproducible).
-    stand_in = hashlib.sha256(str(plan.messages[0].id if plan.messages else "").encode()).hexdigest()[:32]
-    file_path = history_path(plan.session_id if _safe(plan.session_id) else f"{SESSION_ID_PREFIX}{stand_in}")
+    file_path = history_path(
+        plan.session_id if _safe(plan.session_id) else stand_in_session_id(plan.messages)
+    )
     inputs = index_inputs(
         folded,
         kept=plan.split.kept,
