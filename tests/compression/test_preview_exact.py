@@ -9,8 +9,8 @@ random one they differ by the estimate of two 32-hex-digit names (up to about 20
 from __future__ import annotations
 
 import random
-from unittest import mock
 from datetime import UTC, datetime
+from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
