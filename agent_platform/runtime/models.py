@@ -172,7 +172,9 @@ def local_summarizer_for(agent: Agent) -> Callable[[str], AIMessage] | None:
     the offline model, free and deterministic, so a preview may compute the summary instead of
     estimating it (``context_engine.manual.exact_size``). None for a provider's model: that one is
     called only when a compression is applied."""
-    if agent.endpoint_id is not None:
+    if agent.endpoint_id is not None:  # a provider: not even its client is made here
         return None
-    model = OfflineChatModel()
+    model = chat_model_for(agent)
+    if not isinstance(model, OfflineChatModel):  # a stand-in (tests) is a model to call, not code to run
+        return None
     return lambda prompt: model.reply([HumanMessage(prompt)])

@@ -47,9 +47,8 @@ def sized_preview(
     reply would not be a summary (the apply would fail: the estimate stays what the page shows). A
     summary that would not be smaller than what it folds gives the size before: nothing is applied.
 
-    The session id a thread's first summary names is made when it is applied (random): a stand-in of
-    the same shape takes its place here, so a first summary's figure may differ from the applied one
-    by the tokens of two different hex strings of one length (a token or two)."""
+    The session id a thread's first summary names is drawn when it is applied: a stand-in of the same
+    shape takes its place here (every id of that shape has the same token estimate)."""
     if not preview.foldable:
         return preview
     state = dict(values)

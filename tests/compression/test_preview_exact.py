@@ -1,16 +1,14 @@
 """Issue 24: with the offline model as the summarizer (local code, no provider), the preview computes the
 summary instead of estimating it, so its size after is the size the compression then applies. Property
-over generated threads, first and second summaries. The one input the preview cannot know is the
-session id a thread's first summary names: it is drawn at random when applied (the history file's
-name). Here it is drawn as the preview's stand-in, so the sizes must be equal to the token; with a
-random one they differ by the estimate of two 32-hex-digit names (up to about 20 tokens, measured by
-``make bench``, section 6)."""
+over generated threads, first and second summaries, equal to the token. The one input the preview
+cannot know is the session id a thread's first summary names (the history file's name, drawn when it
+is applied): the preview names a stand-in of the same shape, and every id of that shape has the same
+token estimate (``new_session_id``)."""
 
 from __future__ import annotations
 
 import random
 from datetime import UTC, datetime
-from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -25,8 +23,9 @@ from context_engine.policy.trigger import tail_cap
 from context_engine.steps import run_sync
 from context_engine.store import MemoryStore, StagedStore
 from context_engine.summary.fold_plan import plan_fold
+from context_engine.summary.history import new_session_id
 from context_engine.summary.indexing import stand_in_session_id
-from context_engine.tokens.messages import DEFAULT_PROFILE
+from context_engine.tokens.messages import DEFAULT_PROFILE, estimate_text
 
 WORDS = "the index keeps every path and url the summary drops so nothing folded is out of reach".split()
 
@@ -95,8 +94,6 @@ def _preview_and_apply(values, config, store):
 )
 def test_the_offline_preview_is_the_size_the_compression_applies(seed, keep, repair, index_percent):
     messages = generated_thread(seed)
-    stand_in = stand_in_session_id(messages)
-    drawn = mock.patch("context_engine.summary.dropping.new_session_id", return_value=stand_in)
     config = CompressionConfig(
         trigger_tokens=6000, keep_messages=keep, repair_pass=repair, index_percent=index_percent
     )
@@ -105,8 +102,7 @@ def test_the_offline_preview_is_the_size_the_compression_applies(seed, keep, rep
     for round_ in (1, 2):
         if round_ == 2:
             values = {**values, "messages": messages}
-        with drawn:
-            estimate, preview, applied = _preview_and_apply(values, config, store)
+        estimate, preview, applied = _preview_and_apply(values, config, store)
         if not estimate.foldable:
             assert preview == estimate
             continue
@@ -148,3 +144,16 @@ def test_the_preview_writes_nothing_and_a_reply_that_is_no_summary_keeps_the_est
         profile=DEFAULT_PROFILE,
     )
     assert refused == estimate and not refused.estimate_exact
+
+
+def test_every_session_id_and_the_previews_stand_in_have_the_same_token_estimate():
+    """What makes a first summary's preview exact: the name drawn at apply costs what the stand-in costs."""
+    stand_in = stand_in_session_id(generated_thread(1))
+    drawn = {new_session_id() for _ in range(2000)}
+    assert len(drawn) == 2000 and all(len(i) == len(stand_in) for i in drawn)
+    for profile_name in (None, "gpt-4o", "qwen2.5:7b", "claude-3-5-sonnet", "deepseek-chat"):
+        from context_engine.tokens.messages import profile_for_model
+
+        profile = profile_for_model(profile_name)
+        sizes = {estimate_text(f"saved to outputs/conversation_history/{i}.md.", profile) for i in drawn}
+        assert sizes == {estimate_text(f"saved to outputs/conversation_history/{stand_in}.md.", profile)}
