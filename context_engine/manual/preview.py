@@ -16,7 +16,7 @@ from langchain_core.messages import BaseMessage
 
 from context_engine.config import CompressionConfig
 from context_engine.formats import SUMMARY_MESSAGE_TEMPLATE
-from context_engine.manual.summary_size import SummarySize, summary_size
+from context_engine.manual.summary_size import UNSURE_MIN_TOKENS, UNSURE_SPREAD, SummarySize, summary_size
 from context_engine.state import PINNED_IDS_KEY, SUMMARY_EVENT_KEY
 from context_engine.summary.fold_plan import FoldPlan, fold_identifiers, message_text, receipt_paths
 from context_engine.summary.history import without_index
@@ -27,6 +27,10 @@ from context_engine.tokens.messages import estimate_text, messages_tokens
 
 PREVIEW_ID_CHARS = 32
 AT_RISK_LIST_MAX = 50
+# The reference index is built as if the summary kept none of the folded identifiers; the summary keeps
+# some (the index then lists fewer), and its budget moves with the summary's size. Applied indexes were
+# 0.56-1.13 times the one the preview built (5th percentile to max, ``make bench`` section 6): the range.
+INDEX_RANGE_SHARES = (0.5, 1.15)
 
 
 @dataclass(frozen=True)
@@ -107,6 +111,7 @@ def fold_preview(
     # The reference index that will follow the summary is deterministic: sized here, not estimated.
     index = preview_index_tokens(plan, summary_tokens=size.tokens, folded_tokens=folded_tokens)
     estimate = size.tokens + index
+    index_low, index_high = (round(index * share) for share in INDEX_RANGE_SHARES)
     identifiers = fold_identifiers(split.folded)
     # Before the model writes it, the summary holds nothing; its message will name the history file.
     report = fold_loss_report(
@@ -128,10 +133,13 @@ def fold_preview(
         summary_estimate_tokens=size.tokens,  # the summary alone, as fitted (the index is sized apart)
         index_tokens=index,
         estimated_after_range=(
-            calibration.corrected(overhead_tokens + size.low + index + pinned_tokens + tail_tokens),
-            calibration.corrected(overhead_tokens + size.high + index + pinned_tokens + tail_tokens),
+            calibration.corrected(overhead_tokens + size.low + index_low + pinned_tokens + tail_tokens),
+            calibration.corrected(overhead_tokens + size.high + index_high + pinned_tokens + tail_tokens),
         ),
-        estimate_unsure=size.unsure,
+        # Too wide for one number: the summary's range, or with the index's, past UNSURE_SPREAD of both.
+        estimate_unsure=size.unsure
+        or (size.high + index_high) - (size.low + index_low)
+        > max(2 * UNSURE_SPREAD * estimate, UNSURE_MIN_TOKENS),
         folded_ids=_ids(split.folded),
         folded_tokens=folded_tokens,
         tail_ids=_ids(raw_tail),

@@ -1,6 +1,7 @@
 """How big the next summary will be, before the model writes it (the preview's estimate, issue 24):
 from what it will fold, fitted on this agent's own summaries (``summary_tokens ≈ a · folded_tokens^b``
-in log space, ``0 <= b <= 1``), with a range from how far those summaries strayed from the fit. Without
+in log space, ``0 <= b <= 1``), with a range from how far the fit missed those summaries when each was
+left out of it (a summary not yet written is predicted as one left out is, not as one fitted). Without
 enough history: the thread's current summary, else the agent's recent mean, else a bounded share of
 what is folded, with a wide range. Pure arithmetic; no model call."""
 
@@ -14,9 +15,11 @@ from dataclasses import dataclass
 # Fewer summaries than this (or all folding the same amount) give no fit.
 MIN_HISTORY = 5
 HISTORY_USED = 40  # the agent's latest summaries: a model or prompt change shows within this many
-# The range covers the middle of the fit's errors; a range wider than UNSURE_SPREAD either side of the
-# estimate is shown as a range, not a number.
-RANGE_QUANTILES = (0.05, 0.95)
+# The range spans the fit's held-out errors (each recorded summary predicted by the fit on the others):
+# from the smallest to the largest. In-sample residuals, or their middle 90%, covered the applied size of
+# only 72-83% of previews through a provider's client (``make bench``, section 6); these cover 90%+.
+# A range wider than UNSURE_SPREAD either side of the estimate is shown as a range, not a number.
+RANGE_QUANTILES = (0.0, 1.0)
 UNSURE_SPREAD = 0.10
 UNSURE_MIN_TOKENS = 20  # a range narrower than this is one number, however small the summary
 FALLBACK_SPREAD = 0.5  # without a fit the estimate may be off by half either way
@@ -69,14 +72,12 @@ def _fit(pairs: list[tuple[int, int]], folded_tokens: int) -> SummarySize | None
         return None
     xs = [math.log(f) for f, _ in pairs]
     ys = [math.log(s) for _, s in pairs]
-    if max(xs) - min(xs) < 1e-9:
-        slope = 0.0
-        intercept = statistics.fmean(ys)
-    else:
-        slope, intercept = statistics.linear_regression(xs, ys)
-        slope = min(max(slope, 0.0), 1.0)  # a summary never shrinks as more is folded, nor outgrows it
-        intercept = statistics.fmean(ys) - slope * statistics.fmean(xs)
-    errors = sorted(y - (intercept + slope * x) for x, y in zip(xs, ys, strict=True))
+    slope, intercept = _line(xs, ys)
+    errors = sorted(
+        ys[k] - (b + a * xs[k])
+        for k in range(len(xs))
+        for a, b in [_line(xs[:k] + xs[k + 1 :], ys[:k] + ys[k + 1 :])]
+    )
     centre = intercept + slope * math.log(folded_tokens)
     low_q, high_q = (_quantile(errors, q) for q in RANGE_QUANTILES)
     return SummarySize(
@@ -84,6 +85,15 @@ def _fit(pairs: list[tuple[int, int]], folded_tokens: int) -> SummarySize | None
         low=round(math.exp(centre + min(low_q, 0.0))),
         high=round(math.exp(centre + max(high_q, 0.0))),
     )
+
+
+def _line(xs: list[float], ys: list[float]) -> tuple[float, float]:
+    """Slope and intercept of ``ys`` on ``xs`` (least squares), the slope held to ``[0, 1]``."""
+    if max(xs) - min(xs) < 1e-9:
+        return 0.0, statistics.fmean(ys)
+    slope, _ = statistics.linear_regression(xs, ys)
+    slope = min(max(slope, 0.0), 1.0)  # a summary never shrinks as more is folded, nor outgrows it
+    return slope, statistics.fmean(ys) - slope * statistics.fmean(xs)
 
 
 def _quantile(ordered: list[float], q: float) -> float:
