@@ -16,7 +16,7 @@ from langchain_core.messages import BaseMessage
 
 from context_engine.config import CompressionConfig
 from context_engine.formats import SUMMARY_MESSAGE_TEMPLATE
-from context_engine.manual.summary_size import UNSURE_MIN_TOKENS, UNSURE_SPREAD, SummarySize, summary_size
+from context_engine.manual.summary_size import SummarySize, summary_size
 from context_engine.state import PINNED_IDS_KEY, SUMMARY_EVENT_KEY
 from context_engine.summary.fold_plan import FoldPlan, fold_identifiers, message_text, receipt_paths
 from context_engine.summary.history import without_index
@@ -136,10 +136,9 @@ def fold_preview(
             calibration.corrected(overhead_tokens + size.low + index_low + pinned_tokens + tail_tokens),
             calibration.corrected(overhead_tokens + size.high + index_high + pinned_tokens + tail_tokens),
         ),
-        # Too wide for one number: the summary's range, or with the index's, past UNSURE_SPREAD of both.
-        estimate_unsure=size.unsure
-        or (size.high + index_high) - (size.low + index_low)
-        > max(2 * UNSURE_SPREAD * estimate, UNSURE_MIN_TOKENS),
+        # One number when the summary's size is known well (its fit held on the agent's own summaries);
+        # the range still carries the index's spread.
+        estimate_unsure=size.unsure,
         folded_ids=_ids(split.folded),
         folded_tokens=folded_tokens,
         tail_ids=_ids(raw_tail),

@@ -20,9 +20,17 @@ HISTORY_USED = 40  # the agent's latest summaries: a model or prompt change show
 # only 72-83% of previews through a provider's client (``make bench``, section 6); these cover 90%+.
 # A range wider than UNSURE_SPREAD either side of the estimate is shown as a range, not a number.
 RANGE_QUANTILES = (0.0, 1.0)
+# ... widened by a fifth in log space: the largest error among the last few dozen summaries is not the
+# largest the next one can have (without it, 89.8% of the generated previews of the stub test).
+RANGE_WIDENING = 1.2
 UNSURE_SPREAD = 0.10
 UNSURE_MIN_TOKENS = 20  # a range narrower than this is one number, however small the summary
-FALLBACK_SPREAD = 0.5  # without a fit the estimate may be off by half either way
+# Without a fit the estimate may be half of the summary, or a fraction of it: a summary that folds more
+# than the one it goes by (the thread's current one, the agent's mean) covers that and more. Measured
+# through a provider's client (``make bench`` section 6, tests/compression/test_preview_range_stub.py):
+# +/-50% missed a third of these previews.
+FALLBACK_LOW_SHARE = 0.5
+FALLBACK_HIGH_SHARE = 2.5
 # A first summary's size, with no history at all: a share of what it folds, bounded.
 FIRST_SUMMARY_SHARE = 0.08
 FIRST_SUMMARY_MIN_TOKENS = 150
@@ -56,6 +64,7 @@ def summary_size(
     fitted = _fit([(f, s) for f, s in history[-HISTORY_USED:] if f > 0 and s > 0], folded_tokens)
     if fitted is not None:
         return fitted
+    ceiling = 0
     if current:
         estimate = current
     elif hint:
@@ -63,8 +72,11 @@ def summary_size(
     else:
         share = int(folded_tokens * FIRST_SUMMARY_SHARE)
         estimate = min(max(share, FIRST_SUMMARY_MIN_TOKENS), FIRST_SUMMARY_MAX_TOKENS) + frame_tokens
-    spread = int(estimate * FALLBACK_SPREAD)
-    return SummarySize(estimate, max(estimate - spread, 0), estimate + spread)
+        # Nothing to go by: up to the largest first summary this assumes, short of what is folded.
+        ceiling = min(FIRST_SUMMARY_MAX_TOKENS + frame_tokens, folded_tokens)
+    return SummarySize(
+        estimate, int(estimate * FALLBACK_LOW_SHARE), max(round(estimate * FALLBACK_HIGH_SHARE), ceiling)
+    )
 
 
 def _fit(pairs: list[tuple[int, int]], folded_tokens: int) -> SummarySize | None:
@@ -79,7 +91,7 @@ def _fit(pairs: list[tuple[int, int]], folded_tokens: int) -> SummarySize | None
         for a, b in [_line(xs[:k] + xs[k + 1 :], ys[:k] + ys[k + 1 :])]
     )
     centre = intercept + slope * math.log(folded_tokens)
-    low_q, high_q = (_quantile(errors, q) for q in RANGE_QUANTILES)
+    low_q, high_q = (1.2 * _quantile(errors, q) for q in RANGE_QUANTILES)
     return SummarySize(
         tokens=round(math.exp(centre)),
         low=round(math.exp(centre + min(low_q, 0.0))),
