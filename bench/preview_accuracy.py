@@ -166,6 +166,7 @@ def summary_rows(results: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any
                     "median_abs_error": statistics.median(errors),
                     "p90_abs_error": statistics.quantiles(errors, n=10)[-1] if len(errors) > 1 else errors[0],
                     "max_abs_error": max(errors),
+                    "within_5pct": sum(e <= 0.05 for e in errors) / len(errors),
                     "within_10pct": sum(e <= TARGET for e in errors) / len(errors),
                     "in_shown_range": sum(r["in_range"] for r in chosen) / len(chosen),
                     "shown_as_range": sum(r["unsure"] for r in chosen) / len(chosen),
@@ -175,7 +176,14 @@ def summary_rows(results: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any
     return out
 
 
-SHARE_COLUMNS = ("median_abs_error", "p90_abs_error", "max_abs_error", "within_10pct", "in_shown_range")
+SHARE_COLUMNS = (
+    "median_abs_error",
+    "p90_abs_error",
+    "max_abs_error",
+    "within_5pct",
+    "within_10pct",
+    "in_shown_range",
+)
 
 
 def render(results: dict[str, list[dict[str, Any]]]) -> str:
