@@ -10,35 +10,22 @@
    the request names), unreachable. The summarizer is ``bench.peers.FakeSummarizer`` (the first
    400 characters of what it is given) that also follows a must-keep list when its prompt carries one,
    as an instruction-following model does; only our repair pass ever sends such a list.
-2. **Preview accuracy.** On each trajectory's full history, the preview's estimated size after a manual
-   compression against the size the compression then reports (same plan, same summarizer), for a first
-   summary and for a second one on top of it.
+The preview's accuracy (issue 14 item 2, issue 24) is ``bench.preview_accuracy``.
 
     python -m bench.loss_report
 """
 
 from __future__ import annotations
 
-import statistics
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
-from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from agent_platform.model_catalog import OFFLINE_MODEL_NAME
 from bench import peers, trajectories
 from bench.common import markdown_table
-from context_engine.config import CompressionConfig
 from context_engine.formats import REPAIR_IDENTIFIER_LINE
-from context_engine.manual.apply import force_summarize
-from context_engine.manual.preview import fold_preview
-from context_engine.policy.trigger import tail_cap
-from context_engine.steps import run_sync
-from context_engine.store import MemoryStore, StagedStore
-from context_engine.summary.fold_plan import message_text, plan_fold
+from context_engine.summary.fold_plan import message_text
 from context_engine.summary.identifiers import (
     TIER_ONE_READ,
     TIER_SUMMARY,
@@ -49,13 +36,10 @@ from context_engine.summary.identifiers import (
     identifiers_of,
 )
 from context_engine.summary.loss import named_paths, through_history, view_text
-from context_engine.tokens.messages import profile_for_model
 
 SETUP = peers.Setup(trigger_tokens=8192, keep_messages=10, context_window=32768)
 VARIANTS = ("ours", "ours+repair", "langchain", "deepagents")
 REPAIR_MARKER = "An earlier summary of these messages left out the identifiers below."
-PREVIEW_TARGET = 0.05
-REAL_PATH_TARGET = 0.10
 HISTORY_DIR_NAME = (
     "conversation_history"  # ours: outputs/conversation_history/, deepagents: /conversation_history/
 )
@@ -240,158 +224,18 @@ def render_survival(results: list[Survival]) -> str:
     )
 
 
-# --- preview accuracy -----------------------------------------------------------------------------
-
-
-def _half(messages: tuple[BaseMessage, ...]) -> list[BaseMessage]:
-    """The history up to the AI message nearest its middle (a state the agent could have been in)."""
-    middle = len(messages) // 2
-    cut = next((i for i in range(middle, len(messages)) if isinstance(messages[i], AIMessage)), len(messages))
-    return list(messages[:cut])
-
-
-def offline_summarizer() -> BaseChatModel:
-    """The platform's own summarizer path: the offline model ``make run`` uses (deterministic,
-    content-dependent sizes, like a real model's and unlike the bench's fixed-length fake)."""
-    from agent_platform.runtime.offline import OfflineChatModel
-
-    return OfflineChatModel(model_name=OFFLINE_MODEL_NAME)
-
-
-def preview_accuracy(
-    trajs: tuple[trajectories.Trajectory, ...] | None = None,
-    *,
-    summarizer: Callable[[], BaseChatModel] | None = None,
-) -> list[dict]:
-    """Per trajectory: preview then apply at mid-history (a first summary), then again on the full
-    history on top of it (a second summary). A first summary's size is estimated from this agent's
-    earlier summaries (the running mean of those applied so far, as the service does from its records).
-    ``summarizer`` makes the summary model (default: the bench's fixed-length fake)."""
-    summarizer = summarizer or (
-        lambda: peers.FakeSummarizer(profile={"max_input_tokens": SETUP.context_window})
-    )
-    trajs = trajs or trajectories.trajectories()
-    config = CompressionConfig(
-        trigger_tokens=SETUP.trigger_tokens,
-        keep_messages=SETUP.keep_messages,
-        context_window=SETUP.context_window,
-        model_name=peers.MODEL_NAME,
-    )
-    profile = profile_for_model(peers.MODEL_NAME)
-    rows: list[dict] = []
-    sizes: list[int] = []
-    history: list[tuple[int, int]] = []  # (folded, summary) tokens, as the service reads its records
-    for traj in trajs:
-        store = MemoryStore()
-        values: dict = {"messages": _half(traj.messages)}
-        for round_ in (1, 2):
-            if round_ == 2:
-                values = {**values, "messages": list(traj.messages)}
-            plan = plan_fold(
-                values,
-                config=config,
-                store=StagedStore(store),
-                profile=profile,
-                max_tail_tokens=tail_cap(config),
-            )
-            hint = round(statistics.fmean(sizes[-20:])) if sizes else None
-            preview = fold_preview(plan, preview_id="bench", summary_hint=hint, summary_history=history)
-            if not preview.foldable:
-                continue
-            applied = run_sync(
-                force_summarize(values, config=config, store=store, profile=profile, now=datetime.now(UTC)),
-                handler=lambda request: None,
-                summary_model=summarizer(),
-            )
-            if applied.status != "completed":  # e.g. a summary not smaller than what it folds
-                continue
-            sizes.append(applied.summary_tokens or 0)
-            history.append((applied.folded_tokens or 0, applied.summary_tokens or 0))
-            error = (preview.estimated_after_tokens - applied.after_tokens) / applied.after_tokens
-            rows.append(
-                {
-                    "trajectory": traj.name,
-                    "round": round_,
-                    "estimated": preview.estimated_after_tokens,
-                    "applied": applied.after_tokens,
-                    "error": error,
-                    "in_range": preview.estimated_after_range[0]
-                    <= applied.after_tokens
-                    <= preview.estimated_after_range[1],
-                    "unsure": preview.estimate_unsure,
-                }
-            )
-            values = {**values, **applied.update}
-    return rows
-
-
-def render_preview(rows: list[dict], real_path: list[dict] | None = None) -> str:
-    out = []
-    for path, path_rows in (("bench fake", rows), ("offline model", real_path or [])):
-        for round_ in (1, 2):
-            errors = [abs(r["error"]) for r in path_rows if r["round"] == round_]
-            if not errors:
-                continue
-            within = sum(1 for e in errors if e <= PREVIEW_TARGET)
-            out.append(
-                {
-                    "summarizer": path,
-                    "summary": "first" if round_ == 1 else "second (on top of the first)",
-                    "previews": len(errors),
-                    "median_abs_error": statistics.median(errors),
-                    "p90_abs_error": statistics.quantiles(errors, n=10)[-1] if len(errors) > 1 else errors[0],
-                    "max_abs_error": max(errors),
-                    "within_5pct": within / len(errors),
-                    "within_10pct": sum(1 for e in errors if e <= REAL_PATH_TARGET) / len(errors),
-                    "in_shown_range": sum(1 for r in path_rows if r["round"] == round_ and r["in_range"])
-                    / len(errors),
-                    "shown_as_range": sum(1 for r in path_rows if r["round"] == round_ and r["unsure"])
-                    / len(errors),
-                }
-            )
-    fmt = {
-        c: (lambda v: f"{v:.1%}")
-        for c in (
-            "median_abs_error",
-            "p90_abs_error",
-            "max_abs_error",
-            "within_5pct",
-            "within_10pct",
-            "in_shown_range",
-            "shown_as_range",
-        )
-    }
-    return (
-        "Preview (`POST .../compress/preview`: no model call, nothing written) against the compression applied "
-        "right after it on the same state: estimated size after (summary + pinned + kept tail) vs the size the "
-        f"compression reports. Target: within {PREVIEW_TARGET:.0%} with the fake; on the platform's own "
-        f"summarizer path (the offline model, whose summaries vary with what they fold) within "
-        f"{REAL_PATH_TARGET:.0%} for 90% of previews (issue 24).\n\n"
-        + markdown_table(out, list(out[0]) if out else [], fmt)
-    )
-
-
 if __name__ == "__main__":
     results = run_survival()
     print(render_survival(results))
-    print(render_preview(preview_accuracy()))
 
 
-def headline_rows(
-    results: list[Survival], previews: list[dict], real_path: list[dict] | None = None
-) -> list[dict]:
-    """Rows for the README's headline table."""
+def headline_rows(results: list[Survival]) -> list[dict]:
+    """Rows for the README's headline table (the preview's: ``bench.preview_accuracy``)."""
     by = {row["middleware"]: row for row in survival_rows(results)}
 
     def pct(v) -> str:
         return "n/a" if v is None else f"{v:.0%}"
 
-    errors = [abs(r["error"]) for r in previews]
-    within = sum(1 for e in errors if e <= PREVIEW_TARGET) / len(errors) if errors else None
-    real_errors = [abs(r["error"]) for r in real_path or []]
-    real_within = (
-        sum(1 for e in real_errors if e <= REAL_PATH_TARGET) / len(real_errors) if real_errors else None
-    )
     return [
         {
             "measure": "Identifiers of folded messages still visible after a summary, without / with the repair pass",
@@ -400,21 +244,5 @@ def headline_rows(
             "peers": f"LangChain {pct(by['langchain']['survived'])}, deepagents {pct(by['deepagents']['survived'])} "
             "(same summarizer)",
             "target": "reported",
-        },
-        {
-            "measure": "Preview estimate of the size after a manual compression, within 5% of the applied result",
-            "ours": f"{pct(within)} of {len(errors)} previews (median error {statistics.median(errors):.1%})"
-            if errors
-            else "n/a",
-            "peers": "(no peer previews a compression)",
-            "target": "within 5%",
-        },
-        {
-            "measure": "Preview on the platform's summarizer path (offline model), within 10% of the applied result",
-            "ours": f"{pct(real_within)} of {len(real_errors)} previews (median error {statistics.median(real_errors):.1%})"
-            if real_errors
-            else "n/a",
-            "peers": "(no peer previews a compression)",
-            "target": ">= 90% within 10%",
         },
     ]

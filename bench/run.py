@@ -26,6 +26,7 @@ from bench import (
     manual_latency,
     overhead,
     peers,
+    preview_accuracy,
     reference_index,
 )
 from bench.common import machine_markdown, markdown_table
@@ -428,11 +429,10 @@ def main() -> None:
     section("5. Bulk compaction", bulk.render(bulk_rows))
 
     survival = loss_report.run_survival()
-    previews = loss_report.preview_accuracy()
-    real_previews = loss_report.preview_accuracy(summarizer=loss_report.offline_summarizer)
+    previews = preview_accuracy.run()
     section(
         "6. Loss report, repair pass and preview",
-        loss_report.render_survival(survival) + "\n" + loss_report.render_preview(previews, real_previews),
+        loss_report.render_survival(survival) + "\n" + preview_accuracy.render(previews),
     )
 
     reached = reference_index.run()
@@ -448,7 +448,8 @@ def main() -> None:
         vs_tiktoken,
         calib,
         extra=[
-            *loss_report.headline_rows(survival, previews, real_previews),
+            *loss_report.headline_rows(survival),
+            *preview_accuracy.headline_rows(previews),
             *reference_index.headline_rows(reached),
         ],
     )

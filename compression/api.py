@@ -96,6 +96,8 @@ class PreviewOut(Schema):
     # The estimate's likely range; ``estimate_unsure`` when it is too wide for one number.
     estimated_after_range: list[int]
     estimate_unsure: bool
+    # Computed with the agent's local summarizer (the offline model): the figure applying it gives.
+    estimate_exact: bool = False
     summary_estimate_tokens: int
     folded: PreviewFoldedOut
     kept_tail: PreviewTailOut

@@ -5,12 +5,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+from collections.abc import Callable
 
 import httpx
 from django.conf import settings
 from django.core.cache import cache
 from django.utils.translation import gettext as _
 from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage
 
 from agent_platform.errors import ApplicationError
 from agent_platform.key_bindings import Origin, binding_error, url_origin
@@ -171,3 +173,16 @@ def model_in_language(model: BaseChatModel, *, language: str) -> BaseChatModel:
     if isinstance(model, OfflineChatModel) and language:
         return model.model_copy(update={"language": language})
     return model
+
+
+def local_summarizer_for(agent: Agent) -> Callable[[str], AIMessage] | None:
+    """The agent's summarizer as a plain function (summary prompt in, reply out) when it is local code:
+    the offline model, free and deterministic, so a preview may compute the summary instead of
+    estimating it (``context_engine.manual.exact_size``). None for a provider's model: that one is
+    called only when a compression is applied."""
+    if agent.endpoint_id is not None:  # a provider: not even its client is made here
+        return None
+    model = chat_model_for(agent)
+    if not isinstance(model, OfflineChatModel):  # a stand-in (tests) is a model to call, not code to run
+        return None
+    return lambda prompt: model.reply([HumanMessage(prompt)])

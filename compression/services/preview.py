@@ -14,10 +14,12 @@ from django.db.models import Max
 
 from agent_platform.calibration.selectors import calibration_for
 from agent_platform.runtime.graph import state_repository_for
+from agent_platform.runtime.models import local_summarizer_for
 from agent_platform.workdir import workdir_for
 from compression.errors import CapabilityMissing, StalePreview
 from compression.selectors import meter_tokens, summary_size_history, summary_tokens_hint
 from context_engine.config import COMPRESSION_CAPABILITY
+from context_engine.manual.exact_size import sized_preview
 from context_engine.manual.preview import FoldPreview, fold_preview, preview_fingerprint
 from context_engine.policy.pressure import usage_overhead
 from context_engine.policy.trigger import tail_cap
@@ -55,15 +57,29 @@ def conversation_compress_preview(*, conversation: Conversation) -> dict[str, An
         pinned_ids=pinned,
         max_tail_tokens=int(tail_cap(config) / calibration.factor),
     )
+    overhead = usage_overhead(values.get(TOKEN_USAGE_KEY), profile)
     preview = fold_preview(
         plan,
         preview_id=preview_name(conversation, values, pinned=pinned),
         summary_hint=summary_tokens_hint(agent_id=agent.pk),
         summary_history=summary_size_history(agent_id=agent.pk),
-        overhead_tokens=usage_overhead(values.get(TOKEN_USAGE_KEY), profile),
+        overhead_tokens=overhead,
         calibration=calibration,
         before_tokens=meter_tokens(agent=agent, values=values),
     )
+    if (sizer := local_summarizer_for(agent)) is not None:
+        # A local summarizer (no provider, no cost): the summary is computed, not estimated.
+        preview = sized_preview(
+            preview,
+            values,
+            sizer=sizer,
+            config=config,
+            store=workdir_for(conversation),
+            profile=profile,
+            pinned_ids=pinned,
+            calibration=calibration,
+            overhead_tokens=overhead,
+        )
     flags = thread_busy_flags(conversation=conversation)
     return _body(conversation, preview, busy=bool(flags["busy"] or flags["interrupted"]))
 
@@ -101,6 +117,7 @@ def _body(conversation: Conversation, preview: FoldPreview, *, busy: bool) -> di
         "estimated_after_tokens": preview.estimated_after_tokens,
         "estimated_after_range": list(preview.estimated_after_range),
         "estimate_unsure": preview.estimate_unsure,
+        "estimate_exact": preview.estimate_exact,
         "summary_estimate_tokens": preview.summary_estimate_tokens,
         "folded": {
             "count": len(preview.folded_ids),

@@ -27,6 +27,10 @@ from context_engine.tokens.messages import estimate_text, messages_tokens
 
 PREVIEW_ID_CHARS = 32
 AT_RISK_LIST_MAX = 50
+# The reference index is built as if the summary kept none of the folded identifiers; the summary keeps
+# some (the index then lists fewer), and its budget moves with the summary's size. Applied indexes were
+# 0.56-1.13 times the one the preview built (5th percentile to max, ``make bench`` section 6): the range.
+INDEX_RANGE_SHARES = (0.5, 1.15)
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class FoldPreview:
     index_tokens: int = 0  # the reference index that will follow the summary (built, not estimated)
     estimated_after_range: tuple[int, int] = (0, 0)  # the estimate's likely range (``summary_size``)
     estimate_unsure: bool = False  # the range is too wide for one number: the page shows the range
+    estimate_exact: bool = False  # computed with the agent's local summarizer (``manual.exact_size``)
     folded_ids: tuple[str, ...] = ()
     folded_tokens: int = 0
     tail_ids: tuple[str, ...] = ()
@@ -106,6 +111,7 @@ def fold_preview(
     # The reference index that will follow the summary is deterministic: sized here, not estimated.
     index = preview_index_tokens(plan, summary_tokens=size.tokens, folded_tokens=folded_tokens)
     estimate = size.tokens + index
+    index_low, index_high = (round(index * share) for share in INDEX_RANGE_SHARES)
     identifiers = fold_identifiers(split.folded)
     # Before the model writes it, the summary holds nothing; its message will name the history file.
     report = fold_loss_report(
@@ -127,9 +133,11 @@ def fold_preview(
         summary_estimate_tokens=size.tokens,  # the summary alone, as fitted (the index is sized apart)
         index_tokens=index,
         estimated_after_range=(
-            calibration.corrected(overhead_tokens + size.low + index + pinned_tokens + tail_tokens),
-            calibration.corrected(overhead_tokens + size.high + index + pinned_tokens + tail_tokens),
+            calibration.corrected(overhead_tokens + size.low + index_low + pinned_tokens + tail_tokens),
+            calibration.corrected(overhead_tokens + size.high + index_high + pinned_tokens + tail_tokens),
         ),
+        # One number when the summary's size is known well (its fit held on the agent's own summaries);
+        # the range still carries the index's spread.
         estimate_unsure=size.unsure,
         folded_ids=_ids(split.folded),
         folded_tokens=folded_tokens,

@@ -66,6 +66,7 @@ __all__ = [
     "history_next_line",
     "history_path",
     "is_summary_message",
+    "SESSION_ID_DIGITS",
     "new_session_id",
     "render_history_section",
     "summary_text",
@@ -77,8 +78,14 @@ __all__ = [
 # --- history file ------------------------------------------------------------------------------
 
 
+SESSION_ID_DIGITS = 39  # a uuid4 as a zero-padded decimal number: every id has the same token estimate
+
+
 def new_session_id() -> str:
-    return f"{SESSION_ID_PREFIX}{uuid.uuid4().hex}"
+    """A random session id. Decimal digits of a fixed length, not hex: the estimator counts any two of
+    them alike (hex strings vary by ±10 tokens with their runs of letters and digits), so a preview,
+    which names a stand-in before the id is drawn, sizes a first summary's message to the token."""
+    return f"{SESSION_ID_PREFIX}{uuid.uuid4().int:0{SESSION_ID_DIGITS}d}"
 
 
 def history_path(session_id: str) -> str:

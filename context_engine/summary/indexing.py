@@ -15,7 +15,12 @@ from langchain_core.messages import BaseMessage
 from context_engine.formats import SESSION_ID_PREFIX
 from context_engine.summary.dropping import session_id_from
 from context_engine.summary.fold_plan import FoldPlan, fold_identifiers, message_text, receipt_paths
-from context_engine.summary.history import history_next_line, history_path, render_history_section
+from context_engine.summary.history import (
+    SESSION_ID_DIGITS,
+    history_next_line,
+    history_path,
+    render_history_section,
+)
 from context_engine.summary.identifiers import identifiers_of
 from context_engine.summary.loss import read_saved_texts
 from context_engine.summary.reference_index import NO_INDEX, ReferenceIndex, Source, build_reference_index
@@ -62,6 +67,14 @@ def _safe(session_id: object) -> bool:
     return isinstance(session_id, str) and session_id_from(session_id) == session_id
 
 
+def stand_in_session_id(messages: Sequence[BaseMessage]) -> str:
+    """A thread's first summary names a session id not made yet (``new_session_id``, at apply): one of
+    the same shape stands in for a preview, the same for the same thread (reproducible)."""
+    digest = hashlib.sha256(str(messages[0].id if messages else "").encode()).digest()
+    number = int.from_bytes(digest[:16]) % 10**SESSION_ID_DIGITS
+    return f"{SESSION_ID_PREFIX}{number:0{SESSION_ID_DIGITS}d}"
+
+
 def preview_index_tokens(plan: FoldPlan, *, summary_tokens: int, folded_tokens: int) -> int:
     """The tokens the index adds to the summary message the preview estimates at ``summary_tokens``:
     built as if the summary kept none of the folded identifiers, within the agent's budget and the room
@@ -70,10 +83,9 @@ def preview_index_tokens(plan: FoldPlan, *, summary_tokens: int, folded_tokens: 
     if budget <= 0 or not plan.foldable:
         return 0
     folded = plan.split.folded
-    # A thread's first summary names a session id not made yet: one of the same shape stands in (the
-    # same for the same thread, so a preview is reproducible).
-    stand_in = hashlib.sha256(str(plan.messages[0].id if plan.messages else "").encode()).hexdigest()[:32]
-    file_path = history_path(plan.session_id if _safe(plan.session_id) else f"{SESSION_ID_PREFIX}{stand_in}")
+    file_path = history_path(
+        plan.session_id if _safe(plan.session_id) else stand_in_session_id(plan.messages)
+    )
     inputs = index_inputs(
         folded,
         kept=plan.split.kept,

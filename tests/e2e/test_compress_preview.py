@@ -1,5 +1,6 @@
-"""The compression preview at desktop and phone widths, in English and 简体中文: before this agent has
-summaries on record it shows the size after as a range, and nothing spills sideways."""
+"""The compression preview at desktop and phone widths, in English and 简体中文: with the offline model
+as the summarizer (local code) it shows the size after computed, the one compressing then gives, and
+nothing spills sideways. (A provider's agent gets an estimate with a range: tests/compression.)"""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ pytestmark = pytest.mark.browser
 
 @pytest.mark.parametrize(("width", "height"), [(1366, 900), (390, 844)])
 @pytest.mark.parametrize("language", ["en", "zh-hans"])
-def test_the_preview_shows_a_range_until_the_agent_has_summaries_on_record(
+def test_the_preview_shows_the_computed_size_with_the_offline_summarizer(
     browser, e2e_server, width, height, language, screenshot
 ):
     thread_id = e2e_server.seed("thread", title="Trip planning")["thread_id"]
@@ -43,13 +44,26 @@ def test_the_preview_shows_a_range_until_the_agent_has_summaries_on_record(
         page.click("#compress-button")
         preview = page.locator("#compress-preview")
         expect(preview).to_be_visible()
-        expect(page.locator("#compress-preview-range")).to_be_visible()
+        expect(page.locator("#compress-preview-exact")).to_be_visible()
+        expect(page.locator("#compress-preview-range")).to_have_count(0)
+        shown_after = int(preview.get_attribute("data-after"))
         preview.scroll_into_view_if_needed()
         overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
         if (language, width) == ("zh-hans", 390):
             screenshot(page, "compress-preview-zh-hans-390")
+        if (language, width) == ("en", 1366):
+            applied = page.request.post(
+                f"/api/threads/{thread_id}/compress?wait=true&preview_id={preview.get_attribute('data-preview-id')}",
+                headers={"X-CSRFToken": _csrf(context)},
+            )
+            assert applied.ok, applied.text()
+            assert applied.json()["after_tokens"] == shown_after  # what the preview showed is what applies
     finally:
         if language != "en":
             page.click("button[name=language][value=en]")
         context.close()
+
+
+def _csrf(context) -> str:
+    return next(c["value"] for c in context.cookies() if c["name"] == "csrftoken")

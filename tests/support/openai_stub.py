@@ -37,6 +37,8 @@ class OpenAIStub:
     ) -> None:
         self.model = model
         self.prompt_tokens = prompt_tokens  # counts a request's prompt tokens (default: JSON chars / 4)
+        # Answers a request from its body when nothing is scripted (a model that writes its own replies).
+        self.responder: Callable[[dict[str, Any]], ScriptedReply] | None = None
         self.queue: deque[ScriptedReply] = deque()
         self.requests: list[dict[str, Any]] = []
         self.authorizations: list[str] = []  # the Authorization header of every request, in order
@@ -109,6 +111,8 @@ class OpenAIStub:
     def _next(self, body: dict[str, Any]) -> ScriptedReply:
         with self._lock:
             self.requests.append(body)
+            if not self.queue and self.responder is not None:
+                return self.responder(body)
             if not self.queue:
                 return ScriptedReply(
                     error_status=500,

@@ -46,7 +46,7 @@ def test_history_section_leaves_out_earlier_summaries():
 
 def test_history_path_is_under_conversation_history_and_rejects_unsafe_ids():
     sid = new_session_id()
-    assert sid.startswith("session_") and len(sid) == len("session_") + 32
+    assert sid.startswith("session_") and len(sid) == len("session_") + 39 and sid[8:].isdigit()
     assert history_path(sid) == f"outputs/conversation_history/{sid}.md"
     for bad in ("../x", "", "a/b", "a.md", "x\x00"):
         with pytest.raises(ValueError):
