@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
-from tests.e2e.test_context_coherence import _send
+from tests.e2e.chat_support import plan_a_trip, thread_page
 
 pytestmark = pytest.mark.browser
 
@@ -18,25 +18,8 @@ def test_the_preview_shows_a_range_until_the_agent_has_summaries_on_record(
     browser, e2e_server, width, height, language, screenshot
 ):
     thread_id = e2e_server.seed("thread", title="Trip planning")["thread_id"]
-    context = browser.new_context(base_url=e2e_server.base_url, viewport={"width": width, "height": height})
-    page = context.new_page()
-    page.set_default_timeout(20000)
-    try:
-        page.goto("/accounts/login/")
-        page.fill("input[name=username]", "alice")
-        page.fill("input[name=password]", "pw-alice-123")
-        page.click("main button[type=submit]")
-        page.goto(f"/threads/{thread_id}/")
-        if language != "en":
-            page.click(f"button[name=language][value={language}]")
-        expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
-        detail = " We want the old town, the museums, the coast and day trips by train." * 6
-        for text in (
-            "We are planning a trip to Lisbon." + detail,
-            "I prefer trains." + detail,
-            "Budget 900 euros.",
-        ):
-            _send(page, text)
+    with thread_page(browser, e2e_server, thread_id, width=width, height=height, language=language) as page:
+        plan_a_trip(page, last="Budget 900 euros.")
         e2e_server.seed("usage", thread_id=thread_id, usage=usage_at(0.93))
         page.reload()
         expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
@@ -49,7 +32,3 @@ def test_the_preview_shows_a_range_until_the_agent_has_summaries_on_record(
         assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
         if (language, width) == ("zh-hans", 390):
             screenshot(page, "compress-preview-zh-hans-390")
-    finally:
-        if language != "en":
-            page.click("button[name=language][value=en]")
-        context.close()

@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.chat_support import restore_language, switch_language
+
 pytestmark = pytest.mark.browser
 
 
@@ -27,9 +29,7 @@ def test_a_viewer_reads_the_owners_thread_without_its_controls(
     errors: list[str] = []
     viewer.on("pageerror", lambda error: errors.append(str(error)))
     viewer.goto(f"/threads/{thread_id}/")
-    if language != "en":
-        viewer.click(f"button[name=language][value={language}]")
-        expect(viewer.locator("html")).to_have_attribute("lang", language)
+    switch_language(viewer, language)
     expect(viewer.locator("#socket-status")).to_have_attribute("data-state", "open")
     expected = "You are reading alice's thread" if language == "en" else "你正在阅读 alice 的会话"
     expect(viewer.locator("#read-only")).to_contain_text(expected)
@@ -46,5 +46,4 @@ def test_a_viewer_reads_the_owners_thread_without_its_controls(
     assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
     assert errors == []
     screenshot(viewer, f"thread-read-only-{language}-{width}")
-    if language != "en":
-        viewer.click("button[name=language][value=en]")
+    restore_language(viewer, language)
