@@ -151,3 +151,18 @@ def compress_now(page, thread_id: str) -> None:
     assert response.ok, response.text()
     page.reload()
     expect(page.locator("#memory-panel")).to_have_attribute("data-summary", "true")
+
+
+def open_context(page) -> None:
+    """Open the context drawer where the panel is one (narrow screens); a no-op beside a side panel."""
+    toggle = page.locator("#context-toggle")
+    if toggle.is_visible() and toggle.get_attribute("aria-expanded") != "true":
+        toggle.click()
+        expect(page.locator("#context-drawer")).to_have_attribute("role", "dialog")
+
+
+def close_context(page) -> None:
+    """Close the context drawer if it is open (the conversation behind it is inert meanwhile)."""
+    if page.locator("#context-toggle").get_attribute("aria-expanded") == "true":
+        page.locator("#context-close").click()
+        expect(page.locator("#context-toggle")).to_have_attribute("aria-expanded", "false")

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
-from tests.e2e.chat_support import plan_a_trip, thread_page
+from tests.e2e.chat_support import open_context, plan_a_trip, thread_page
 
 pytestmark = pytest.mark.browser
 
@@ -34,6 +34,7 @@ def test_the_card_shows_the_job_in_progress_and_stop_ends_it_with_nothing_applie
             expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
             e2e_server.seed("slow_summary", delay=60)
 
+            open_context(page)  # a drawer on a phone
             page.click("#compress-button")
             expect(page.locator("#compress-preview")).to_be_visible()
             page.click("#compress-apply")
@@ -51,6 +52,7 @@ def test_the_card_shows_the_job_in_progress_and_stop_ends_it_with_nothing_applie
             page.reload()
             expect(page.locator("#compression-job")).to_have_attribute("data-job-status", "running")
 
+            open_context(page)
             page.click("#compress-stop")
 
             expect(page.locator("#compression-status")).to_have_attribute("data-status", "cancelled")

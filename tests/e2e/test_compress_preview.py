@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
-from tests.e2e.chat_support import plan_a_trip, thread_page
+from tests.e2e.chat_support import open_context, plan_a_trip, thread_page
 
 pytestmark = pytest.mark.browser
 
@@ -23,6 +23,7 @@ def test_the_preview_shows_a_range_until_the_agent_has_summaries_on_record(
         e2e_server.seed("usage", thread_id=thread_id, usage=usage_at(0.93))
         page.reload()
         expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+        open_context(page)  # a drawer on a phone
         page.click("#compress-button")
         preview = page.locator("#compress-preview")
         expect(preview).to_be_visible()

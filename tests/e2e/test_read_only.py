@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import restore_language, switch_language
+from tests.e2e.chat_support import close_context, open_context, restore_language, switch_language
 
 pytestmark = pytest.mark.browser
 
@@ -36,7 +36,9 @@ def test_a_viewer_reads_the_owners_thread_without_its_controls(
     for control in ("#composer", "#stop-form", ".rename", ".danger-zone", ".pin-toggle", "#compress-button"):
         expect(viewer.locator(control)).to_have_count(0)
     expect(viewer.locator("#transcript .role-user .author").first).to_have_text("alice")
+    open_context(viewer)  # a drawer on a phone
     expect(viewer.locator("#state-panel")).to_be_visible()
+    close_context(viewer)
 
     # The owner writes again: the viewer's page follows live.
     owner.fill("#composer-input", "I prefer trains to planes.")

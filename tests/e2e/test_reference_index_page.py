@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import compress_now, send_and_wait, thread_page
+from tests.e2e.chat_support import compress_now, open_context, send_and_wait, thread_page
 
 pytestmark = pytest.mark.browser
 
@@ -37,6 +37,7 @@ def test_the_memory_panel_shows_what_the_agent_can_look_up_and_a_pointer_opens_i
         ):
             send_and_wait(page, text)
         compress_now(page, thread_id)
+        open_context(page)  # a drawer on a phone
         index = page.locator("#memory-index")
         expect(index).to_be_visible()
         index.locator("summary").click()

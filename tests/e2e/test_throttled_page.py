@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
-from tests.e2e.chat_support import plan_a_trip, thread_page
+from tests.e2e.chat_support import close_context, open_context, plan_a_trip, thread_page
 
 pytestmark = pytest.mark.browser
 
@@ -40,6 +40,7 @@ def test_a_throttled_send_and_compression_are_told_in_words(
             e2e_server.seed("usage", thread_id=thread_id, usage=usage_at(0.93))
             page.reload()
             expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+            open_context(page)  # a drawer on a phone
             page.click("#compress-button")
             page.click("#compress-apply")
             notice = page.locator("#compress-notice")
@@ -52,6 +53,7 @@ def test_a_throttled_send_and_compression_are_told_in_words(
 
             # This minute's send is used up: the message stays in the box, the reason under it.
             e2e_server.seed("throttle", limits={**OFF, "THROTTLE_SEND_PER_MINUTE": 1}, spend=["send"])
+            close_context(page)
             page.fill("#composer-input", "One more, please.")
             page.keyboard.press("Enter")
             expect(page.locator("#composer-error")).to_contain_text(send_words)
