@@ -78,20 +78,13 @@ def test_a_thread_opens_and_stays_on_its_latest_message_and_the_panel_is_a_drawe
             expect(toggle).to_be_visible()
             expect(toggle).to_have_attribute("aria-expanded", "false")
             expect(page.locator("#state-panel")).to_be_hidden()
-            assert _fully_in_view(page, toggle) or page.evaluate("window.scrollY") > 0
+            assert _fully_in_view(page, toggle), "the compact meter is off-screen"
             # The compact meter shows the panel's own figure and hint.
             ratio = page.locator("#pressure-ratio").text_content().strip()
             expect(page.locator("#context-toggle-ratio")).to_have_text(ratio)
             hint = " ".join(page.locator("#compression-hint p").first.text_content().split())
             expect(page.locator("#context-toggle-hint")).to_have_text(hint)
             screenshot(page, f"thread-{language}-{width}-{scheme}")
-
-        send_and_wait(page, "One more question about the night trains, please.")
-        _latest_and_composer_in_view(page)
-        expect(page.locator("#transcript .message.role-assistant").last).to_contain_text("night trains")
-
-        if phone:
-            page.evaluate("window.scrollTo(0, 0)")
             toggle.click()
             expect(toggle).to_have_attribute("aria-expanded", "true")
             drawer = page.locator("#context-drawer")
@@ -100,11 +93,6 @@ def test_a_thread_opens_and_stays_on_its_latest_message_and_the_panel_is_a_drawe
             close = page.locator("#context-close")
             expect(close).to_be_focused()
             expect(close).to_have_text(WORDS[language]["close"])
-            # The run re-measured the thread: the compact meter follows the re-rendered panel.
-            ratio = page.locator("#pressure-ratio").text_content().strip()
-            expect(page.locator("#context-toggle-ratio")).to_have_text(ratio)
-            hint = page.locator("#compression-hint")
-            expect(page.locator("#context-toggle-hint")).to_be_visible(visible=hint.count() > 0)
             page.wait_for_function(
                 "() => Math.abs(document.getElementById('context-drawer').getBoundingClientRect().right"
                 " - window.innerWidth) < 1"
@@ -126,6 +114,17 @@ def test_a_thread_opens_and_stays_on_its_latest_message_and_the_panel_is_a_drawe
             expect(page.locator("#state-panel")).to_be_visible()
             page.mouse.click(10, height - 200)
             expect(page.locator("#state-panel")).to_be_hidden()
+
+        send_and_wait(page, "One more question about the night trains, please.")
+        _latest_and_composer_in_view(page)
+        expect(page.locator("#transcript .message.role-assistant").last).to_contain_text("night trains")
+        if phone:
+            assert _fully_in_view(page, toggle), "the compact meter is off-screen"
+            # The run re-measured the thread: the compact meter follows the re-rendered panel.
+            ratio = page.locator("#pressure-ratio").text_content().strip()
+            expect(page.locator("#context-toggle-ratio")).to_have_text(ratio)
+            hint = page.locator("#compression-hint")
+            expect(page.locator("#context-toggle-hint")).to_be_visible(visible=hint.count() > 0)
 
 
 @pytest.mark.parametrize(("width", "height"), SIZES)
