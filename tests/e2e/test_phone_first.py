@@ -114,6 +114,11 @@ def test_a_thread_opens_and_stays_on_its_latest_message_and_the_panel_is_a_drawe
             expect(page.locator("#state-panel")).to_be_visible()
             page.mouse.click(10, height - 200)
             expect(page.locator("#state-panel")).to_be_hidden()
+            # The thread's head: title, new thread, live status, then the compact meter.
+            page.evaluate("window.scrollTo(0, 0)")
+            expect(page.locator("#new-thread-button")).to_be_visible()
+            _no_sideways_scroll(page, width)
+            screenshot(page, f"thread-head-{language}-{width}-{scheme}")
 
         send_and_wait(page, "One more question about the night trains, please.")
         _latest_and_composer_in_view(page)
