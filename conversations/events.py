@@ -13,6 +13,7 @@ Event shapes (JSON primitives only), delivered to sockets as ``{"type": <type>, 
 - ``message.pin``     ``{message_id, seq, pinned}``: a message was pinned or unpinned
 - ``compression.job`` ``{job: {id, status, attempts, error, ...}}``: a manual or bulk compression job
                       changed status (queued, running, then succeeded, failed, cancelled or no_change)
+- ``thread.title``    ``{title}``: the thread's title changed (its first message named it, or a rename)
 
 Agent middleware emits ``compression`` and ``state`` events on LangGraph's ``custom`` stream as dicts
 with a ``"type"`` key (``get_stream_writer()({"type": "compression", "status": "started", ...})``);
@@ -41,7 +42,10 @@ MESSAGE_CREATED = "message.created"
 STATE = "state"
 PIN = "message.pin"
 COMPRESSION_JOB = "compression.job"
-EVENT_TYPES = frozenset({RUN_STATUS, RUN_TOKEN, MESSAGE_CREATED, COMPRESSION, STATE, PIN, COMPRESSION_JOB})
+TITLE = "thread.title"
+EVENT_TYPES = frozenset(
+    {RUN_STATUS, RUN_TOKEN, MESSAGE_CREATED, COMPRESSION, STATE, PIN, COMPRESSION_JOB, TITLE}
+)
 # The Channels message type; ThreadConsumer.thread_event receives it.
 CHANNELS_MESSAGE_TYPE = "thread.event"
 # Sent to a user's group when a session of theirs logs out; ThreadConsumer.session_ended receives it.

@@ -96,7 +96,10 @@ def message_list_latest(*, conversation: Conversation, limit: int = MESSAGE_PAGE
 
 
 def run_latest(*, conversation: Conversation) -> AgentRun | None:
-    return conversation.runs.order_by("-created_at", "-id").first()
+    """The thread's latest turn. A queued message removed before its run started was never a turn: the
+    run before it stays the latest (else a reply that finished normally would read "Stopped")."""
+    never_started = Q(status=AgentRun.Status.CANCELLED, started_at__isnull=True)
+    return conversation.runs.exclude(never_started).order_by("-created_at", "-id").first()
 
 
 def run_running(*, conversation: Conversation) -> AgentRun | None:

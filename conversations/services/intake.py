@@ -66,6 +66,8 @@ def _enqueue(
         changes["title"] = conversation.title = title_from_message(content)
     Conversation.objects.filter(pk=conversation.pk).update(**changes)
     events.broadcast(conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
+    if "title" in changes:
+        events.broadcast(conversation.thread_id, events.TITLE, title=conversation.title)
     conversation_id = conversation.pk
     transaction.on_commit(lambda: run_dispatch_next(conversation_id=conversation_id))
     return IntakeResult(message=message, run=run, created=True)

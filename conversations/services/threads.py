@@ -66,11 +66,16 @@ def title_from_message(content: str) -> str:
 
 
 def thread_rename(*, thread_id: uuid.UUID | str, user: AbstractBaseUser, title: str) -> Conversation:
-    """Set the thread's title; an empty one lets the first message name it again."""
+    """Set the thread's title; an empty one restores the automatic title (from the first message, or
+    none yet: then the first message names it). Open pages of the thread follow it live."""
     title = text_checked(title.strip(), field="title", max_length=TITLE_MAX_CHARS)
     with thread_lock(thread_id=thread_id, user=user) as conversation:
+        if not title:
+            first = conversation.messages.filter(role=Message.Role.USER).order_by("seq").first()
+            title = title_from_message(first.content) if first is not None else ""
         conversation.title = title
         conversation.save(update_fields=["title", "updated_at"])
+        events.broadcast(conversation.thread_id, events.TITLE, title=title)
         return conversation
 
 

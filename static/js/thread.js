@@ -667,6 +667,9 @@
     state() {
       refreshState();
     },
+    "thread.title"(event) {
+      document.dispatchEvent(new CustomEvent("thread:title", { detail: { title: event.title || "" } }));
+    },
     "message.pin"(event) {
       const item = document.getElementById(`message-${event.seq}`);
       const button = item && item.querySelector(".pin-toggle");

@@ -1,12 +1,84 @@
-"""Helpers of the chat-experience browser tests: seeded threads, opening and sending, geometry."""
+"""Helpers of the chat-experience browser tests: logging in, a page per viewport and language, seeded
+threads, opening and sending, geometry."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
 
 LONG_REPLY = "Tell me everything about trains, " * 6  # the offline model echoes it back, word by word
+USERS = {"alice": "pw-alice-123", "root": "pw-root-123"}
+# Long enough that a summary of these messages is smaller than they are (issue 24: never bigger).
+TRIP_DETAIL = " We want the old town, the museums, the coast and day trips by train." * 6
+
+
+def log_in(page, username: str = "alice", password: str | None = None) -> None:
+    page.goto("/accounts/login/")
+    page.fill("input[name=username]", username)
+    page.fill("input[name=password]", password or USERS[username])
+    page.click("main button[type=submit]")
+
+
+def new_page(browser, server, *, width: int = 1366, height: int = 900, scheme: str = "light", timeout=20000):
+    """A page in a fresh browser context (closed with ``page.context.close()``)."""
+    context = browser.new_context(
+        base_url=server.base_url, viewport={"width": width, "height": height}, color_scheme=scheme
+    )
+    page = context.new_page()
+    page.set_default_timeout(timeout)
+    return page
+
+
+def phone_height(width: int) -> int:
+    return 844 if width < 500 else 900
+
+
+def switch_language(page, language: str) -> None:
+    """Choose the interface language with the header's switch (stored on the user: undo it at the end)."""
+    if language == "en":
+        return
+    page.click(f"button[name=language][value={language}]")
+    expect(page.locator("html")).to_have_attribute("lang", language)
+
+
+def restore_language(page, language: str) -> None:
+    """Back to English for the next test (the choice is stored on the user)."""
+    if language == "en":
+        return
+    page.goto("/")  # a page whose switch is there and not behind an open drawer
+    page.click("button[name=language][value=en]")
+
+
+@contextmanager
+def thread_page(
+    browser,
+    server,
+    thread_id: str,
+    *,
+    width: int = 1366,
+    height: int = 900,
+    language: str = "en",
+    scheme: str = "light",
+    timeout: int = 20000,
+) -> Iterator:
+    """Alice's page on the thread in a fresh context, in ``language``, its socket open; afterwards the
+    language is set back to English and the context closed."""
+    page = new_page(browser, server, width=width, height=height, scheme=scheme, timeout=timeout)
+    try:
+        log_in(page)
+        page.goto(f"/threads/{thread_id}/")
+        switch_language(page, language)
+        expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+        yield page
+    finally:
+        try:
+            restore_language(page, language)
+        finally:
+            page.context.close()
 
 
 def thread(server, title: str, messages: list[tuple[str, str]] | None = None) -> str:
@@ -26,6 +98,33 @@ def send(page, text: str) -> None:
     page.keyboard.press("Enter")
 
 
+def send_and_wait(page, text: str) -> None:
+    """Send a message and wait for the run to finish with a written answer (tool calls in between)."""
+    last = page.evaluate(
+        "() => { const i = document.querySelectorAll('#transcript [data-seq]');"
+        " return i.length ? Number(i[i.length - 1].dataset.seq) : 0; }"
+    )
+    send(page, text)
+    page.wait_for_function(
+        """(last) => {
+          const replies = document.querySelectorAll('#transcript .message.role-assistant');
+          const reply = replies[replies.length - 1];
+          const panel = document.getElementById('state-panel');
+          return reply && Number(reply.dataset.seq) > last && reply.querySelector('.message-body')
+            && document.getElementById('run-status').dataset.status === 'succeeded'
+            && panel.dataset.running === 'false' && panel.dataset.queued === 'false';
+        }""",
+        arg=last,
+        timeout=30000,
+    )
+
+
+def plan_a_trip(page, last: str) -> None:
+    """Three exchanges about a trip: two long ones a summary can shrink, then ``last``."""
+    for text in ("We are planning a trip to Lisbon." + TRIP_DETAIL, "I prefer trains." + TRIP_DETAIL, last):
+        send_and_wait(page, text)
+
+
 def in_viewport(page, selector: str) -> bool:
     return page.evaluate(
         """(selector) => { const r = document.querySelector(selector).getBoundingClientRect();
@@ -40,3 +139,29 @@ def overflow(page) -> int:
 
 def usage(ratio: float) -> dict:
     return usage_at(ratio)
+
+
+def compress_now(page, thread_id: str) -> None:
+    """Compress the thread through the API (waiting for the summary), then reload the page on it."""
+    csrf = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
+    response = page.request.post(
+        f"/api/threads/{thread_id}/compress?wait=true", headers={"X-CSRFToken": csrf}
+    )
+    assert response.ok, response.text()
+    page.reload()
+    expect(page.locator("#memory-panel")).to_have_attribute("data-summary", "true")
+
+
+def open_context(page) -> None:
+    """Open the context drawer where the panel is one (narrow screens); a no-op beside a side panel."""
+    toggle = page.locator("#context-toggle")
+    if toggle.is_visible() and toggle.get_attribute("aria-expanded") != "true":
+        toggle.click()
+        expect(page.locator("#context-drawer")).to_have_attribute("role", "dialog")
+
+
+def close_context(page) -> None:
+    """Close the context drawer if it is open (the conversation behind it is inert meanwhile)."""
+    if page.locator("#context-toggle").get_attribute("aria-expanded") == "true":
+        page.locator("#context-close").click()
+        expect(page.locator("#context-toggle")).to_have_attribute("aria-expanded", "false")

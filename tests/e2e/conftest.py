@@ -17,6 +17,7 @@ import httpx
 import pytest
 
 from tests.conftest import CHROMIUM
+from tests.e2e.chat_support import log_in
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / "docs" / "screenshots"
@@ -121,10 +122,7 @@ def page(browser, e2e_server):
     context = browser.new_context(base_url=e2e_server.base_url, viewport={"width": 1280, "height": 860})
     page = context.new_page()
     page.set_default_timeout(15000)
-    page.goto("/accounts/login/")
-    page.fill("input[name=username]", "alice")
-    page.fill("input[name=password]", "pw-alice-123")
-    page.click("main button[type=submit]")
+    log_in(page)
     page.wait_for_url(f"{e2e_server.base_url}/")
     yield page
     context.close()
@@ -164,10 +162,7 @@ def open_page(browser, e2e_server):
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(15000)
-        page.goto("/accounts/login/")
-        page.fill("input[name=username]", "root" if staff else "alice")
-        page.fill("input[name=password]", "pw-root-123" if staff else "pw-alice-123")
-        page.click("main button[type=submit]")
+        log_in(page, "root" if staff else "alice")
         page.wait_for_url(re.compile(r"/$"))
         return page
 

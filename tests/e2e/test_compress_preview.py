@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
-from tests.e2e.test_context_coherence import _send
+from tests.e2e.chat_support import open_context, plan_a_trip, thread_page
 
 pytestmark = pytest.mark.browser
 
@@ -19,28 +19,12 @@ def test_the_preview_shows_the_computed_size_with_the_offline_summarizer(
     browser, e2e_server, width, height, language, screenshot
 ):
     thread_id = e2e_server.seed("thread", title="Trip planning")["thread_id"]
-    context = browser.new_context(base_url=e2e_server.base_url, viewport={"width": width, "height": height})
-    page = context.new_page()
-    page.set_default_timeout(20000)
-    try:
-        page.goto("/accounts/login/")
-        page.fill("input[name=username]", "alice")
-        page.fill("input[name=password]", "pw-alice-123")
-        page.click("main button[type=submit]")
-        page.goto(f"/threads/{thread_id}/")
-        if language != "en":
-            page.click(f"button[name=language][value={language}]")
-        expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
-        detail = " We want the old town, the museums, the coast and day trips by train." * 6
-        for text in (
-            "We are planning a trip to Lisbon." + detail,
-            "I prefer trains." + detail,
-            "Budget 900 euros.",
-        ):
-            _send(page, text)
+    with thread_page(browser, e2e_server, thread_id, width=width, height=height, language=language) as page:
+        plan_a_trip(page, last="Budget 900 euros.")
         e2e_server.seed("usage", thread_id=thread_id, usage=usage_at(0.93))
         page.reload()
         expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+        open_context(page)  # a drawer on a phone
         page.click("#compress-button")
         preview = page.locator("#compress-preview")
         expect(preview).to_be_visible()
@@ -55,14 +39,10 @@ def test_the_preview_shows_the_computed_size_with_the_offline_summarizer(
         if (language, width) == ("en", 1366):
             applied = page.request.post(
                 f"/api/threads/{thread_id}/compress?wait=true&preview_id={preview.get_attribute('data-preview-id')}",
-                headers={"X-CSRFToken": _csrf(context)},
+                headers={"X-CSRFToken": _csrf(page.context)},
             )
             assert applied.ok, applied.text()
             assert applied.json()["after_tokens"] == shown_after  # what the preview showed is what applies
-    finally:
-        if language != "en":
-            page.click("button[name=language][value=en]")
-        context.close()
 
 
 def _csrf(context) -> str:

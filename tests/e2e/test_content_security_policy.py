@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.test_context_coherence import _send
+from tests.e2e.chat_support import send_and_wait as _send
 from tests.e2e.urls import PASSWORD, STAFF_PASSWORD, STAFF_USERNAME, USERNAME
 
 pytestmark = pytest.mark.browser

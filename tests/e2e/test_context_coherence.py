@@ -10,6 +10,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.chat_support import compress_now, open_context, send_and_wait, thread_page
+
 pytestmark = pytest.mark.browser
 
 AGENT = "coherence"
@@ -52,28 +54,6 @@ def _assert_coherent(page) -> dict:
     return figures
 
 
-def _send(page, text: str) -> None:
-    """Send a message and wait for the run to finish with a written answer (tool calls in between)."""
-    last = page.evaluate(
-        "() => { const i = document.querySelectorAll('#transcript [data-seq]');"
-        " return i.length ? Number(i[i.length - 1].dataset.seq) : 0; }"
-    )
-    page.fill("#composer-input", text)
-    page.keyboard.press("Enter")
-    page.wait_for_function(
-        """(last) => {
-          const replies = document.querySelectorAll('#transcript .message.role-assistant');
-          const reply = replies[replies.length - 1];
-          const panel = document.getElementById('state-panel');
-          return reply && Number(reply.dataset.seq) > last && reply.querySelector('.message-body')
-            && document.getElementById('run-status').dataset.status === 'succeeded'
-            && panel.dataset.running === 'false' && panel.dataset.queued === 'false';
-        }""",
-        arg=last,
-        timeout=30000,
-    )
-
-
 def _retune(admin, agent_id: int, threshold_k: int) -> None:
     admin.goto(f"/admin/agent_platform/agent/{agent_id}/change/")
     admin.fill("input[name=summary_threshold]", str(threshold_k))
@@ -110,7 +90,7 @@ def test_the_panel_stays_coherent_through_compaction_retunes_summary_undo(
     expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
 
     # 1. A big tool result: far below the default trigger, no hint, nothing compressed yet.
-    _send(page, f"read {BIG_FILE}")
+    send_and_wait(page, f"read {BIG_FILE}")
     expect(page.locator("#transcript .message.role-assistant").last).to_contain_text(f"I read {BIG_FILE}")
     first = _assert_coherent(page)
     assert first["tokens"] > 6000 and first["hint"] == ""
@@ -131,7 +111,7 @@ def test_the_panel_stays_coherent_through_compaction_retunes_summary_undo(
     screenshot(page, "context-auto-hint")
 
     # 3. The next request compresses by itself: the big result is saved to a file (compaction).
-    _send(page, "thanks, what else?")
+    send_and_wait(page, "thanks, what else?")
     expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed")
     compacted = _assert_coherent(page)
     assert compacted["outcome"] in ("compacted", "could_not_reach_budget"), compacted
@@ -182,7 +162,7 @@ def test_the_panel_stays_coherent_through_compaction_retunes_summary_undo(
 
     # 6. An automatic summary in a run: the card says how it ended, the meter agrees with itself.
     _retune(admin, agent_id, 2)
-    _send(page, "and the summary of the report?")
+    send_and_wait(page, "and the summary of the report?")
     expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed")
     final = _assert_coherent(page)
     assert final["outcome"] in ("summarized", "compacted", "could_not_reach_budget"), final
@@ -210,30 +190,13 @@ def test_the_context_panel_reads_well_at_desktop_and_phone_widths(
     thread_id = e2e_server.seed("thread", agent="screens", title="Quarterly report")["thread_id"]
     lines = "\n".join(f"Line {n}: revenue, costs and notes for region {n}." for n in range(300))
     e2e_server.seed("file", thread_id=thread_id, path=BIG_FILE, text=lines)
-    context = browser.new_context(
-        base_url=e2e_server.base_url, viewport={"width": width, "height": height}, color_scheme=scheme
-    )
-    page = context.new_page()
-    page.set_default_timeout(20000)
-    try:
-        page.goto("/accounts/login/")
-        page.fill("input[name=username]", "alice")
-        page.fill("input[name=password]", "pw-alice-123")
-        page.click("main button[type=submit]")
-        page.goto(f"/threads/{thread_id}/")
-        if language != "en":
-            page.click(f"button[name=language][value={language}]")
-            expect(page.locator("html")).to_have_attribute("lang", language)
-        expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
-        _send(page, f"read {BIG_FILE}")
-        _send(page, "Please keep the answer short.")
-        csrf = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
-        response = page.request.post(
-            f"/api/threads/{thread_id}/compress?wait=true", headers={"X-CSRFToken": csrf}
-        )
-        assert response.ok, response.text()
-        page.reload()
-        expect(page.locator("#memory-panel")).to_have_attribute("data-summary", "true")
+    with thread_page(
+        browser, e2e_server, thread_id, width=width, height=height, language=language, scheme=scheme
+    ) as page:
+        send_and_wait(page, f"read {BIG_FILE}")
+        send_and_wait(page, "Please keep the answer short.")
+        compress_now(page, thread_id)
+        open_context(page)  # a drawer on a phone
         expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed")
         overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
         assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
@@ -248,7 +211,3 @@ def test_the_context_panel_reads_well_at_desktop_and_phone_widths(
             assert text > ground + 200, card
         name = f"context-panel-{'zh-hans' if language != 'en' else 'en'}-{width}"
         screenshot(page, name + ("-dark" if scheme == "dark" else ""))
-    finally:
-        if language != "en":
-            page.click("button[name=language][value=en]")
-        context.close()

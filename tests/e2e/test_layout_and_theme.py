@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import in_viewport, open_thread, overflow, thread, usage
+from tests.e2e.chat_support import in_viewport, open_context, open_thread, overflow, thread, usage
 
 pytestmark = pytest.mark.browser
 
@@ -76,7 +76,8 @@ def test_nothing_overflows_horizontally_at_390_px(open_page, e2e_server):
     open_thread(page, thread_id)
     assert overflow(page) == 0
     assert in_viewport(page, "#composer")
-    page.evaluate("window.scrollTo(0, document.documentElement.scrollHeight)")
+    expect(page.locator("#state-panel")).to_be_hidden()  # a drawer, opened from the header's meter
+    open_context(page)
     expect(page.locator("#state-panel")).to_be_visible()
     assert overflow(page) == 0
 

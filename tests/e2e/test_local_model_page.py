@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.chat_support import thread_page
+
 pytestmark = [pytest.mark.browser, pytest.mark.local_model]
 
 
@@ -20,18 +22,9 @@ def test_a_real_reply_from_the_local_model(
         context_window=local_model_server.context_window,
     )["agent"]
     thread_id = e2e_server.seed("thread", title="Local model", agent=slug)["thread_id"]
-    context = browser.new_context(base_url=e2e_server.base_url, viewport={"width": width, "height": height})
-    page = context.new_page()
-    page.set_default_timeout(60000)
-    try:
-        page.goto("/accounts/login/")
-        page.fill("input[name=username]", "alice")
-        page.fill("input[name=password]", "pw-alice-123")
-        page.click("main button[type=submit]")
-        page.goto(f"/threads/{thread_id}/")
-        if language != "en":
-            page.click(f"button[name=language][value={language}]")
-        expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+    with thread_page(
+        browser, e2e_server, thread_id, width=width, height=height, language=language, timeout=60000
+    ) as page:
         question = "What is the capital of France?" if language == "en" else "法国的首都是哪里？"
         page.fill("#composer-input", question)
         page.keyboard.press("Enter")
@@ -43,7 +36,3 @@ def test_a_real_reply_from_the_local_model(
         assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
         reply.scroll_into_view_if_needed()
         screenshot(page, f"local-model-{language}-{width}")
-    finally:
-        if language != "en":
-            page.click("button[name=language][value=en]")
-        context.close()

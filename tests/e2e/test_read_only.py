@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.chat_support import close_context, open_context, restore_language, switch_language
+
 pytestmark = pytest.mark.browser
 
 
@@ -27,16 +29,16 @@ def test_a_viewer_reads_the_owners_thread_without_its_controls(
     errors: list[str] = []
     viewer.on("pageerror", lambda error: errors.append(str(error)))
     viewer.goto(f"/threads/{thread_id}/")
-    if language != "en":
-        viewer.click(f"button[name=language][value={language}]")
-        expect(viewer.locator("html")).to_have_attribute("lang", language)
+    switch_language(viewer, language)
     expect(viewer.locator("#socket-status")).to_have_attribute("data-state", "open")
     expected = "You are reading alice's thread" if language == "en" else "你正在阅读 alice 的会话"
     expect(viewer.locator("#read-only")).to_contain_text(expected)
     for control in ("#composer", "#stop-form", ".rename", ".danger-zone", ".pin-toggle", "#compress-button"):
         expect(viewer.locator(control)).to_have_count(0)
     expect(viewer.locator("#transcript .role-user .author").first).to_have_text("alice")
+    open_context(viewer)  # a drawer on a phone
     expect(viewer.locator("#state-panel")).to_be_visible()
+    close_context(viewer)
 
     # The owner writes again: the viewer's page follows live.
     owner.fill("#composer-input", "I prefer trains to planes.")
@@ -46,5 +48,4 @@ def test_a_viewer_reads_the_owners_thread_without_its_controls(
     assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
     assert errors == []
     screenshot(viewer, f"thread-read-only-{language}-{width}")
-    if language != "en":
-        viewer.click("button[name=language][value=en]")
+    restore_language(viewer, language)

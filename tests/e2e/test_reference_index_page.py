@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.test_context_coherence import _send
+from tests.e2e.chat_support import compress_now, open_context, send_and_wait, thread_page
 
 pytestmark = pytest.mark.browser
 
@@ -29,31 +29,15 @@ def test_the_memory_panel_shows_what_the_agent_can_look_up_and_a_pointer_opens_i
     browser, e2e_server, width, height, language, screenshot
 ):
     thread_id = e2e_server.seed("thread", title="Lisbon sources")["thread_id"]
-    context = browser.new_context(base_url=e2e_server.base_url, viewport={"width": width, "height": height})
-    page = context.new_page()
-    page.set_default_timeout(20000)
-    try:
-        page.goto("/accounts/login/")
-        page.fill("input[name=username]", "alice")
-        page.fill("input[name=password]", "pw-alice-123")
-        page.click("main button[type=submit]")
-        page.goto(f"/threads/{thread_id}/")
-        if language != "en":
-            page.click(f"button[name=language][value={language}]")
-        expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+    with thread_page(browser, e2e_server, thread_id, width=width, height=height, language=language) as page:
         for text in (
             "We are planning a trip to Lisbon. " + SOURCES,
             "Ticket TRIP-4821 holds the bookings. " + NOTES,
             "Thanks.",
         ):
-            _send(page, text)
-        csrf = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
-        response = page.request.post(
-            f"/api/threads/{thread_id}/compress?wait=true", headers={"X-CSRFToken": csrf}
-        )
-        assert response.ok, response.text()
-        page.reload()
-        expect(page.locator("#memory-panel")).to_have_attribute("data-summary", "true")
+            send_and_wait(page, text)
+        compress_now(page, thread_id)
+        open_context(page)  # a drawer on a phone
         index = page.locator("#memory-index")
         expect(index).to_be_visible()
         index.locator("summary").click()
@@ -81,8 +65,3 @@ def test_the_memory_panel_shows_what_the_agent_can_look_up_and_a_pointer_opens_i
         assert page.evaluate("getComputedStyle(document.querySelector(':target')).outlineStyle") == "solid"
         if keep:
             screenshot(page, name + "-file")
-    finally:
-        if language != "en":
-            page.goto("/")
-            page.click("button[name=language][value=en]")
-        context.close()

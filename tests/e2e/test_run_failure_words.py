@@ -6,6 +6,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.chat_support import restore_language, switch_language
+
 pytestmark = pytest.mark.browser
 
 INTERNAL = "Endpoint 'Internal vLLM' at https://llm.internal:8443/v1 has no key: set VLLM_API_KEY."
@@ -32,9 +34,7 @@ def test_a_failed_run_shows_plain_words_and_no_internals(
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(f"/threads/{thread_id}/")
-    if language != "en":
-        page.click(f"button[name=language][value={language}]")
-        expect(page.locator("html")).to_have_attribute("lang", language)
+    switch_language(page, language)
     expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
     page.fill("#composer-input", "Summarise the report, please.")
     page.press("#composer-input", "Enter")
@@ -48,5 +48,4 @@ def test_a_failed_run_shows_plain_words_and_no_internals(
     assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
     assert errors == []
     screenshot(page, f"run-failed-{language}-{width}")
-    if language != "en":
-        page.click("button[name=language][value=en]")
+    restore_language(page, language)

@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
-from tests.e2e.test_context_coherence import _send
+from tests.e2e.chat_support import close_context, open_context, plan_a_trip, thread_page
 
 pytestmark = pytest.mark.browser
 
@@ -29,47 +29,36 @@ def test_a_throttled_send_and_compression_are_told_in_words(
 ):
     send_words, compress_words = WORDS[language]
     thread_id = e2e_server.seed("thread", title="Throttled")["thread_id"]
-    context = browser.new_context(base_url=e2e_server.base_url, viewport={"width": width, "height": height})
-    page = context.new_page()
-    page.set_default_timeout(20000)
     try:
-        page.goto("/accounts/login/")
-        page.fill("input[name=username]", "alice")
-        page.fill("input[name=password]", "pw-alice-123")
-        page.click("main button[type=submit]")
-        page.goto(f"/threads/{thread_id}/")
-        if language != "en":
-            page.click(f"button[name=language][value={language}]")
-        expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
-        detail = " We want the old town, the museums, the coast and day trips by train." * 6
-        for text in ("We are planning a trip to Lisbon." + detail, "I prefer trains." + detail, "Budget?"):
-            _send(page, text)
+        with thread_page(
+            browser, e2e_server, thread_id, width=width, height=height, language=language
+        ) as page:
+            plan_a_trip(page, last="Budget?")
 
-        # This minute's compression is used up: the apply button's request answers 429.
-        e2e_server.seed("throttle", limits={**OFF, "THROTTLE_COMPRESS_PER_MINUTE": 1}, spend=["compress"])
-        e2e_server.seed("usage", thread_id=thread_id, usage=usage_at(0.93))
-        page.reload()
-        expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
-        page.click("#compress-button")
-        page.click("#compress-apply")
-        notice = page.locator("#compress-notice")
-        expect(notice).to_contain_text(compress_words)
-        expect(page.locator("#compress-button")).to_be_enabled()  # the state refreshed after the answer
-        expect(notice).to_contain_text(compress_words)  # and the reason is still there
-        notice.scroll_into_view_if_needed()
-        if (language, width) == ("en", 1366):
-            screenshot(page, "throttled-compress-en-1366")
+            # This minute's compression is used up: the apply button's request answers 429.
+            e2e_server.seed("throttle", limits={**OFF, "THROTTLE_COMPRESS_PER_MINUTE": 1}, spend=["compress"])
+            e2e_server.seed("usage", thread_id=thread_id, usage=usage_at(0.93))
+            page.reload()
+            expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+            open_context(page)  # a drawer on a phone
+            page.click("#compress-button")
+            page.click("#compress-apply")
+            notice = page.locator("#compress-notice")
+            expect(notice).to_contain_text(compress_words)
+            expect(page.locator("#compress-button")).to_be_enabled()  # the state refreshed after the answer
+            expect(notice).to_contain_text(compress_words)  # and the reason is still there
+            notice.scroll_into_view_if_needed()
+            if (language, width) == ("en", 1366):
+                screenshot(page, "throttled-compress-en-1366")
 
-        # This minute's send is used up: the message stays in the box, the reason under it.
-        e2e_server.seed("throttle", limits={**OFF, "THROTTLE_SEND_PER_MINUTE": 1}, spend=["send"])
-        page.fill("#composer-input", "One more, please.")
-        page.keyboard.press("Enter")
-        expect(page.locator("#composer-error")).to_contain_text(send_words)
-        expect(page.locator("#composer-input")).to_have_value("One more, please.")
-        if (language, width) == ("zh-hans", 390):
-            screenshot(page, "throttled-send-zh-hans-390")
+            # This minute's send is used up: the message stays in the box, the reason under it.
+            e2e_server.seed("throttle", limits={**OFF, "THROTTLE_SEND_PER_MINUTE": 1}, spend=["send"])
+            close_context(page)
+            page.fill("#composer-input", "One more, please.")
+            page.keyboard.press("Enter")
+            expect(page.locator("#composer-error")).to_contain_text(send_words)
+            expect(page.locator("#composer-input")).to_have_value("One more, please.")
+            if (language, width) == ("zh-hans", 390):
+                screenshot(page, "throttled-send-zh-hans-390")
     finally:
         e2e_server.seed("throttle", limits=OFF)
-        if language != "en":
-            page.click("button[name=language][value=en]")
-        context.close()
