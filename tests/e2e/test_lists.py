@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import overflow, thread
+from tests.e2e.chat_support import open_context, overflow, thread
 
 pytestmark = pytest.mark.browser
 
@@ -150,6 +150,7 @@ def test_the_thread_page_exports_markdown_and_json(open_page, e2e_server, lang, 
     )
     page = _page(open_page, e2e_server, lang, width)
     page.goto(f"/threads/{thread_id}/")
+    open_context(page)  # on a phone the export links sit in the context drawer, with the thread's other controls
     links = page.locator("#export-links")
     links.scroll_into_view_if_needed()
     expect(links).to_be_visible()
