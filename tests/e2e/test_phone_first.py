@@ -144,7 +144,7 @@ def test_status_tells_the_truth_title_live_and_empty_rename(
         # The first message names the thread on the open page, over the socket (no reload).
         expect(page.locator("#thread-title")).to_have_text("Plan a weekend in Porto")
         expect(page).to_have_title("Plan a weekend in Porto")
-        expect(page.locator("#stream-body")).to_contain_text("Offline", timeout=20000)
+        expect(page.locator("#stream-body")).to_contain_text("trains", timeout=20000)
         send(page, "drop this one")
         dropped = page.locator("#transcript .message.role-user", has_text="drop this one")
         dropped.locator(".dequeue button").click()
@@ -194,7 +194,7 @@ def test_keys_stop_focus_new_thread_and_the_skip_link(
         expect(composer).to_have_attribute("aria-keyshortcuts", "/")
 
         send(page, LONG_REPLY)
-        expect(page.locator("#stream-body")).to_contain_text("Offline", timeout=20000)
+        expect(page.locator("#stream-body")).to_contain_text("trains", timeout=20000)
         expect(page.locator("#stop-button")).to_have_attribute("aria-keyshortcuts", "Escape")
         if width < 900:  # Esc closes the open drawer first: the reply goes on
             page.locator("#context-toggle").click()
