@@ -16,7 +16,7 @@ from langgraph.types import Command
 
 from agent_platform.observability.log_context import log_context
 from agent_platform.observability.metrics import run_observed
-from agent_platform.runtime.graph import build_agent_graph, thread_config
+from agent_platform.runtime.graph import agent_graph_for, thread_config
 from agent_platform.runtime.public_errors import run_error_detail, run_error_public
 from agent_platform.runtime.state_repository import AgentStateRepository
 from agent_platform.runtime.stopping import STOP_CHECK_CONFIG_KEY, ToolStopped
@@ -90,7 +90,7 @@ def run_perform(*, run_id: int) -> int | None:
     if run_is_orphaned(found):
         run_reclaim(run=found)
     if run_claim(run_id=run_id):
-        run = AgentRun.objects.select_related("conversation__agent", "input_message").get(pk=run_id)
+        run = AgentRun.objects.select_related("conversation__agent__endpoint", "input_message").get(pk=run_id)
         events.broadcast(run.conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
         relay = _RunRelay(run)
         with (
@@ -170,7 +170,7 @@ class _RunRelay:
         self.executor_thread = threading.get_ident()
 
     def execute(self) -> None:
-        graph = build_agent_graph(agent=self.conversation.agent, conversation=self.conversation)
+        graph = agent_graph_for(self.conversation.agent)  # shared: this run's values travel in its config
         # Pins are read once per run: a pin or unpin during a run applies from the next one.
         config = thread_config(
             self.conversation,
