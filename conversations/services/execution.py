@@ -163,6 +163,7 @@ class _RunRelay:
         self.thread_id = self.conversation.thread_id
         self.seen: set[str] = set()
         self.token_usage: dict[str, Any] | None = None
+        self.recorded_usage: dict[str, Any] | None = None  # the token_usage last copied to the row
         self.repository: Any = None
         self.reply = ReplyStream(run_id=run.pk, thread_id=self.thread_id)
         self.cancel_checked_at = 0.0
@@ -343,6 +344,7 @@ class _RunRelay:
                     self._on_reading(part[TOKEN_USAGE_KEY])
                     # Updates are deltas for the channel's reducer: merge them as the checkpoint does.
                     self.token_usage = merge_token_usage(self.token_usage, part[TOKEN_USAGE_KEY])
+                    self._record_pressure()  # GET state reads the row: it follows the run
                     events.broadcast(self.thread_id, events.STATE, token_usage=self.token_usage)
         return interrupted
 
@@ -386,4 +388,7 @@ class _RunRelay:
                 usage_record_reply(run=self.run, message=row, usage=message.usage_metadata)
 
     def _record_pressure(self) -> None:
+        if self.token_usage == self.recorded_usage:
+            return  # already on the row (the end of a run after its last reading)
         conversation_pressure_update(conversation_id=self.conversation.pk, token_usage=self.token_usage)
+        self.recorded_usage = self.token_usage
