@@ -11,6 +11,8 @@ with its parent's workdir and a loan of its parent's ``SharedLedger``
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from typing import Any
 
 from langchain.agents import create_agent
@@ -45,6 +47,7 @@ RECURSION_LIMIT = 50
 _SHARED_CHECKPOINTER = object()
 GRAPH_CACHE_SIZE = 64
 _graphs = LRU(GRAPH_CACHE_SIZE)
+_build_lock = threading.Lock()
 
 
 def thread_config(conversation: Any, *, scope: RunScope | None = None, **configurable: Any) -> dict[str, Any]:
@@ -152,10 +155,20 @@ def agent_graph_for(agent: Agent) -> CompiledStateGraph:
         id(checkpointer),
         id(calibration),
     )
+    return _cached(
+        key, lambda: build_agent_graph(agent=agent, checkpointer=checkpointer, calibration=calibration)
+    )
+
+
+def _cached(key: tuple[Any, ...], build: Callable[[], CompiledStateGraph]) -> CompiledStateGraph:
+    """The graph under ``key``, built once: runs that start together wait for the first one's build."""
     graph = _graphs.get(key)
     if graph is None:
-        graph = build_agent_graph(agent=agent, checkpointer=checkpointer, calibration=calibration)
-        _graphs.put(key, graph)
+        with _build_lock:
+            graph = _graphs.get(key)
+            if graph is None:
+                graph = build()
+                _graphs.put(key, graph)
     return graph
 
 
@@ -214,11 +227,9 @@ def state_graph_for(conversation: Any) -> CompiledStateGraph:
     agent = conversation.agent
     checkpointer = checkpointer_get()
     key = ("state", agent.pk, agent.updated_at, id(checkpointer))
-    graph = _graphs.get(key)
-    if graph is None:
-        graph = build_agent_graph(agent=agent, model=OfflineChatModel(), checkpointer=checkpointer)
-        _graphs.put(key, graph)
-    return graph
+    return _cached(
+        key, lambda: build_agent_graph(agent=agent, model=OfflineChatModel(), checkpointer=checkpointer)
+    )
 
 
 def state_repository_for(conversation: Any) -> AgentStateRepository:

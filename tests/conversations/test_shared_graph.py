@@ -110,3 +110,24 @@ def test_the_cached_graph_is_rebuilt_when_the_agents_endpoint_changes(agent, ope
     ModelEndpoint.objects.get(pk=endpoint.pk).save()  # saved in the admin: a new version of the row
     agent.refresh_from_db()  # a run reads its agent and endpoint afresh
     assert runtime_graph.agent_graph_for(agent) is not first
+
+
+def test_runs_that_start_together_build_the_graph_once(agent):
+    from django.db import connection
+
+    runtime_graph.agent_graphs_clear()
+    start, got = threading.Barrier(4, timeout=15), []
+
+    def run_starts() -> None:
+        try:
+            start.wait()
+            got.append(runtime_graph.agent_graph_for(agent))
+        finally:
+            connection.close()
+
+    workers = [threading.Thread(target=run_starts) for _ in range(4)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(30)
+    assert len(got) == 4 and all(graph is got[0] for graph in got)
