@@ -43,6 +43,9 @@ class Conversation(models.Model):
     pressure_ratio = models.FloatField(verbose_name=_("pressure ratio"), null=True, blank=True, db_index=True)
     summary_active = models.BooleanField(verbose_name=_("summary active"), default=False)
     usage_updated_at = models.DateTimeField(verbose_name=_("usage updated at"), null=True, blank=True)
+    # The whole token_usage of the checkpoint as of usage_updated_at, so GET state never opens one
+    # (null with a usage_updated_at: copied before this column existed, read the checkpoint).
+    token_usage = models.JSONField(verbose_name=_("token usage"), null=True, blank=True, editable=False)
 
     class Meta:
         verbose_name = _("conversation")

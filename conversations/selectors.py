@@ -177,8 +177,14 @@ def thread_values(*, conversation: Conversation) -> dict:
 
 
 def thread_token_usage(*, conversation: Conversation, values: dict | None = None) -> dict | None:
-    """The thread's ``token_usage`` as last written to its checkpoint by the token-usage middleware."""
+    """The thread's ``token_usage`` as last written to its checkpoint by the token-usage middleware:
+    from ``values``, else from the copy on the thread's row (``conversation_pressure_update``) without
+    opening the checkpoint; only a row measured before that copy existed reads the checkpoint."""
     if values is None:
+        if conversation.usage_updated_at is None:
+            return None  # never measured: no run nor compression wrote token_usage yet
+        if isinstance(conversation.token_usage, dict):
+            return conversation.token_usage
         values = thread_values(conversation=conversation)
     usage = values.get(TOKEN_USAGE_KEY)
     return usage if isinstance(usage, dict) else None
@@ -214,7 +220,8 @@ def thread_folded_last_seq(*, conversation: Conversation, values: dict) -> int |
 
 
 def thread_state(*, conversation: Conversation, values: dict | None = None) -> dict[str, object]:
-    """Token usage from the checkpoint plus busy flags, for GET state and the page's meter."""
+    """Token usage (the checkpoint's, from the thread's row unless ``values`` are given) plus busy flags,
+    for GET state and the page's meter."""
     flags = thread_busy_flags(conversation=conversation)
     return {
         "thread_id": conversation.thread_id,

@@ -47,7 +47,7 @@ from context_engine.errors import Stopped
 from context_engine.events import describe_error
 from context_engine.manual.apply import STATUS_COMPLETED, ManualCompression
 from context_engine.policy.pressure import refreshed_usage
-from context_engine.state import TOKEN_USAGE_KEY
+from context_engine.state import TOKEN_USAGE_KEY, merge_token_usage
 from context_engine.summary.call import ledger_update
 from context_engine.tokens.calibration import Calibration
 from context_engine.tokens.messages import profile_for_model
@@ -169,7 +169,15 @@ def _work(job: CompressionJob, *, held: Callable[[], QuerySet[CompressionJob]]) 
         manual = run_forced(conversation, values, calibration, spent=spent, stop=stopped)
         # Computed before the lock: it depends only on the state read, which the apply checks is current.
         update = _checkpoint_update(conversation, values, manual, calibration)
-        outcome = _apply(job, held=held, update=update, version=version, manual=manual, started_at=started_at)
+        outcome = _apply(
+            job,
+            held=held,
+            update=update,
+            usage_before=values.get(TOKEN_USAGE_KEY),
+            version=version,
+            manual=manual,
+            started_at=started_at,
+        )
     except Stopped:
         notice.fail(str(JobCancelled.default_message))
         return
@@ -234,6 +242,7 @@ def _apply(
     *,
     held: Callable[[], QuerySet[CompressionJob]],
     update: dict[str, Any],
+    usage_before: Mapping[str, Any] | None,
     version: str,
     manual: ManualCompression,
     started_at: datetime,
@@ -265,7 +274,9 @@ def _apply(
             raise Stopped()
         record_accounted(record)  # counted once it is sure to commit (not for a job stopped meanwhile)
         if update:
-            conversation_pressure_update(conversation_id=conversation.pk, token_usage=update[TOKEN_USAGE_KEY])
+            # The row keeps the whole token_usage the checkpoint will hold: the update merged as its reducer does.
+            usage = merge_token_usage(usage_before, update[TOKEN_USAGE_KEY])
+            conversation_pressure_update(conversation_id=conversation.pk, token_usage=usage)
             repository.update(update)
     return record
 

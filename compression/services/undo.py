@@ -18,7 +18,7 @@ from context_engine import errors as context_errors
 from context_engine.events import LEVEL_UNDO, compression_event
 from context_engine.manual.apply import undo_update
 from context_engine.policy.pressure import refreshed_usage, usage_overhead
-from context_engine.state import SUMMARY_EVENT_KEY, TOKEN_USAGE_KEY
+from context_engine.state import SUMMARY_EVENT_KEY, TOKEN_USAGE_KEY, merge_token_usage
 from context_engine.tokens.messages import profile_for_model
 from conversations import events
 from conversations.services.pressure import conversation_pressure_update
@@ -55,7 +55,8 @@ def thread_compress_undo(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) 
             now=timezone.now(),
             calibration=calibration,
         )
-        conversation_pressure_update(conversation_id=conversation.pk, token_usage=usage)
+        whole = merge_token_usage(values.get(TOKEN_USAGE_KEY), usage)  # as the checkpoint's reducer will
+        conversation_pressure_update(conversation_id=conversation.pk, token_usage=whole)
         record_undo(
             conversation=conversation,
             requested_by=user,

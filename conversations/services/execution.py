@@ -16,8 +16,7 @@ from langgraph.types import Command
 
 from agent_platform.observability.log_context import log_context
 from agent_platform.observability.metrics import run_observed
-from agent_platform.runtime import models as chat_models
-from agent_platform.runtime.graph import build_agent_graph, thread_config
+from agent_platform.runtime.graph import agent_graph_for, thread_config
 from agent_platform.runtime.public_errors import run_error_detail, run_error_public
 from agent_platform.runtime.state_repository import AgentStateRepository
 from agent_platform.runtime.stopping import STOP_CHECK_CONFIG_KEY, ToolStopped
@@ -91,7 +90,7 @@ def run_perform(*, run_id: int) -> int | None:
     if run_is_orphaned(found):
         run_reclaim(run=found)
     if run_claim(run_id=run_id):
-        run = AgentRun.objects.select_related("conversation__agent", "input_message").get(pk=run_id)
+        run = AgentRun.objects.select_related("conversation__agent__endpoint", "input_message").get(pk=run_id)
         events.broadcast(run.conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
         relay = _RunRelay(run)
         with (
@@ -164,6 +163,7 @@ class _RunRelay:
         self.thread_id = self.conversation.thread_id
         self.seen: set[str] = set()
         self.token_usage: dict[str, Any] | None = None
+        self.recorded_usage: dict[str, Any] | None = None  # the token_usage last copied to the row
         self.repository: Any = None
         self.reply = ReplyStream(run_id=run.pk, thread_id=self.thread_id)
         self.cancel_checked_at = 0.0
@@ -171,9 +171,8 @@ class _RunRelay:
         self.executor_thread = threading.get_ident()
 
     def execute(self) -> None:
-        agent = self.conversation.agent
-        model = chat_models.model_in_language(chat_models.chat_model_for(agent), language=self.run.language)
-        graph = build_agent_graph(agent=agent, conversation=self.conversation, model=model)
+        # Shared by the agent's runs in this language: this run's values travel in its config.
+        graph = agent_graph_for(self.conversation.agent, language=self.run.language)
         # Pins are read once per run: a pin or unpin during a run applies from the next one.
         config = thread_config(
             self.conversation,
@@ -346,6 +345,7 @@ class _RunRelay:
                     self._on_reading(part[TOKEN_USAGE_KEY])
                     # Updates are deltas for the channel's reducer: merge them as the checkpoint does.
                     self.token_usage = merge_token_usage(self.token_usage, part[TOKEN_USAGE_KEY])
+                    self._record_pressure()  # GET state reads the row: it follows the run
                     events.broadcast(self.thread_id, events.STATE, token_usage=self.token_usage)
         return interrupted
 
@@ -389,4 +389,7 @@ class _RunRelay:
                 usage_record_reply(run=self.run, message=row, usage=message.usage_metadata)
 
     def _record_pressure(self) -> None:
+        if self.token_usage == self.recorded_usage:
+            return  # already on the row (the end of a run after its last reading)
         conversation_pressure_update(conversation_id=self.conversation.pk, token_usage=self.token_usage)
+        self.recorded_usage = self.token_usage

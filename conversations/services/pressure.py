@@ -25,11 +25,13 @@ _renewals_lock = threading.Lock()
 
 
 def conversation_pressure_update(*, conversation_id: int, token_usage: Mapping[str, Any] | None) -> None:
-    """Copy the latest pressure figures onto the thread. Written by runs (after each run) and by every
-    compression."""
+    """Copy the thread's ``token_usage`` (whole, as its checkpoint holds it after this write: merge an
+    update first) and its pressure figures onto the thread. Written by runs (at each reading and at
+    their end) and by every compression and undo; GET state serves it from here."""
     if not token_usage:
         return
     Conversation.objects.filter(pk=conversation_id).update(
+        token_usage=dict(token_usage),
         context_tokens=token_usage.get("next_llm_input_tokens"),
         trigger_tokens=token_usage.get("summary_trigger_tokens"),
         pressure_ratio=token_usage.get("summary_pressure_ratio"),

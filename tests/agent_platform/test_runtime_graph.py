@@ -18,44 +18,33 @@ pytestmark = pytest.mark.django_db
 
 
 def test_state_survives_a_rebuilt_graph_through_the_checkpointer(thread):
-    build_agent_graph(agent=thread.agent, conversation=thread).invoke(
-        {"messages": [HumanMessage("hello")]}, thread_config(thread)
-    )
-    again = build_agent_graph(agent=thread.agent, conversation=thread)
+    build_agent_graph(agent=thread.agent).invoke({"messages": [HumanMessage("hello")]}, thread_config(thread))
+    again = build_agent_graph(agent=thread.agent)
     values = AgentStateRepository(again, thread.thread_id).get_values()
     assert [m.type for m in values["messages"]] == ["human", "ai"]
 
 
 def test_the_state_repository_refuses_a_graph_without_checkpointer(thread):
-    graph = build_agent_graph(agent=thread.agent, conversation=thread, checkpointer=None)
+    graph = build_agent_graph(agent=thread.agent, checkpointer=None)
     with pytest.raises(ValueError, match="checkpointer"):
         AgentStateRepository(graph, thread.thread_id)
 
 
 def test_the_state_repository_writes_through_the_graph(thread):
-    graph = build_agent_graph(agent=thread.agent, conversation=thread)
+    graph = build_agent_graph(agent=thread.agent)
     repository = AgentStateRepository(graph, thread.thread_id)
     repository.update({"messages": [HumanMessage("note", id="n1")]})
     assert [m.id for m in repository.get_values()["messages"]] == ["n1"]
 
 
 def test_tools_follow_the_agent_and_sub_agents_get_no_task_or_ask_user(thread, agent):
-    workdir = workdir_for(thread)
-    names = [
-        t.name
-        for t in agent_tools(agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel())
-    ]
+    names = [t.name for t in agent_tools(agent=agent, model=OfflineChatModel())]
     assert "task" in names and "ask_user" in names
-    sub = agent_tools(
-        agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel(), subagent=True
-    )
+    sub = agent_tools(agent=agent, model=OfflineChatModel(), subagent=True)
     assert {"task", "ask_user"}.isdisjoint(t.name for t in sub)
     assert "search_history" in [t.name for t in sub]  # sub-agents search the thread's history too
     agent.tools = ["ls"]
-    assert [
-        t.name
-        for t in agent_tools(agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel())
-    ] == ["ls", "search_history"]
+    assert [t.name for t in agent_tools(agent=agent, model=OfflineChatModel())] == ["ls", "search_history"]
 
 
 def test_the_checkpointer_is_reopened_after_a_fork(monkeypatch):
@@ -82,56 +71,39 @@ def test_state_graphs_are_reused_until_the_agent_changes(thread):
 
 def test_a_sub_agent_shares_the_parents_workdir_and_middleware_stack(thread, agent):
     from agent_platform.runtime.graph import agent_middleware, build_task_tool
+    from agent_platform.runtime.run_scope import RunLedger, RunWorkdir
     from context_engine.middleware import CompressionMiddleware, TokenUsageMiddleware
 
-    workdir = workdir_for(thread)
-    workdir.write_text("parent.txt", "written by the parent")
-    stack = agent_middleware(agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel())
+    workdir_for(thread).write_text("parent.txt", "written by the parent")
+    stack = agent_middleware(agent=agent, model=OfflineChatModel())
     assert [type(m) for m in stack] == [
         CompressionMiddleware,
         TokenUsageMiddleware,
         StopWaitingToolsMiddleware,
     ]
-    assert stack[0].store is workdir
-    sub = build_agent_graph(
-        agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel(), subagent=True
-    )
+    # Nothing of a thread in the stack: the run's workdir and ledger are read from its config.
+    assert isinstance(stack[0].store, RunWorkdir) and isinstance(stack[0].ledger, RunLedger)
+    sub = build_agent_graph(agent=agent, model=OfflineChatModel(), subagent=True)
     assert "TokenUsageMiddleware.before_agent" in sub.nodes  # the same stack runs in the sub-agent
 
-    task = build_task_tool(agent=agent, conversation=thread, workdir=workdir, model=OfflineChatModel())
-    assert "parent.txt" in task.invoke({"description": "list files"})
+    task = build_task_tool(agent=agent, model=OfflineChatModel())
+    assert "parent.txt" in task.invoke({"description": "list files"}, thread_config(thread))
 
 
 def test_a_sub_agent_counts_its_summary_calls_in_the_parents_ledger(thread, agent, monkeypatch):
     from agent_platform.runtime import graph as runtime_graph
-    from context_engine.summary.spend_guard import LentLedger, SharedLedger
+    from agent_platform.runtime.run_scope import RunLedger, run_scope_for
+    from context_engine.summary.spend_guard import LentLedger
 
-    built: list = []
-
-    def middleware_spy(**kwargs):
-        stack = agent_middleware(**kwargs)
-        built.append(stack[0].ledger)
-        return stack
-
-    agent_middleware = runtime_graph.agent_middleware
-    monkeypatch.setattr(runtime_graph, "agent_middleware", middleware_spy)
-    runtime_graph.build_agent_graph(agent=agent, conversation=thread, model=OfflineChatModel())
-    parent_ledger = built[-1]
-    assert isinstance(parent_ledger, SharedLedger)  # the parent's graph holds the thread's ledger
-
+    seen: list = []
+    current = RunLedger.current
+    monkeypatch.setattr(RunLedger, "current", lambda self: seen.append(current(self)) or seen[-1])
+    scope = run_scope_for(thread)  # the parent run's: the thread's ledger for this run
     task = next(
-        t
-        for t in runtime_graph.agent_tools(
-            agent=agent,
-            conversation=thread,
-            workdir=workdir_for(thread),
-            model=OfflineChatModel(),
-            ledger=parent_ledger,
-        )
-        if t.name == "task"
+        t for t in runtime_graph.agent_tools(agent=agent, model=OfflineChatModel()) if t.name == "task"
     )
-    task.invoke({"description": "list files"})
-    lent = built[-1]
+    task.invoke({"description": "list files"}, thread_config(thread, scope=scope))
+    lent = seen[-1]  # what the sub-agent's compression middleware counted in
     assert isinstance(lent, LentLedger)
     lent.spent([1234], now=datetime.now(UTC))
-    assert [c["input_tokens"] for c in parent_ledger.view()] == [1234]  # billed to the parent's thread
+    assert [c["input_tokens"] for c in scope.ledger.view()] == [1234]  # billed to the parent's thread

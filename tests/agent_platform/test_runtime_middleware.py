@@ -38,7 +38,7 @@ def test_factories_build_both_middlewares_from_the_agent_and_the_runtime_wires_t
     assert compression.profile is profile_for_model("qwen-plus")
     usage = token_usage_middleware_for(agent=agent)
     assert isinstance(usage, TokenUsageMiddleware) and usage.config.trigger_tokens == 96 * 1024
-    stack = agent_middleware(agent=agent, conversation=None, workdir=store, model=model)
+    stack = agent_middleware(agent=agent, model=model)
     assert [type(m) for m in stack] == [
         CompressionMiddleware,
         TokenUsageMiddleware,

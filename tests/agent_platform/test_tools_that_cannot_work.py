@@ -10,7 +10,7 @@ from django.urls import reverse
 from agent_platform.knowledge.models import KnowledgeBase
 from agent_platform.knowledge.services import document_ingest
 from agent_platform.models import Agent
-from agent_platform.runtime.graph import agent_tools, build_agent_graph
+from agent_platform.runtime.graph import agent_tools, build_agent_graph, thread_config
 from agent_platform.runtime.offline import OfflineChatModel
 from agent_platform.tools import build_tools, tools_unavailable
 from agent_platform.tools.web_search import TavilyProvider
@@ -53,9 +53,7 @@ def test_the_reasons_name_what_is_missing(no_search, settings):
 
 
 def test_tools_that_cannot_work_are_left_out_at_run_time(no_search, thread, agent):
-    tools = agent_tools(
-        agent=agent, conversation=thread, workdir=workdir_for(thread), model=OfflineChatModel()
-    )
+    tools = agent_tools(agent=agent, model=OfflineChatModel())
     assert "web_search" not in _names(tools) and "query_kb" not in _names(tools)
     assert {"ls", "read_file", "write_file", "edit_file", "ask_user", "task"} <= set(_names(tools))
 
@@ -83,8 +81,8 @@ def test_the_model_is_never_offered_a_tool_that_cannot_work(no_search, user, age
     agent.save()
     conversation = thread_create(user=user, agent_slug=agent.slug)
     openai_stub.reply("Hello.")
-    graph = build_agent_graph(agent=agent, conversation=conversation, checkpointer=None)
-    graph.invoke({"messages": [("user", "hi")]})
+    graph = build_agent_graph(agent=agent, checkpointer=None)
+    graph.invoke({"messages": [("user", "hi")]}, thread_config(conversation))
     offered = {tool["function"]["name"] for tool in openai_stub.requests[-1]["tools"]}
     assert "web_search" not in offered and "query_kb" not in offered and "read_file" in offered
 

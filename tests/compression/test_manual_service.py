@@ -276,7 +276,7 @@ def test_state_repository_refuses_a_graph_without_checkpointer(thread):
     from agent_platform.runtime.graph import build_agent_graph
     from agent_platform.runtime.state_repository import AgentStateRepository
 
-    graph = build_agent_graph(agent=thread.agent, conversation=thread, checkpointer=None)
+    graph = build_agent_graph(agent=thread.agent, checkpointer=None)
     with pytest.raises(ValueError, match="checkpointer"):
         AgentStateRepository(graph, thread.thread_id)
 

@@ -26,11 +26,16 @@ def usage_at(ratio: float, *, trigger: int = 102400, window: int = 128000) -> di
 
 
 def write_token_usage(conversation, usage: dict[str, Any]) -> None:
-    """Write ``token_usage`` through the state repository, as the token-usage middleware would."""
+    """Write ``token_usage`` through the state repository, as the token-usage middleware would, and copy
+    the result onto the thread's row, as its run would."""
     from agent_platform.runtime.graph import state_graph_for
     from agent_platform.runtime.state_repository import AgentStateRepository
+    from conversations.services.pressure import conversation_pressure_update
 
-    AgentStateRepository(state_graph_for(conversation), conversation.thread_id).update({"token_usage": usage})
+    repository = AgentStateRepository(state_graph_for(conversation), conversation.thread_id)
+    repository.update({"token_usage": usage})
+    whole = repository.get_values().get("token_usage")
+    conversation_pressure_update(conversation_id=conversation.pk, token_usage=whole)
 
 
 RECEIPT = (
