@@ -27,7 +27,7 @@ from context_engine.formats import (
 )
 from context_engine.lines import READ_DEFAULT_LIMIT, READ_MAX_CHARS, split_lines
 from context_engine.lru import LRU
-from context_engine.summary.identifiers import Haystack, extract_identifiers
+from context_engine.summary.identifiers import MIN_IDENTIFIER_CHARS, Haystack, extract_identifiers
 
 OMITTED_RANGES_MAX = 10  # line ranges the index names for what it left out, each one read_file call
 _ROW_OVERHEAD = 16  # read_file's line-number column and line break, with room for continuation rows
@@ -100,21 +100,32 @@ class _Seen:
 _located = LRU(256)
 
 
-def _line_identifiers(text: str) -> list[tuple[int, dict[str, str]]]:
+def _line_identifiers(text: str, memo: dict[str, dict[str, str]]) -> list[tuple[int, dict[str, str]]]:
     """``(line index, identifiers on that line)`` for the lines of ``text`` that hold any. Extracted line
-    by line, so an identifier found here is on that line whole."""
+    by line, so an identifier found here is on that line whole. ``memo``: identifiers per line already
+    extracted (a history section and the saved results it folded share many lines; half of a long
+    thread's lines are repeats). A line shorter than the shortest identifier holds none."""
     key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
     found = _located.get(key)
     if found is None:
-        found = [(n, ids) for n, line in enumerate(split_lines(text)) if (ids := extract_identifiers(line))]
+        found = []
+        for n, line in enumerate(split_lines(text)):
+            if len(line) < MIN_IDENTIFIER_CHARS:
+                continue
+            ids = memo.get(line)
+            if ids is None:
+                ids = memo[line] = extract_identifiers(line)
+            if ids:
+                found.append((n, ids))
         _located.put(key, found)
     return found
 
 
 def _locate(wanted: Mapping[str, str], sources: Sequence[Source]) -> dict[str, _Seen]:
     seen: dict[str, _Seen] = {}
+    memo: dict[str, dict[str, str]] = {}
     for number, source in enumerate(sources):
-        for index, ids in _line_identifiers(source.text):
+        for index, ids in _line_identifiers(source.text, memo):
             for value in ids:
                 if value not in wanted:
                     continue
