@@ -14,7 +14,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import accumulate
+from typing import Any, NamedTuple
 
 from context_engine.formats import (
     REFERENCE_INDEX_ENTRY,
@@ -165,7 +166,7 @@ def build_reference_index(
         Entry(s.value, s.kind, s.path, s.line)
         for s in sorted(seen.values(), key=lambda s: (-s.uses, -s.rank[0], -s.rank[1]))
     ]
-    lines = {source.path: (split_lines(source.text), source.first_line) for source in sources}
+    lines = {source.path: _File.of(source) for source in sources}
 
     def render(count: int) -> tuple[str, tuple[LineRange, ...]]:
         ranges = _omitted_ranges(ranked[count:], lines)
@@ -196,9 +197,24 @@ def build_reference_index(
     )
 
 
-def _omitted_ranges(
-    omitted: list[Entry], lines: Mapping[str, tuple[list[str], int]]
-) -> tuple[LineRange, ...]:
+class _File(NamedTuple):
+    text_lines: list[str]
+    first: int  # the number of its first line
+    # ``sizes[i]``: the characters a ``read_file`` of its first ``i`` lines returns (one sum, not one
+    # per range tried: the bisection above sizes the omitted ranges a dozen times).
+    sizes: list[int]
+
+    @classmethod
+    def of(cls, source: Source) -> _File:
+        text_lines = split_lines(source.text)
+        return cls(
+            text_lines,
+            source.first_line,
+            list(accumulate((len(t) + _ROW_OVERHEAD for t in text_lines), initial=0)),
+        )
+
+
+def _omitted_ranges(omitted: list[Entry], lines: Mapping[str, _File]) -> tuple[LineRange, ...]:
     """Up to ``OMITTED_RANGES_MAX`` line ranges, each returned whole by one ``read_file`` call, that hold
     the most of the omitted identifiers."""
     counts: dict[str, dict[int, int]] = {}
@@ -207,12 +223,12 @@ def _omitted_ranges(
         per_file[entry.line] = per_file.get(entry.line, 0) + 1
     ranges: list[LineRange] = []
     for path, per_line in counts.items():
-        text_lines, first = lines[path]
+        text_lines, first, sizes = lines[path]
         start = end = 0
         chars = count = 0
         for line in sorted(per_line):
             if start:
-                size = sum(len(text_lines[n - first]) + _ROW_OVERHEAD for n in range(end + 1, line + 1))
+                size = sizes[line + 1 - first] - sizes[end + 1 - first]  # lines end + 1 .. line
                 if line - start + 1 <= READ_DEFAULT_LIMIT and chars + size <= READ_MAX_CHARS:
                     end, chars, count = line, chars + size, count + per_line[line]
                     continue
