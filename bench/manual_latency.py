@@ -16,8 +16,9 @@ service goes through (only calls made by the sampling thread count):
   ``thread_lock`` / ``conversation_lock`` blocks the job service enters, minus their lock wait);
 * ``graph build``: ``state_repository_for`` as ``compression.services.jobs`` calls it (the thread's state
   graph, compiled on its first use in a process);
-* ``state read``: ``AgentStateRepository.snapshot`` (checkpoint load and deserialization), and the
-  apply's ``version`` (the compare-and-swap's checkpoint read, under the lock);
+* ``state read``: ``AgentStateRepository.snapshot`` (checkpoint load and deserialization), and
+  ``version`` where still called (an apply that writes nothing; the apply that writes compares on the
+  read ``update_state`` makes anyway, so under the lock the checkpoint is loaded once);
 * ``token counts``: ``context_engine.manual.apply.messages_tokens`` (the estimate of the effective messages
   before and after, the first one cold);
 * ``compaction``: ``context_engine.manual.apply.compact_messages`` plus ``StagedStore.flush`` (``files
@@ -29,6 +30,12 @@ service goes through (only calls made by the sampling thread count):
 * ``state write``: ``AgentStateRepository.update`` (reducers + new checkpoint);
 * ``other``: the rest of ``total`` (idle check, audit record, ``token_usage`` refresh, pressure
   figures, cutoff search, commit);
+* ``identifier extraction``: ``extract_identifiers`` wherever the call makes it (the fold's identifiers,
+  its saved results', and the reference index's line-by-line pass), a part of ``total`` spread over the
+  phases above;
+* ``CPU without model call`` / ``CPU lock held``: the same in CPU time of the sampling thread
+  (``time.thread_time``), which other processes on a shared machine do not inflate as they do wall time;
+  the floor's ``CPU total`` likewise;
 * ``GC pauses``: time in the cyclic garbage collector during the call (``gc.callbacks``), spread over
   the phases above. Objects the bench process held before this benchmark started (other benchmarks'
   data) are frozen out of the collector (``gc.freeze``), so pauses reflect the compression's own heap.
@@ -90,7 +97,14 @@ PHASES = (
 SUB_PHASES = {
     "compaction": ("files written",),
     "summary": ("history rendering", "history file", "prompt rendering", "model call"),
-    "total": ("without model call", "lock held", "GC pauses", "CPU without model call", "CPU lock held"),
+    "total": (
+        "without model call",
+        "lock held",
+        "identifier extraction",
+        "GC pauses",
+        "CPU without model call",
+        "CPU lock held",
+    ),
 }
 CPU_WITHOUT_MODEL, CPU_LOCK_HELD = "CPU without model call", "CPU lock held"
 
@@ -263,6 +277,7 @@ def _patched(recorder: Recorder):
     from context_engine.store import StagedStore
     from context_engine.summary import call as summary
     from context_engine.summary import fold_plan as folding
+    from context_engine.summary import identifiers, reference_index
     from conversations.services import threads
 
     seams = [
@@ -294,6 +309,16 @@ def _patched(recorder: Recorder):
             recorder.wrap("model call", _slow_invoke(OfflineChatModel.invoke), any_thread=True),
         ),
         (Workdir, "append_text", recorder.wrap("history file", Workdir.append_text)),
+        (
+            identifiers,
+            "extract_identifiers",
+            recorder.wrap("identifier extraction", identifiers.extract_identifiers),
+        ),
+        (
+            reference_index,
+            "extract_identifiers",
+            recorder.wrap("identifier extraction", reference_index.extract_identifiers),
+        ),
     ]
     with ExitStack() as stack:
         gc.callbacks.append(recorder.on_gc)
@@ -629,12 +654,14 @@ def notes(rows: list[dict]) -> str:
             f"At {big:,} the size-proportional work takes over ({ms(big, 'total') / ms(small, 'total'):.1f}× the "
             f"time for {big // small}× the messages): compaction ({ms(big, 'compaction'):.0f} ms, of which "
             f"{ms(big, 'files written'):.0f} ms writing {get('idle', big, 'total')['saved_files']:.0f} saved "
-            f"tool-result files one by one), the summary step ({ms(big, 'summary'):.0f} ms: fitting the prompt "
+            f"tool-result files, concurrently), the summary step ({ms(big, 'summary'):.0f} ms: fitting the prompt "
             f"to the summary budget {ms(big, 'prompt rendering'):.0f} ms and the offline model's extractive pass "
             f"{ms(big, 'model call'):.0f} ms), the token count of the effective history "
             f"({ms(big, 'token counts'):.1f} ms: the messages' stored estimates) and the checkpoint: read "
-            f"{ms(big, 'state read'):.0f} ms, write {ms(big, 'state write'):.0f} ms (`update_state` loads the "
-            "checkpoint again before writing). No cyclic GC pass runs while the row lock is held "
+            f"{ms(big, 'state read'):.0f} ms, write {ms(big, 'state write'):.0f} ms (the apply's compare-and-swap "
+            "rides on the read `update_state` makes before writing). Extracting the identifiers of the "
+            f"folded messages and their saved results (loss report, reference index) takes "
+            f"{ms(big, 'identifier extraction'):.0f} ms of it. No cyclic GC pass runs while the row lock is held "
             f"(GC pauses p95 {ms(big, 'GC pauses', 'p95_ms'):.1f} ms)."
         )
         unstored = [r for r in rows if r["scenario"] == UNSTORED_SCENARIO and r["phase"] == "token counts"]
