@@ -105,3 +105,7 @@ class _Expecting(BaseCheckpointSaver):
 
     def get_next_version(self, current: Any, channel: None) -> Any:
         return self._saver.get_next_version(current, channel)
+
+    def with_allowlist(self, extra_allowlist: Any) -> _Expecting:
+        """Strict msgpack: the graph narrows its saver's deserializer; the wrapped saver is the one reading."""
+        return _Expecting(self._saver.with_allowlist(extra_allowlist), self._version)

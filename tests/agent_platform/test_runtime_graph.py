@@ -10,7 +10,7 @@ from langchain_core.messages import HumanMessage
 from agent_platform.runtime import checkpointer as cp
 from agent_platform.runtime.graph import agent_tools, build_agent_graph, thread_config
 from agent_platform.runtime.offline import OfflineChatModel
-from agent_platform.runtime.state_repository import AgentStateRepository, CheckpointMoved
+from agent_platform.runtime.state_repository import AgentStateRepository, CheckpointMoved, _Expecting
 from agent_platform.runtime.stopping import StopWaitingToolsMiddleware
 from agent_platform.workdir import workdir_for
 
@@ -155,3 +155,16 @@ def test_a_compare_and_swap_update_writes_onto_the_expected_checkpoint_only(thre
     repository.update({"messages": [HumanMessage("third", id="n3")]}, expected_version=moved)
     assert [m.id for m in repository.get_values()["messages"]] == ["n1", "n2", "n3"]
     assert repository.version() not in ("", first, moved)
+
+
+def test_a_compare_and_swap_saver_narrowed_by_strict_msgpack_still_compares(thread):
+    repository = AgentStateRepository(
+        build_agent_graph(agent=thread.agent, conversation=thread), thread.thread_id
+    )
+    repository.update({"messages": [HumanMessage("first", id="n1")]})
+    version = repository.version()
+    narrowed = _Expecting(repository.graph.checkpointer, "elsewhere").with_allowlist([("x", "Y")])
+    assert isinstance(narrowed, _Expecting)
+    with pytest.raises(CheckpointMoved):
+        narrowed.get_tuple(repository.config)
+    assert _Expecting(repository.graph.checkpointer, version).with_allowlist([]).get_tuple(repository.config)
