@@ -9,7 +9,7 @@ from django.utils.translation import ngettext
 
 from agent_platform.admin_base import AuditAdmin
 from compression.bulk import bulk_compress_selected
-from compression.models import CompressionRecord
+from compression.models import CompressionJob, CompressionRecord
 from compression.panels import reason_text
 from compression.record_page import record_page_context
 from compression.tasks import bulk_compress_start
@@ -149,6 +149,40 @@ class CompressionRecordAdmin(AuditAdmin):
     @admin.display(description=_("Lost identifiers"))
     def lost_identifiers(self, record: CompressionRecord) -> str:
         return ", ".join((record.loss_report or {}).get("lost_identifiers") or []) or "–"
+
+
+@admin.register(CompressionJob)
+class CompressionJobAdmin(AuditAdmin):
+    """Compression jobs as they were claimed, run and ended: read-only, seen with ``view_compressionjob``."""
+
+    list_display = ("thread", "asked_by", "status_words", "created_at", "duration")
+    list_filter = ("status", "trigger", ("created_at", admin.DateFieldListFilter))
+    list_select_related = ("conversation__owner", "requested_by")
+    search_fields = ("conversation__thread_id", "conversation__title", "requested_by__username", "error")
+    date_hierarchy = "created_at"
+
+    def get_readonly_fields(self, request: HttpRequest, obj=None):
+        return [*super().get_readonly_fields(request, obj), "thread", "asked_by", "status_words", "duration"]
+
+    @admin.display(description=_("Thread"), ordering="conversation__title")
+    def thread(self, job: CompressionJob) -> str:
+        return thread_label(job.conversation)
+
+    @admin.display(description=_("Asked by"), ordering="requested_by__username")
+    def asked_by(self, job: CompressionJob) -> str:
+        return job.requested_by.get_username() if job.requested_by else "–"
+
+    @admin.display(description=_("Status"), ordering="status")
+    def status_words(self, job: CompressionJob) -> str:
+        words = str(job.get_status_display())
+        return f"{words}: {job.error}" if job.error else words
+
+    @admin.display(description=_("Duration"))
+    def duration(self, job: CompressionJob) -> str:
+        """From the claim by a worker to the end (the queue wait left out); "–" until both are known."""
+        if job.started_at is None or job.finished_at is None:
+            return "–"
+        return _("%(seconds)s s") % {"seconds": f"{(job.finished_at - job.started_at).total_seconds():,.1f}"}
 
 
 class CompressingConversationAdmin(ConversationAdmin):

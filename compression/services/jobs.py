@@ -14,7 +14,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, suppress
 from datetime import UTC, datetime
 from typing import Any
 
@@ -27,7 +27,7 @@ from agent_platform.calibration.selectors import calibration_for
 from agent_platform.errors import ApplicationError
 from agent_platform.runtime.graph import state_repository_for
 from agent_platform.runtime.public_errors import run_error_public
-from agent_platform.runtime.state_repository import AgentStateRepository
+from agent_platform.runtime.state_repository import AgentStateRepository, CheckpointMoved
 from compression.errors import (
     CapabilityMissing,
     IdempotencyConflict,
@@ -249,12 +249,13 @@ def _apply(
 ):
     """Under the row lock: refuse a changed checkpoint (``ThreadChanged``) or a job no longer held
     (``Stopped``: cancelled, or taken back by recovery); else record, set the job's end, write the
-    checkpoint last (any failure before it rolls everything back), commit."""
+    checkpoint last, as a compare-and-swap on ``version`` (any failure before it, the swap's refusal
+    included, rolls everything back), count the record, commit."""
     with collector_paused(), conversation_lock(conversation_id=job.conversation_id) as conversation:
         if conversation.status != Conversation.Status.ACTIVE:
             raise ThreadNotFound()
         repository = state_repository_for(conversation)
-        if repository.version() != version:
+        if not update and repository.version() != version:  # else the write below compares
             raise ThreadChanged()
         record = record_from_manual(
             conversation=conversation,
@@ -272,12 +273,16 @@ def _apply(
         # The compare-and-swap that Stop races with: whichever commits first wins, never both.
         if not held().update(status=status, record=record, result=record.result, finished_at=timezone.now()):
             raise Stopped()
-        record_accounted(record)  # counted once it is sure to commit (not for a job stopped meanwhile)
         if update:
             # The row keeps the whole token_usage the checkpoint will hold: the update merged as its reducer does.
             usage = merge_token_usage(usage_before, update[TOKEN_USAGE_KEY])
             conversation_pressure_update(conversation_id=conversation.pk, token_usage=usage)
-            repository.update(update)
+            try:
+                # One checkpoint load under the lock: the swap compares on the read the write builds on.
+                repository.update(update, expected_version=version)
+            except CheckpointMoved as exc:
+                raise ThreadChanged() from exc
+        record_accounted(record)  # counted once it is sure to commit (not for a job stopped meanwhile)
     return record
 
 
@@ -321,6 +326,7 @@ def _fail(
         if record is not None:
             record_accounted(record)  # counted once it is sure to commit
         if spent and values:
-            repository = state_repository_for(conversation)
-            if repository.version() == version:
-                repository.update(ledger_update(values, spent, now=datetime.now(UTC)))
+            with suppress(CheckpointMoved):  # billed only on the checkpoint the calls were made from
+                state_repository_for(conversation).update(
+                    ledger_update(values, spent, now=datetime.now(UTC)), expected_version=version
+                )

@@ -14,7 +14,8 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from itertools import accumulate
+from typing import Any, NamedTuple
 
 from context_engine.formats import (
     REFERENCE_INDEX_ENTRY,
@@ -27,7 +28,7 @@ from context_engine.formats import (
 )
 from context_engine.lines import READ_DEFAULT_LIMIT, READ_MAX_CHARS, split_lines
 from context_engine.lru import LRU
-from context_engine.summary.identifiers import Haystack, extract_identifiers
+from context_engine.summary.identifiers import MIN_IDENTIFIER_CHARS, Haystack, extract_identifiers
 
 OMITTED_RANGES_MAX = 10  # line ranges the index names for what it left out, each one read_file call
 _ROW_OVERHEAD = 16  # read_file's line-number column and line break, with room for continuation rows
@@ -100,21 +101,32 @@ class _Seen:
 _located = LRU(256)
 
 
-def _line_identifiers(text: str) -> list[tuple[int, dict[str, str]]]:
+def _line_identifiers(text: str, memo: dict[str, dict[str, str]]) -> list[tuple[int, dict[str, str]]]:
     """``(line index, identifiers on that line)`` for the lines of ``text`` that hold any. Extracted line
-    by line, so an identifier found here is on that line whole."""
+    by line, so an identifier found here is on that line whole. ``memo``: identifiers per line already
+    extracted (a history section and the saved results it folded share many lines; half of a long
+    thread's lines are repeats). A line shorter than the shortest identifier holds none."""
     key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
     found = _located.get(key)
     if found is None:
-        found = [(n, ids) for n, line in enumerate(split_lines(text)) if (ids := extract_identifiers(line))]
+        found = []
+        for n, line in enumerate(split_lines(text)):
+            if len(line) < MIN_IDENTIFIER_CHARS:
+                continue
+            ids = memo.get(line)
+            if ids is None:
+                ids = memo[line] = extract_identifiers(line)
+            if ids:
+                found.append((n, ids))
         _located.put(key, found)
     return found
 
 
 def _locate(wanted: Mapping[str, str], sources: Sequence[Source]) -> dict[str, _Seen]:
     seen: dict[str, _Seen] = {}
+    memo: dict[str, dict[str, str]] = {}
     for number, source in enumerate(sources):
-        for index, ids in _line_identifiers(source.text):
+        for index, ids in _line_identifiers(source.text, memo):
             for value in ids:
                 if value not in wanted:
                     continue
@@ -154,7 +166,7 @@ def build_reference_index(
         Entry(s.value, s.kind, s.path, s.line)
         for s in sorted(seen.values(), key=lambda s: (-s.uses, -s.rank[0], -s.rank[1]))
     ]
-    lines = {source.path: (split_lines(source.text), source.first_line) for source in sources}
+    lines = {source.path: _File.of(source) for source in sources}
 
     def render(count: int) -> tuple[str, tuple[LineRange, ...]]:
         ranges = _omitted_ranges(ranked[count:], lines)
@@ -185,9 +197,24 @@ def build_reference_index(
     )
 
 
-def _omitted_ranges(
-    omitted: list[Entry], lines: Mapping[str, tuple[list[str], int]]
-) -> tuple[LineRange, ...]:
+class _File(NamedTuple):
+    text_lines: list[str]
+    first: int  # the number of its first line
+    # ``sizes[i]``: the characters a ``read_file`` of its first ``i`` lines returns (one sum, not one
+    # per range tried: the bisection above sizes the omitted ranges a dozen times).
+    sizes: list[int]
+
+    @classmethod
+    def of(cls, source: Source) -> _File:
+        text_lines = split_lines(source.text)
+        return cls(
+            text_lines,
+            source.first_line,
+            list(accumulate((len(t) + _ROW_OVERHEAD for t in text_lines), initial=0)),
+        )
+
+
+def _omitted_ranges(omitted: list[Entry], lines: Mapping[str, _File]) -> tuple[LineRange, ...]:
     """Up to ``OMITTED_RANGES_MAX`` line ranges, each returned whole by one ``read_file`` call, that hold
     the most of the omitted identifiers."""
     counts: dict[str, dict[int, int]] = {}
@@ -196,12 +223,12 @@ def _omitted_ranges(
         per_file[entry.line] = per_file.get(entry.line, 0) + 1
     ranges: list[LineRange] = []
     for path, per_line in counts.items():
-        text_lines, first = lines[path]
+        text_lines, first, sizes = lines[path]
         start = end = 0
         chars = count = 0
         for line in sorted(per_line):
             if start:
-                size = sum(len(text_lines[n - first]) + _ROW_OVERHEAD for n in range(end + 1, line + 1))
+                size = sizes[line + 1 - first] - sizes[end + 1 - first]  # lines end + 1 .. line
                 if line - start + 1 <= READ_DEFAULT_LIMIT and chars + size <= READ_MAX_CHARS:
                     end, chars, count = line, chars + size, count + per_line[line]
                     continue

@@ -10,7 +10,7 @@ from langchain_core.messages import HumanMessage
 from agent_platform.runtime import checkpointer as cp
 from agent_platform.runtime.graph import agent_tools, build_agent_graph, thread_config
 from agent_platform.runtime.offline import OfflineChatModel
-from agent_platform.runtime.state_repository import AgentStateRepository
+from agent_platform.runtime.state_repository import AgentStateRepository, CheckpointMoved, _Expecting
 from agent_platform.runtime.stopping import StopWaitingToolsMiddleware
 from agent_platform.workdir import workdir_for
 
@@ -107,3 +107,32 @@ def test_a_sub_agent_counts_its_summary_calls_in_the_parents_ledger(thread, agen
     assert isinstance(lent, LentLedger)
     lent.spent([1234], now=datetime.now(UTC))
     assert [c["input_tokens"] for c in scope.ledger.view()] == [1234]  # billed to the parent's thread
+
+
+def test_a_compare_and_swap_update_writes_onto_the_expected_checkpoint_only(thread):
+    repository = AgentStateRepository(build_agent_graph(agent=thread.agent), thread.thread_id)
+    with pytest.raises(CheckpointMoved):  # a fresh thread has no checkpoint: "" is the only match
+        repository.update({"messages": [HumanMessage("x", id="x")]}, expected_version="nope")
+    assert repository.version() == ""
+    repository.update({"messages": [HumanMessage("first", id="n1")]}, expected_version="")
+    first = repository.version()
+    repository.update({"messages": [HumanMessage("second", id="n2")]})  # another writer moves it on
+    moved = repository.version()
+    with pytest.raises(CheckpointMoved):
+        repository.update({"messages": [HumanMessage("late", id="n3")]}, expected_version=first)
+    assert repository.version() == moved  # nothing written
+    assert [m.id for m in repository.get_values()["messages"]] == ["n1", "n2"]
+    repository.update({"messages": [HumanMessage("third", id="n3")]}, expected_version=moved)
+    assert [m.id for m in repository.get_values()["messages"]] == ["n1", "n2", "n3"]
+    assert repository.version() not in ("", first, moved)
+
+
+def test_a_compare_and_swap_saver_narrowed_by_strict_msgpack_still_compares(thread):
+    repository = AgentStateRepository(build_agent_graph(agent=thread.agent), thread.thread_id)
+    repository.update({"messages": [HumanMessage("first", id="n1")]})
+    version = repository.version()
+    narrowed = _Expecting(repository.graph.checkpointer, "elsewhere").with_allowlist([("x", "Y")])
+    assert isinstance(narrowed, _Expecting)
+    with pytest.raises(CheckpointMoved):
+        narrowed.get_tuple(repository.config)
+    assert _Expecting(repository.graph.checkpointer, version).with_allowlist([]).get_tuple(repository.config)

@@ -185,6 +185,10 @@ def test_routing_is_deterministic():
 
 def test_the_offline_model_speaks_the_language_it_is_given():
     reply = OfflineChatModel(language="zh-hans").bind_tools([web_search]).invoke("hello")
-    assert reply.content.startswith("（离线模型") and "“hello”" in reply.content and "web_search" in reply.content
+    assert (
+        reply.content.startswith("（离线模型")
+        and "“hello”" in reply.content
+        and "web_search" in reply.content
+    )
     assert "Offline model" not in reply.content
     assert OfflineChatModel(language="fr").invoke("hello").content.startswith("(Offline model")  # no catalog

@@ -123,6 +123,7 @@ def test_the_apply_refuses_a_checkpoint_that_changed_during_the_summary(thread, 
     assert isinstance(results["compress"], ThreadChanged), results["compress"]
     job = CompressionJob.objects.get()
     assert (job.status, job.error_code) == ("failed", "thread_changed")
+    assert job.record is None and not CompressionRecord.objects.exists()  # the refused swap rolled it back
     values = repository_for(thread).get_values()
     assert "_summarization_event" not in values or values["_summarization_event"] == changed.get(
         "_summarization_event"

@@ -43,6 +43,7 @@ ADMIN_LISTS = [
     "/admin/conversations/conversation/",
     "/admin/conversations/agentrun/",
     "/admin/compression/compressionrecord/",
+    "/admin/compression/compressionjob/",
     "/admin/pressure/",
 ]
 

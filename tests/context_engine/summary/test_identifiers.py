@@ -176,3 +176,20 @@ def test_the_better_summary_loses_fewer_identifiers_and_a_tie_keeps_the_first():
     assert better_summary(first, second) == 1
     assert better_summary(second, first) == 0
     assert better_summary(first, first) == 0
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "kind"),
+    [
+        ("took ١٢ MB", "١٢ MB", KIND_QUANTITY),  # any Unicode digit, as ``\d`` reads it
+        ("cost ＄ is not money but $７００ is", "$７００", KIND_QUANTITY),
+        ('{"order_key": "zz_top_aa"}', "zz_top_aa", KIND_RECORD_ID),  # no digit, but keyed
+        ("ref=abc_def", None, None),  # keyed ids need quotes: a text without one digit yields nothing
+    ],
+)
+def test_digit_free_and_non_ascii_digit_texts_are_read_as_before(text, value, kind):
+    found = extract_identifiers(text)
+    if value is None:
+        assert found == {}
+    else:
+        assert found.get(value) == kind

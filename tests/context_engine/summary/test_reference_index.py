@@ -294,3 +294,20 @@ def test_pointers_into_saved_results_resolve_and_the_budget_holds(folded, saved_
         assert (entry.value, entry.kind) not in in_summary
     for r, text in zip(index.ranges, index.range_texts, strict=True):
         assert text == "\n".join(split_lines(texts[r.path])[r.start - 1 : r.end])
+
+
+def test_a_line_repeated_across_sources_points_into_the_first_that_holds_it():
+    repeated = "deploy token ABC-4242 rotated"
+    sources = [
+        Source("history.md", f"intro\n{repeated}\nok", 10),
+        Source("saved/a.txt", f"{repeated}\n{repeated}"),
+    ]
+    index = build_reference_index(
+        {"ABC-4242": "ticket"},
+        summary="",
+        kept=[],
+        sources=sources,
+        budget=5000,
+        estimate=partial(estimate_text, profile=DEFAULT_PROFILE),
+    )
+    assert [(e.value, e.path, e.line) for e in index.entries] == [("ABC-4242", "history.md", 11)]
