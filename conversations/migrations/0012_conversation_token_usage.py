@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("conversations", "0008_usage_accounting"),
+        ("conversations", "0010_run_language_and_search_index"),
     ]
 
     operations = [
