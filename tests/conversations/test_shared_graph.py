@@ -57,7 +57,7 @@ def test_two_users_runs_at_once_on_one_cached_graph_keep_their_own_files_and_mes
     graph_for = runtime_graph.agent_graph_for
     monkeypatch.setattr(
         "conversations.services.execution.agent_graph_for",
-        lambda a: served.append(graph_for(a)) or served[-1],
+        lambda a, **kw: served.append(graph_for(a, **kw)) or served[-1],
     )
     runtime_graph.agent_graphs_clear()
     alice = thread_create(user=user, agent_slug=agent.slug, title="alice's")
