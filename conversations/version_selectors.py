@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from conversations.errors import MessageNotFound
-from conversations.models import AgentRun, Conversation, Message
+from conversations.models import AgentRun, Conversation, Message, MessageFork
 from conversations.selectors import visible_messages
 
 EDIT, REGENERATE = "edit", "regenerate"
@@ -78,30 +78,35 @@ def reply_versions(*, message: Message, current_run_id: int | None) -> VersionSe
     )
 
 
-def versions_annotate(*, messages: Sequence[Message]) -> None:
+def versions_annotate(*, messages: Sequence[Message]) -> Sequence[Message]:
     """Set ``versions`` on the messages of a page that show a version switcher (‹ 1/2 ›): an edited
-    user message, and the first reply row of a regenerated answer. Few queries: only forked turns."""
+    user message, and the first reply row of a regenerated answer. Two queries when nothing was forked."""
     if not messages:
-        return
+        return messages
     conversation_id = messages[0].conversation_id
-    forked = set(
-        Conversation.objects.get(pk=conversation_id).forks.values_list("message_id", flat=True)
-    ) | set(Message.objects.filter(conversation_id=conversation_id, version_of__isnull=False).values_list("version_of_id", flat=True))
-    if not forked:
-        return
-    previous_user: Message | None = None
-    first_reply_seen: set[int] = set()
+    edited = set(
+        Message.objects.filter(conversation_id=conversation_id, version_of__isnull=False).values_list(
+            "version_of_id", flat=True
+        )
+    )
+    regenerated = set(
+        MessageFork.objects.filter(conversation_id=conversation_id, kind=MessageFork.Kind.REGENERATE).values_list(
+            "message_id", flat=True
+        )
+    )
+    seen_runs: set[int | None] = set()
     for message in messages:
         if message.role == Message.Role.USER:
-            root = message.version_of_id or message.pk
-            if root in forked:
+            if (message.version_of_id or message.pk) in edited:
                 message.versions = edit_versions(message=message)
-            previous_user = message
             continue
-        if previous_user is None or message.run_id in first_reply_seen or previous_user.pk not in forked:
-            continue
-        first_reply_seen.add(message.run_id)
-        message.versions = reply_versions(message=previous_user, current_run_id=message.run_id)
+        asked = message.run.input_message_id if message.run_id else None
+        if asked in regenerated and message.run_id not in seen_runs:
+            seen_runs.add(message.run_id)
+            message.versions = reply_versions(
+                message=Message.objects.get(pk=asked), current_run_id=message.run_id
+            )
+    return messages
 
 
 def message_versions(*, conversation: Conversation, message_id: int) -> dict[str, object]:
