@@ -8,6 +8,8 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from conversations.attachments import text_path
+
 
 class Conversation(models.Model):
     class Status(models.TextChoices):
@@ -244,6 +246,11 @@ class Attachment(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def extracted_text_path(self) -> str:
+        """Where the model reads this attachment's text (a PDF's extracted text is a file beside it)."""
+        return text_path(self.path, self.kind)
 
 
 class MessagePinQuerySet(models.QuerySet):
