@@ -180,3 +180,27 @@ def test_refusals_leave_the_thread_as_it_was(owner_client, client, other_user, t
     assert client.post(url, {"content": "edited"}, content_type="application/json").status_code == 404
     assert not MessageFork.objects.exists() and _model_view(thread) == view
     assert thread.messages.count() == 2
+
+
+@pytest.mark.parametrize("message_id", ["99999999999999999999", "-1", "abc"])
+def test_odd_message_ids_are_errors_not_500s(owner_client, thread, message_id):
+    base = f"/api/threads/{thread.thread_id}/messages/{message_id}"
+    for response in (
+        owner_client.post(f"{base}/edit", {"content": "x"}, content_type="application/json"),
+        owner_client.get(f"{base}/versions"),
+    ):
+        assert response.status_code in (404, 422), response.content
+        assert {"code", "message"} <= response.json().keys()
+
+
+def test_the_admin_shows_a_threads_forks_read_only(
+    client, django_user_model, owner_client, thread, say, django_capture_on_commit_callbacks
+):
+    message = say("hello")
+    _post(owner_client, f"/api/threads/{thread.thread_id}/regenerate", django_capture_on_commit_callbacks)
+    fork = MessageFork.objects.get()
+    client.force_login(django_user_model.objects.create_superuser("root", password="pw-root-123"))
+    page = client.get(f"/admin/conversations/conversation/{thread.pk}/change/")
+    assert page.status_code == 200
+    body = page.content.decode()
+    assert fork.checkpoint_id in body and "Regenerate" in body and message.content in body
