@@ -204,3 +204,50 @@ def test_the_admin_shows_a_threads_forks_read_only(
     assert page.status_code == 200
     body = page.content.decode()
     assert fork.checkpoint_id in body and "Regenerate" in body and message.content in body
+
+
+def _user_texts(request: dict) -> list[str]:
+    texts = []
+    for message in request["messages"]:
+        if message["role"] == "user":
+            content = message["content"]
+            texts.append(content if isinstance(content, str) else " ".join(p.get("text", "") for p in content))
+    return texts
+
+
+def test_the_model_is_sent_the_fork_through_the_real_client(
+    client, user, openai_stub, monkeypatch, django_capture_on_commit_callbacks
+):
+    """Through langchain-openai and the OpenAI-protocol stub: after an edit the request carries the
+    new version and not the old one nor its reply; after a regenerate, the question once, no old reply."""
+    from agent_platform.models import Agent, ModelEndpoint
+    from conversations.services import thread_create
+
+    monkeypatch.setenv("STUB_API_KEY", "sk-test")
+    endpoint = ModelEndpoint.objects.create(name="stub", base_url=openai_stub.base_url, api_key_env="STUB_API_KEY")
+    agent = Agent.objects.create(name="Stubbed", slug="stubbed", endpoint=endpoint, model_name="gpt-4o-mini")
+    thread = thread_create(user=user, agent_slug=agent.slug)
+    client.force_login(user)
+    for text in ("First answer.", "Museums: the Gulbenkian.", "Beaches: Cascais.", "Beaches: Comporta."):
+        openai_stub.reply(text)
+    base = f"/api/threads/{thread.thread_id}"
+    _post(client, f"{base}/messages", django_capture_on_commit_callbacks, content="We go to Lisbon.")
+    asked = _post(client, f"{base}/messages", django_capture_on_commit_callbacks, content="Which museums?")
+    edited = _post(
+        client,
+        f"{base}/messages/{asked.json()['message']['id']}/edit",
+        django_capture_on_commit_callbacks,
+        content="Which beaches?",
+    )
+    assert edited.status_code == 202, edited.content
+    request = openai_stub.requests[-1]
+    assert _user_texts(request) == ["We go to Lisbon.", "Which beaches?"]
+    assert "Museums: the Gulbenkian." not in str(request["messages"])
+
+    assert _post(client, f"{base}/regenerate", django_capture_on_commit_callbacks).status_code == 202
+    request = openai_stub.requests[-1]
+    assert _user_texts(request) == ["We go to Lisbon.", "Which beaches?"]
+    assert "Beaches: Cascais." not in str(request["messages"])
+    assert [row["content"] for row in client.get(f"{base}/messages").json()] == [
+        "We go to Lisbon.", "First answer.", "Which beaches?", "Beaches: Comporta.",
+    ]
