@@ -39,7 +39,16 @@ class MessageForkInline(ReadOnlyInline):
     """Edits and regenerations: which transcript rows left the current branch, from which checkpoint."""
 
     model = MessageFork
-    fields = ("kind", "message", "run", "hidden_from_seq", "hidden_to_seq", "checkpoint_id", "created_by", "created_at")
+    fields = (
+        "kind",
+        "message",
+        "run",
+        "hidden_from_seq",
+        "hidden_to_seq",
+        "checkpoint_id",
+        "created_by",
+        "created_at",
+    )
     readonly_fields = fields
 
 

@@ -25,8 +25,8 @@ from conversations.schemas import (
 )
 from conversations.services.attachments import uploads_from
 from conversations.services.versions import message_edit, reply_regenerate
-from conversations.version_selectors import message_versions
 from conversations.throttles import message_throttled
+from conversations.version_selectors import message_versions
 
 router = Router(tags=["threads"])
 
@@ -128,7 +128,9 @@ def message_edit_send(request: HttpRequest, thread_id: uuid.UUID, message_id: in
     earlier versions); the model answers it on a fork from before the original. 409 while a run is
     queued or running; 422 `message_not_editable` for a message that opened no turn."""
     with message_throttled(request, with_files=False):
-        result = message_edit(thread_id=thread_id, message_id=message_id, user=request.user, content=payload.content)
+        result = message_edit(
+            thread_id=thread_id, message_id=message_id, user=request.user, content=payload.content
+        )
     return Status(202, {"message": result.message, "run": result.run})
 
 
@@ -140,7 +142,9 @@ def thread_regenerate(request: HttpRequest, thread_id: uuid.UUID):
     return Status(202, {"message": result.message, "run": result.run})
 
 
-@router.get("/{thread_id}/messages/{message_id}/versions", response={200: MessageVersionsOut, **error_responses(404)})
+@router.get(
+    "/{thread_id}/messages/{message_id}/versions", response={200: MessageVersionsOut, **error_responses(404)}
+)
 def message_versions_get(request: HttpRequest, thread_id: uuid.UUID, message_id: int):
     """The versions of a user message and of the reply to it (read-only for viewers)."""
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)

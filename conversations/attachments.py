@@ -51,7 +51,9 @@ _LOOKS_LIKE = {
     "application/java-archive": gettext_lazy("a Java program"),
     "application/vnd.android.package-archive": gettext_lazy("an Android app"),
     "application/x-ms-shortcut": gettext_lazy("a Windows shortcut"),
-    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": gettext_lazy("a Word document"),
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": gettext_lazy(
+        "a Word document"
+    ),
     "application/msword": gettext_lazy("a Word document"),
     "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": gettext_lazy("an Excel spreadsheet"),
     "application/vnd.ms-excel": gettext_lazy("an Excel spreadsheet"),
@@ -68,7 +70,19 @@ _LOOKS_LIKE_FAMILY = {
     "font/": gettext_lazy("a font"),
     "application/font": gettext_lazy("a font"),
 }
-_ARCHIVES = ("zip", "tar", "gzip", "bzip2", "x-7z", "x-rar", "x-xz", "zstd", "x-lzip", "x-compress", "x-apple-diskimage")
+_ARCHIVES = (
+    "zip",
+    "tar",
+    "gzip",
+    "bzip2",
+    "x-7z",
+    "x-rar",
+    "x-xz",
+    "zstd",
+    "x-lzip",
+    "x-compress",
+    "x-apple-diskimage",
+)
 SUPPORTED_KINDS = gettext_lazy("text, Markdown, CSV, JSON, source code, PDF, PNG, JPEG, WebP or GIF")
 MAX_NAME_CHARS = 100
 _UNSAFE_NAME_CHARS = re.compile(r"[^\w.+-]+")

@@ -197,9 +197,7 @@ class MessageFork(models.Model):
     message = models.ForeignKey(
         Message, verbose_name=_("message"), on_delete=models.CASCADE, related_name="forks"
     )
-    run = models.OneToOneField(
-        AgentRun, verbose_name=_("run"), on_delete=models.CASCADE, related_name="fork"
-    )
+    run = models.OneToOneField(AgentRun, verbose_name=_("run"), on_delete=models.CASCADE, related_name="fork")
     hidden_from_seq = models.PositiveIntegerField(verbose_name=_("hidden from seq"))
     hidden_to_seq = models.PositiveIntegerField(verbose_name=_("hidden to seq"))
     checkpoint_id = models.CharField(verbose_name=_("forked from checkpoint"), max_length=100)

@@ -61,9 +61,9 @@ def edit_versions(*, message: Message) -> VersionSet | None:
 def reply_versions(*, message: Message, current_run_id: int | None) -> VersionSet | None:
     """The versions of the reply to user message ``message``: one per chat run it opened."""
     runs = list(
-        AgentRun.objects.filter(input_message=message, kind=AgentRun.Kind.CHAT).order_by("id").values_list(
-            "pk", flat=True
-        )
+        AgentRun.objects.filter(input_message=message, kind=AgentRun.Kind.CHAT)
+        .order_by("id")
+        .values_list("pk", flat=True)
     )
     if message.run_id and message.run_id not in runs:
         runs.insert(0, message.run_id)
@@ -90,9 +90,9 @@ def versions_annotate(*, messages: Sequence[Message]) -> Sequence[Message]:
         )
     )
     regenerated = set(
-        MessageFork.objects.filter(conversation_id=conversation_id, kind=MessageFork.Kind.REGENERATE).values_list(
-            "message_id", flat=True
-        )
+        MessageFork.objects.filter(
+            conversation_id=conversation_id, kind=MessageFork.Kind.REGENERATE
+        ).values_list("message_id", flat=True)
     )
     seen_runs: set[int | None] = set()
     for message in messages:
@@ -114,7 +114,12 @@ def message_versions(*, conversation: Conversation, message_id: int) -> dict[str
     message = conversation.messages.filter(pk=message_id, role=Message.Role.USER).first()
     if message is None:
         raise MessageNotFound()
-    current = visible_messages(conversation=conversation).filter(seq__gt=message.seq).exclude(role=Message.Role.USER).first()
+    current = (
+        visible_messages(conversation=conversation)
+        .filter(seq__gt=message.seq)
+        .exclude(role=Message.Role.USER)
+        .first()
+    )
     current_run = current.run_id if current is not None else message.run_id
     return {
         "message_id": message.pk,

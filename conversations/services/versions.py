@@ -21,7 +21,7 @@ from django.utils.translation import gettext as _
 from agent_platform.runtime.graph import state_repository_for
 from conversations import events
 from conversations.errors import EmptyMessage, MessageNotEditable, MessageNotFound, ThreadBusy
-from conversations.models import AgentRun, Attachment, Conversation, Message, MessageFork
+from conversations.models import AgentRun, Conversation, Message, MessageFork
 from conversations.selectors import thread_busy_flags, visible_messages
 from conversations.services.dispatch import run_dispatch_next
 from conversations.services.intake import MESSAGE_MAX_CHARS, IntakeResult
@@ -74,7 +74,9 @@ def reply_regenerate(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> I
             raise MessageNotEditable(_("There is no reply to regenerate yet."))
         message = _turn_message(conversation, last.pk)
         next_seq = (conversation.messages.aggregate(last=Max("seq"))["last"] or 0) + 1
-        run = AgentRun.objects.create(conversation=conversation, kind=AgentRun.Kind.CHAT, input_message=message)
+        run = AgentRun.objects.create(
+            conversation=conversation, kind=AgentRun.Kind.CHAT, input_message=message
+        )
         return _fork(
             conversation,
             user=user,
@@ -97,7 +99,9 @@ def _turn_message(conversation: Conversation, message_id: int) -> Message:
     if message.role != Message.Role.USER or run is None or run.kind != AgentRun.Kind.CHAT:
         raise MessageNotEditable()
     if run.input_message_id != message.pk:  # the answer to an ask_user question, not a turn
-        raise MessageNotEditable(_("An answer to the agent's question can't be edited; edit the message before it."))
+        raise MessageNotEditable(
+            _("An answer to the agent's question can't be edited; edit the message before it.")
+        )
     return message
 
 

@@ -37,7 +37,10 @@ def _post(client, url, capture, **json):
 
 def _model_view(thread) -> list[str]:
     """The contents of the checkpoint's messages (what the model sees next)."""
-    return [m.content if isinstance(m.content, str) else m.text for m in state_repository_for(thread).get_values()["messages"]]
+    return [
+        m.content if isinstance(m.content, str) else m.text
+        for m in state_repository_for(thread).get_values()["messages"]
+    ]
 
 
 def _visible(client, thread) -> list[tuple[str, str]]:
@@ -71,7 +74,9 @@ def test_an_edit_forks_the_model_view_and_keeps_the_old_version(
     fork = MessageFork.objects.get(conversation=thread)
     assert fork.kind == "edit" and fork.message_id == second.pk and fork.checkpoint_id
 
-    versions = owner_client.get(f"/api/threads/{thread.thread_id}/messages/{response.json()['message']['id']}/versions").json()
+    versions = owner_client.get(
+        f"/api/threads/{thread.thread_id}/messages/{response.json()['message']['id']}/versions"
+    ).json()
     assert versions["edits"]["total"] == 2 and versions["edits"]["current"] == 2
     old = versions["edits"]["versions"][0]
     assert old["message"]["content"] == "And of Spain?" and old["replies"] and not old["current"]
@@ -84,7 +89,9 @@ def test_regenerate_answers_the_last_message_again_on_a_fork(
     say("hello")
     last = say("tell me something")
     before = _visible(owner_client, thread)
-    response = _post(owner_client, f"/api/threads/{thread.thread_id}/regenerate", django_capture_on_commit_callbacks)
+    response = _post(
+        owner_client, f"/api/threads/{thread.thread_id}/regenerate", django_capture_on_commit_callbacks
+    )
     assert response.status_code == 202, response.content
     assert response.json()["message"]["id"] == last.pk
     after = _visible(owner_client, thread)
@@ -107,7 +114,9 @@ def test_edit_and_regenerate_on_a_thread_with_a_summary_and_a_pin(
         say(f"Question number {n}. " + "Some background that the summary can shorten. " * 40)
     assert owner_client.post(f"/api/threads/{thread.thread_id}/messages/{pinned.pk}/pin").status_code == 200
     outcome = thread_compress(thread_id=thread.thread_id, user=user)
-    assert outcome.result["status"] == "completed", {k: v for k, v in outcome.result.items() if k in ("reason", "detail", "message")}
+    assert outcome.result["status"] == "completed", {
+        k: v for k, v in outcome.result.items() if k in ("reason", "detail", "message")
+    }
     assert state_repository_for(thread).get_values().get(SUMMARY_EVENT_KEY)
 
     # An edit of a message sent after the summary: the fork keeps the summary and the pin.
@@ -122,7 +131,9 @@ def test_edit_and_regenerate_on_a_thread_with_a_summary_and_a_pin(
     values = state_repository_for(thread).get_values()
     assert values.get(SUMMARY_EVENT_KEY)  # the summary is before the fork point
     assert pinned.lc_message_id in pinned_message_ids(conversation=thread)
-    response = _post(owner_client, f"/api/threads/{thread.thread_id}/regenerate", django_capture_on_commit_callbacks)
+    response = _post(
+        owner_client, f"/api/threads/{thread.thread_id}/regenerate", django_capture_on_commit_callbacks
+    )
     assert response.status_code == 202, response.content
     assert state_repository_for(thread).get_values().get(SUMMARY_EVENT_KEY)
 
@@ -138,11 +149,18 @@ def test_edit_and_regenerate_on_a_thread_with_a_summary_and_a_pin(
     values = state_repository_for(thread).get_values()
     assert not values.get(SUMMARY_EVENT_KEY)
     view = _model_view(thread)
-    assert view[0] == "Always answer in French." and "What is 3 + 3?" in view and not any(c.startswith("Question number 0") for c in view)
+    assert (
+        view[0] == "Always answer in French."
+        and "What is 3 + 3?" in view
+        and not any(c.startswith("Question number 0") for c in view)
+    )
     assert pinned_message_ids(conversation=thread) == [pinned.lc_message_id]
     with pytest.raises(NothingToUndo):
         thread_compress_undo(thread_id=thread.thread_id, user=user)
-    assert [c for r, c in _visible(owner_client, thread) if r == "user"] == ["Always answer in French.", "What is 3 + 3?"]
+    assert [c for r, c in _visible(owner_client, thread) if r == "user"] == [
+        "Always answer in French.",
+        "What is 3 + 3?",
+    ]
 
 
 def test_a_pin_on_a_replaced_version_does_not_bind_the_fork(
@@ -151,7 +169,12 @@ def test_a_pin_on_a_replaced_version_does_not_bind_the_fork(
     say("first")
     second = say("second")
     assert owner_client.post(f"/api/threads/{thread.thread_id}/messages/{second.pk}/pin").status_code == 200
-    _post(owner_client, f"/api/threads/{thread.thread_id}/messages/{second.pk}/edit", django_capture_on_commit_callbacks, content="second, again")
+    _post(
+        owner_client,
+        f"/api/threads/{thread.thread_id}/messages/{second.pk}/edit",
+        django_capture_on_commit_callbacks,
+        content="second, again",
+    )
     assert MessagePin.objects.filter(message=second).exists()  # kept with its version
     assert pinned_message_ids(conversation=thread) == []
     assert owner_client.post(f"/api/threads/{thread.thread_id}/messages/{second.pk}/pin").status_code == 404
@@ -165,8 +188,22 @@ def test_refusals_leave_the_thread_as_it_was(owner_client, client, other_user, t
     checks = [
         (owner_client.post(url, {"content": ""}, content_type="application/json"), 422),
         (owner_client.post(url, {"content": "a\x00b"}, content_type="application/json"), 422),
-        (owner_client.post(f"/api/threads/{thread.thread_id}/messages/{reply.pk}/edit", {"content": "x"}, content_type="application/json"), 422),
-        (owner_client.post(f"/api/threads/{thread.thread_id}/messages/999999/edit", {"content": "x"}, content_type="application/json"), 404),
+        (
+            owner_client.post(
+                f"/api/threads/{thread.thread_id}/messages/{reply.pk}/edit",
+                {"content": "x"},
+                content_type="application/json",
+            ),
+            422,
+        ),
+        (
+            owner_client.post(
+                f"/api/threads/{thread.thread_id}/messages/999999/edit",
+                {"content": "x"},
+                content_type="application/json",
+            ),
+            404,
+        ),
     ]
     for response, status in checks:
         assert response.status_code == status, response.content
@@ -211,7 +248,9 @@ def _user_texts(request: dict) -> list[str]:
     for message in request["messages"]:
         if message["role"] == "user":
             content = message["content"]
-            texts.append(content if isinstance(content, str) else " ".join(p.get("text", "") for p in content))
+            texts.append(
+                content if isinstance(content, str) else " ".join(p.get("text", "") for p in content)
+            )
     return texts
 
 
@@ -224,7 +263,9 @@ def test_the_model_is_sent_the_fork_through_the_real_client(
     from conversations.services import thread_create
 
     monkeypatch.setenv("STUB_API_KEY", "sk-test")
-    endpoint = ModelEndpoint.objects.create(name="stub", base_url=openai_stub.base_url, api_key_env="STUB_API_KEY")
+    endpoint = ModelEndpoint.objects.create(
+        name="stub", base_url=openai_stub.base_url, api_key_env="STUB_API_KEY"
+    )
     agent = Agent.objects.create(name="Stubbed", slug="stubbed", endpoint=endpoint, model_name="gpt-4o-mini")
     thread = thread_create(user=user, agent_slug=agent.slug)
     client.force_login(user)
@@ -249,5 +290,8 @@ def test_the_model_is_sent_the_fork_through_the_real_client(
     assert _user_texts(request) == ["We go to Lisbon.", "Which beaches?"]
     assert "Beaches: Cascais." not in str(request["messages"])
     assert [row["content"] for row in client.get(f"{base}/messages").json()] == [
-        "We go to Lisbon.", "First answer.", "Which beaches?", "Beaches: Comporta.",
+        "We go to Lisbon.",
+        "First answer.",
+        "Which beaches?",
+        "Beaches: Comporta.",
     ]

@@ -65,7 +65,9 @@ def test_attachments_say_what_happens_to_them(open_page, e2e_server, tmp_path, w
     page.click("#composer button[type=submit]")
     sent = page.locator("#transcript .message.role-user").last
     expect(sent.locator(".attachment")).to_have_count(2)
-    transcript_sizes = [sent.locator(".attachment .muted").nth(i).inner_text().split(" · ")[0] for i in range(2)]
+    transcript_sizes = [
+        sent.locator(".attachment .muted").nth(i).inner_text().split(" · ")[0] for i in range(2)
+    ]
     assert composer_sizes == transcript_sizes
     expect(sent.locator(".attachment-no-vision")).to_contain_text(words["no_vision"])
     pdf_link = sent.locator(".attachment-pdf .attachment-name")

@@ -13,8 +13,18 @@ from tests.e2e.chat_support import open_thread, overflow, send
 pytestmark = pytest.mark.browser
 
 WORDS = {
-    "en": {"edit": "Edit", "regenerate": "Regenerate", "send": "Send edited message", "earlier": "an earlier version"},
-    "zh-hans": {"edit": "编辑", "regenerate": "重新生成", "send": "发送修改后的消息", "earlier": "较早的版本"},
+    "en": {
+        "edit": "Edit",
+        "regenerate": "Regenerate",
+        "send": "Send edited message",
+        "earlier": "an earlier version",
+    },
+    "zh-hans": {
+        "edit": "编辑",
+        "regenerate": "重新生成",
+        "send": "发送修改后的消息",
+        "earlier": "较早的版本",
+    },
 }
 
 
@@ -23,13 +33,17 @@ def _settled(page, replies: int) -> None:
     expect(page.locator("#transcript li.message.role-assistant:not(.version-hidden)")).to_have_count(
         replies, timeout=20_000
     )
-    expect(page.locator("#run-status")).to_have_attribute("data-status", re.compile("succeeded"), timeout=20_000)
+    expect(page.locator("#run-status")).to_have_attribute(
+        "data-status", re.compile("succeeded"), timeout=20_000
+    )
 
 
 @pytest.mark.parametrize(
     ("width", "language"), [(1366, "en"), (390, "en"), (1366, "zh-hans"), (390, "zh-hans")]
 )
-def test_edit_and_regenerate_keep_earlier_versions_browsable(open_page, e2e_server, width, language, screenshot):
+def test_edit_and_regenerate_keep_earlier_versions_browsable(
+    open_page, e2e_server, width, language, screenshot
+):
     thread_id = e2e_server.seed("thread", title="Trip planning")["thread_id"]
     page = open_page(width=width, height=844 if width < 500 else 900)
     errors: list[str] = []
@@ -66,7 +80,9 @@ def test_edit_and_regenerate_keep_earlier_versions_browsable(open_page, e2e_serv
     expect(pane).to_be_visible()
     expect(pane).to_contain_text("Which museums should we see?")
     expect(pane).to_contain_text(words["earlier"])
-    expect(page.locator("#transcript li.message.role-assistant").last).to_be_hidden()  # the current reply steps aside
+    expect(
+        page.locator("#transcript li.message.role-assistant").last
+    ).to_be_hidden()  # the current reply steps aside
     screenshot(page, f"versions-edit-{language}-{width}")
     edited.locator(".version-next").click()
     expect(pane).to_be_hidden()
