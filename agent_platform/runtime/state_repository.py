@@ -39,32 +39,34 @@ class AgentStateRepository:
 
     def fork_before(self, message_id: str) -> str | None:
         """Fork the thread at the checkpoint from before ``message_id`` first entered the model's view
-        (LangGraph time travel: ``update_state`` on a past config). The fork becomes the thread's latest
-        checkpoint; the old branch stays in the history. Returns the checkpoint id forked from, or None
-        when the message never was in the model's view (an answer to ``ask_user``, say).
+        (LangGraph time travel: ``update_state`` on a past config, ``__copy__``). The fork becomes the
+        thread's latest checkpoint; the old branch stays in the history. Returns the checkpoint id
+        forked from, or None when the message never was in the model's view (an answer to
+        ``ask_user``, say).
 
-        A summary made after the message folded it: the lineage is walked back to where it entered,
-        so a fork never starts from a summary written after the message.
+        The lineage is walked back from the latest checkpoint through its parents, only as far as
+        the message's entry: a summary made after the message folded it (so the newest checkpoints
+        may not hold it), and a fork never starts from a summary written after the message.
         """
-        history = {self.version_of(s): s for s in self.graph.get_state_history(self.config)}
-        lineage: list[StateSnapshot] = []
-        snapshot = history.get(self.version())
-        while snapshot is not None:
-            lineage.append(snapshot)  # newest first
-            snapshot = history.get(self.version_of_parent(snapshot))
-        holding = [i for i, s in enumerate(lineage) if _holds(s, message_id)]
-        if not holding:
+        snapshot: StateSnapshot | None = self.snapshot()
+        seen_it = False
+        root = snapshot
+        while snapshot is not None and snapshot.config:
+            holds = _holds(snapshot, message_id)
+            if seen_it and not holds:
+                break  # older than the message's entry: never holds it again
+            seen_it = seen_it or holds
+            root = snapshot
+            snapshot = self.graph.get_state(snapshot.parent_config) if snapshot.parent_config else None
+        if not seen_it:
             return None
-        # The settled state just before the message came in: the previous turn's end.
-        base = next((s for s in lineage[holding[-1] + 1 :] if not s.next), None)
-        if base is None:  # the thread's first turn: the fork is its input checkpoint, empty of messages
-            base = lineage[-1]
+        # ``snapshot`` is the turn's input checkpoint (the message still in ``__start__``): the fork
+        # copies the state that turn began from, its parent; at the thread's first turn, the input
+        # checkpoint itself (empty of messages; a new input replaces what it waits to start with).
+        entry = snapshot if snapshot is not None else root
+        base = self.graph.get_state(entry.parent_config) if entry.parent_config else entry
         self.graph.update_state(base.config, None, as_node="__copy__")
         return self.version_of(base)
-
-    @staticmethod
-    def version_of_parent(snapshot: StateSnapshot) -> str:
-        return (snapshot.parent_config or {}).get("configurable", {}).get("checkpoint_id") or ""
 
 
 def _holds(snapshot: StateSnapshot, message_id: str) -> bool:

@@ -295,3 +295,41 @@ def test_the_model_is_sent_the_fork_through_the_real_client(
         "Which beaches?",
         "Beaches: Comporta.",
     ]
+
+
+def test_editing_the_first_message_forks_from_the_empty_thread(
+    owner_client, thread, say, django_capture_on_commit_callbacks
+):
+    first = say("Hello there")
+    say("Second question")
+    response = _post(
+        owner_client,
+        f"/api/threads/{thread.thread_id}/messages/{first.pk}/edit",
+        django_capture_on_commit_callbacks,
+        content="Good morning",
+    )
+    assert response.status_code == 202, response.content
+    view = _model_view(thread)
+    assert view[0] == "Good morning" and len(view) == 2  # the question and its answer, nothing older
+    assert [c for r, c in _visible(owner_client, thread) if r == "user"] == ["Good morning"]
+    # Edit the edited version again: versions 1, 2 and 3 of the same message.
+    edited = response.json()["message"]["id"]
+    again = _post(
+        owner_client,
+        f"/api/threads/{thread.thread_id}/messages/{edited}/edit",
+        django_capture_on_commit_callbacks,
+        content="Good evening",
+    )
+    versions = owner_client.get(
+        f"/api/threads/{thread.thread_id}/messages/{again.json()['message']['id']}/versions"
+    ).json()["edits"]
+    assert [v["message"]["content"] for v in versions["versions"]] == [
+        "Hello there",
+        "Good morning",
+        "Good evening",
+    ]
+    assert (
+        versions["current"] == 3
+        and _model_view(thread)[0] == "Good evening"
+        and len(_model_view(thread)) == 2
+    )
