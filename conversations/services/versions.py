@@ -90,7 +90,9 @@ def reply_regenerate(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> I
 def _turn_message(conversation: Conversation, message_id: int) -> Message:
     """The user message that opened a chat turn on the current branch, with the thread idle."""
     flags = thread_busy_flags(conversation=conversation)
-    if flags["busy"] or flags["maintenance"]:
+    if flags["interrupted"]:
+        raise ThreadBusy(_("The agent is waiting for your answer to its question; answer it first."))
+    if flags["busy"]:
         raise ThreadBusy(_("The thread has a run in progress or queued; try again when it is idle."))
     message = visible_messages(conversation=conversation).filter(pk=message_id).select_related("run").first()
     if message is None:

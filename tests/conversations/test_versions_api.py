@@ -208,6 +208,11 @@ def test_refusals_leave_the_thread_as_it_was(owner_client, client, other_user, t
     for response, status in checks:
         assert response.status_code == status, response.content
         assert set(response.json()) >= {"code", "message"}
+    waiting = AgentRun.objects.create(conversation=thread, status=AgentRun.Status.INTERRUPTED)
+    busy = owner_client.post(url, {"content": "edited"}, content_type="application/json")
+    assert busy.status_code == 409 and "waiting for your answer" in busy.json()["message"]
+    waiting.status = AgentRun.Status.SUCCEEDED
+    waiting.save()
     AgentRun.objects.create(conversation=thread, status=AgentRun.Status.RUNNING)
     busy = owner_client.post(url, {"content": "edited"}, content_type="application/json")
     assert busy.status_code == 409 and busy.json()["code"] == "thread_busy"
