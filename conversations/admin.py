@@ -13,7 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from agent_platform.admin_base import AuditAdmin
 from context_engine.events import COMPLETED
 from context_engine.events import EVENT_TYPE as COMPRESSION
-from conversations.models import AgentRun, Conversation, Message
+from conversations.models import AgentRun, Conversation, Message, MessageFork
 
 
 class ReadOnlyInline(admin.TabularInline):
@@ -30,9 +30,26 @@ class ReadOnlyInline(admin.TabularInline):
 
 class MessageInline(ReadOnlyInline):
     model = Message
-    fields = ("seq", "role", "tool_name", "content", "tool_calls", "created_at")
+    fields = ("seq", "role", "tool_name", "content", "tool_calls", "version_of", "created_at")
     readonly_fields = fields
     ordering = ("seq",)
+
+
+class MessageForkInline(ReadOnlyInline):
+    """Edits and regenerations: which transcript rows left the current branch, from which checkpoint."""
+
+    model = MessageFork
+    fields = (
+        "kind",
+        "message",
+        "run",
+        "hidden_from_seq",
+        "hidden_to_seq",
+        "checkpoint_id",
+        "created_by",
+        "created_at",
+    )
+    readonly_fields = fields
 
 
 @admin.register(Conversation)
@@ -54,7 +71,7 @@ class ConversationAdmin(admin.ModelAdmin):
         "usage_updated_at",
     )
     fields = ("title", "status", *readonly_fields)
-    inlines = [MessageInline]
+    inlines = [MessageInline, MessageForkInline]
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False

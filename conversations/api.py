@@ -12,8 +12,10 @@ from agent_platform.api_errors import error_responses
 from conversations import export, search, selectors, services
 from conversations.schemas import (
     IntakeOut,
+    MessageEditIn,
     MessageIn,
     MessageOut,
+    MessageVersionsOut,
     PinOut,
     ResumeIn,
     RunOut,
@@ -24,7 +26,9 @@ from conversations.schemas import (
     ThreadUpdateIn,
 )
 from conversations.services.attachments import uploads_from
+from conversations.services.versions import message_edit, reply_regenerate
 from conversations.throttles import message_throttled
+from conversations.version_selectors import message_versions
 
 router = Router(tags=["threads"])
 
@@ -172,6 +176,38 @@ def message_pin(request: HttpRequest, thread_id: uuid.UUID, message_id: int):
 def message_unpin(request: HttpRequest, thread_id: uuid.UUID, message_id: int):
     """Unpin a message; it leaves the model's view at the next compression."""
     return services.message_unpin(thread_id=thread_id, message_id=message_id, user=request.user)
+
+
+@router.post(
+    "/{thread_id}/messages/{message_id}/edit",
+    response={202: IntakeOut, **error_responses(400, 404, 409, 422, 429)},
+)
+def message_edit_send(request: HttpRequest, thread_id: uuid.UUID, message_id: int, payload: MessageEditIn):
+    """Send a new version of a user message: it and what followed leave the current branch (kept as
+    earlier versions); the model answers it on a fork from before the original. 409 while a run is
+    queued or running; 422 `message_not_editable` for a message that opened no turn."""
+    with message_throttled(request, with_files=False):
+        result = message_edit(
+            thread_id=thread_id, message_id=message_id, user=request.user, content=payload.content
+        )
+    return Status(202, {"message": result.message, "run": result.run})
+
+
+@router.post("/{thread_id}/regenerate", response={202: IntakeOut, **error_responses(404, 409, 422, 429)})
+def thread_regenerate(request: HttpRequest, thread_id: uuid.UUID):
+    """Answer the last user message again; the earlier reply stays as an earlier version."""
+    with message_throttled(request, with_files=False):
+        result = reply_regenerate(thread_id=thread_id, user=request.user)
+    return Status(202, {"message": result.message, "run": result.run})
+
+
+@router.get(
+    "/{thread_id}/messages/{message_id}/versions", response={200: MessageVersionsOut, **error_responses(404)}
+)
+def message_versions_get(request: HttpRequest, thread_id: uuid.UUID, message_id: int):
+    """The versions of a user message and of the reply to it (read-only for viewers)."""
+    conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    return message_versions(conversation=conversation, message_id=message_id)
 
 
 @router.post("/{thread_id}/resume", response={202: IntakeOut, **error_responses(400, 404, 409)})

@@ -14,6 +14,7 @@ from pathlib import PurePosixPath
 
 import filetype
 from django.utils.translation import gettext as _
+from django.utils.translation import gettext_lazy
 
 from agent_platform.errors import ApplicationError
 from context_engine.compaction.previews import tool_result_preview
@@ -39,6 +40,50 @@ _TEXT_TYPES_BY_SUFFIX = {
     ".csv": "text/csv",
     ".json": "application/json",
 }
+# What a refused file looks like, in the words of someone who attached it (by its sniffed type).
+_LOOKS_LIKE = {
+    "application/x-msdownload": gettext_lazy("a Windows program"),
+    "application/x-executable": gettext_lazy("a Linux program"),
+    "application/x-elf": gettext_lazy("a Linux program"),
+    "application/x-mach-binary": gettext_lazy("a Mac program"),
+    "application/x-sharedlib": gettext_lazy("a program library"),
+    "application/wasm": gettext_lazy("a program"),
+    "application/java-archive": gettext_lazy("a Java program"),
+    "application/vnd.android.package-archive": gettext_lazy("an Android app"),
+    "application/x-ms-shortcut": gettext_lazy("a Windows shortcut"),
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": gettext_lazy(
+        "a Word document"
+    ),
+    "application/msword": gettext_lazy("a Word document"),
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": gettext_lazy("an Excel spreadsheet"),
+    "application/vnd.ms-excel": gettext_lazy("an Excel spreadsheet"),
+    "application/vnd.openxmlformats-officedocument.presentationml.presentation": gettext_lazy(
+        "a PowerPoint presentation"
+    ),
+    "application/vnd.ms-powerpoint": gettext_lazy("a PowerPoint presentation"),
+    "application/x-sqlite3": gettext_lazy("a database"),
+}
+_LOOKS_LIKE_FAMILY = {
+    "image/": gettext_lazy("an image of a kind that can't be attached"),
+    "audio/": gettext_lazy("a sound recording"),
+    "video/": gettext_lazy("a video"),
+    "font/": gettext_lazy("a font"),
+    "application/font": gettext_lazy("a font"),
+}
+_ARCHIVES = (
+    "zip",
+    "tar",
+    "gzip",
+    "bzip2",
+    "x-7z",
+    "x-rar",
+    "x-xz",
+    "zstd",
+    "x-lzip",
+    "x-compress",
+    "x-apple-diskimage",
+)
+SUPPORTED_KINDS = gettext_lazy("text, Markdown, CSV, JSON, source code, PDF, PNG, JPEG, WebP or GIF")
 MAX_NAME_CHARS = 100
 _UNSAFE_NAME_CHARS = re.compile(r"[^\w.+-]+")
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -80,21 +125,32 @@ def sniff(data: bytes, *, name: str) -> Sniffed:
         if guessed.mime == PDF_TYPE:
             return Sniffed(PDF_TYPE, Kind.PDF)
         raise AttachmentRefused(
-            _("%(name)s is a %(type)s file, which cannot be attached.") % {"name": name, "type": guessed.mime}
+            _("%(name)s looks like %(what)s; it can't be attached. Attach %(kinds)s.")
+            % {"name": name, "what": looks_like(guessed.mime), "kinds": SUPPORTED_KINDS},
+            mime_type=guessed.mime,
         )
     if data.startswith(b"%PDF-"):  # filetype wants the header at offset 0 exactly; so do we
         return Sniffed(PDF_TYPE, Kind.PDF)
     text = decode_text(data)
     if text is None:
         raise AttachmentRefused(
-            _(
-                "%(name)s is not a supported file: attach text, Markdown, CSV, JSON, source code, "
-                "PDF, PNG, JPEG, WebP or GIF."
-            )
-            % {"name": name}
+            _("%(name)s is not text and not a file type that can be attached. Attach %(kinds)s.")
+            % {"name": name, "kinds": SUPPORTED_KINDS}
         )
     suffix = PurePosixPath(name.lower()).suffix
     return Sniffed(_TEXT_TYPES_BY_SUFFIX.get(suffix, "text/plain"), Kind.TEXT, text)
+
+
+def looks_like(mime_type: str) -> str:
+    """A refused file's type in plain words ("a Windows program"), never a MIME type."""
+    if mime_type in _LOOKS_LIKE:
+        return str(_LOOKS_LIKE[mime_type])
+    if any(mime_type.endswith(kind) or f"/{kind}" in mime_type for kind in _ARCHIVES):
+        return _("a compressed archive")
+    for prefix, words in _LOOKS_LIKE_FAMILY.items():
+        if mime_type.startswith(prefix):
+            return str(words)
+    return _("a file of a kind that can't be attached")
 
 
 def decode_text(data: bytes) -> str | None:
@@ -107,15 +163,16 @@ def decode_text(data: bytes) -> str | None:
 
 
 def served_type(data: bytes) -> tuple[str, bool]:
-    """How a workdir file is served: ``(content type, inline)``. Images and UTF-8 text are shown; anything
-    else (PDFs included) is a download. Never HTML or SVG: user content must not run in the page."""
+    """How a workdir file is served: ``(content type, inline)``. Images, PDFs (the browser's viewer) and
+    UTF-8 text are shown; anything else is a download. Never HTML or SVG: user content must not run in
+    the page."""
     guessed = filetype.guess(data[:8192])
     if guessed is not None and guessed.mime in IMAGE_TYPES:
         return guessed.mime, True
     if guessed is None and decode_text(data) is not None:
         return "text/plain; charset=utf-8", True
     if guessed is not None and guessed.mime == PDF_TYPE or data.startswith(b"%PDF-"):
-        return PDF_TYPE, False
+        return PDF_TYPE, True
     return "application/octet-stream", False
 
 

@@ -57,3 +57,11 @@ class PinLimitExceeded(Unprocessable):
     """A pin that would take the thread's pinned messages over the agent's cap; says how much is left."""
 
     code = "pin_limit_exceeded"
+
+
+class MessageNotEditable(Unprocessable):
+    """An edit or regeneration of a message that has no turn of its own to fork (an answer to a
+    question, a reply, a message of an earlier version)."""
+
+    code = "message_not_editable"
+    default_message = _("This message can't be edited or regenerated.")

@@ -8,6 +8,8 @@ from django.conf import settings
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
+from conversations.attachments import text_path
+
 
 class Conversation(models.Model):
     class Status(models.TextChoices):
@@ -158,6 +160,15 @@ class Message(models.Model):
     )
     # A reply cut short by Stop: the text streamed until then, kept as it was.
     interrupted = models.BooleanField(verbose_name=_("interrupted"), default=False)
+    # An edited user message is a new row; this names the first version of it (``MessageFork``).
+    version_of = models.ForeignKey(
+        "self",
+        verbose_name=_("version of"),
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="later_versions",
+    )
     created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
 
     class Meta:
@@ -173,6 +184,40 @@ class Message(models.Model):
         if self.pk is not None and not self._state.adding:
             raise ValueError("The transcript is append-only: messages are never rewritten.")
         super().save(*args, **kwargs)
+
+
+class MessageFork(models.Model):
+    """An edit or a regeneration: the thread's model view was forked from the checkpoint before
+    ``message``, and the transcript rows with ``hidden_from_seq <= seq < hidden_to_seq`` left the
+    thread's current branch. Nothing is rewritten: those rows stay, as earlier versions."""
+
+    class Kind(models.TextChoices):
+        EDIT = "edit", _("Edit")
+        REGENERATE = "regenerate", _("Regenerate")
+
+    conversation = models.ForeignKey(
+        Conversation, verbose_name=_("conversation"), on_delete=models.CASCADE, related_name="forks"
+    )
+    kind = models.CharField(verbose_name=_("kind"), max_length=12, choices=Kind.choices)
+    message = models.ForeignKey(
+        Message, verbose_name=_("message"), on_delete=models.CASCADE, related_name="forks"
+    )
+    run = models.OneToOneField(AgentRun, verbose_name=_("run"), on_delete=models.CASCADE, related_name="fork")
+    hidden_from_seq = models.PositiveIntegerField(verbose_name=_("hidden from seq"))
+    hidden_to_seq = models.PositiveIntegerField(verbose_name=_("hidden to seq"))
+    checkpoint_id = models.CharField(verbose_name=_("forked from checkpoint"), max_length=100)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("message fork")
+        verbose_name_plural = _("message forks")
+        ordering = ["conversation", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} at #{self.message.seq}"
 
 
 class Attachment(models.Model):
@@ -204,6 +249,11 @@ class Attachment(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    @property
+    def extracted_text_path(self) -> str:
+        """Where the model reads this attachment's text (a PDF's extracted text is a file beside it)."""
+        return text_path(self.path, self.kind)
 
 
 class MessagePinQuerySet(models.QuerySet):

@@ -123,3 +123,26 @@ class PinOut(Schema):
     pinned_tokens: int
     limit_tokens: int
     room_tokens: int
+
+
+class MessageEditIn(Schema):
+    content: str = Field(..., min_length=1, max_length=MESSAGE_MAX_CHARS)
+
+
+class VersionOut(Schema):
+    number: int
+    current: bool
+    message: MessageOut | None  # the user message of an edit version
+    replies: list[MessageOut]
+
+
+class VersionSetOut(Schema):
+    total: int
+    current: int
+    versions: list[VersionOut]
+
+
+class MessageVersionsOut(Schema):
+    message_id: int
+    edits: VersionSetOut | None  # versions of this user message
+    replies: VersionSetOut | None  # versions of the reply to it

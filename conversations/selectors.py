@@ -21,7 +21,7 @@ from context_engine.policy.pressure import hint_tokens
 from context_engine.state import SUMMARY_EVENT_KEY, TOKEN_USAGE_KEY
 from conversations.access import threads_visible_to
 from conversations.errors import ThreadNotFound
-from conversations.models import AgentRun, Conversation, Message, MessagePin
+from conversations.models import AgentRun, Conversation, Message, MessageFork, MessagePin
 from conversations.signals import thread_maintenance_check
 
 MESSAGE_PAGE_MAX = 500
@@ -60,6 +60,18 @@ def thread_agent_id(*, thread_id: uuid.UUID | str) -> int | None:
     return Conversation.objects.filter(thread_id=thread_id).values_list("agent_id", flat=True).first()
 
 
+def visible_messages(*, conversation: Conversation) -> QuerySet[Message]:
+    """The thread's current branch: its transcript without the rows edits and regenerations replaced
+    (``MessageFork``); those stay in the table as earlier versions."""
+    hidden = Q()
+    for start, end in MessageFork.objects.filter(conversation=conversation).values_list(
+        "hidden_from_seq", "hidden_to_seq"
+    ):
+        hidden |= Q(seq__gte=start, seq__lt=end)
+    messages = conversation.messages.all()
+    return messages.exclude(hidden) if hidden else messages
+
+
 def _with_pins(messages: QuerySet[Message]) -> QuerySet[Message]:
     """Each message annotated with ``is_pinned`` (the page's pin control)."""
     return messages.annotate(is_pinned=Exists(MessagePin.objects.filter(message=OuterRef("pk"))))
@@ -70,7 +82,7 @@ def message_list(
 ) -> QuerySet[Message]:
     limit = max(1, min(limit, MESSAGE_PAGE_MAX))
     return (
-        _with_pins(conversation.messages.filter(seq__gt=after_seq))
+        _with_pins(visible_messages(conversation=conversation).filter(seq__gt=after_seq))
         .select_related("run", "usage")
         .prefetch_related("attachments__conversation")
         .order_by("seq")[:limit]
@@ -85,7 +97,7 @@ def message_list_all(*, conversation: Conversation) -> list[Message]:
 def message_list_latest(*, conversation: Conversation, limit: int = MESSAGE_PAGE_MAX) -> list[Message]:
     """The newest ``limit`` messages, oldest first: a long thread's page opens at its end."""
     newest = (
-        _with_pins(conversation.messages.all())
+        _with_pins(visible_messages(conversation=conversation))
         .select_related("run", "usage")
         .prefetch_related("attachments__conversation")
         .order_by("-seq")
@@ -196,8 +208,10 @@ def thread_state_messages(*, conversation: Conversation) -> list:
 
 
 def pinned_message_ids(*, conversation: Conversation) -> list[str]:
-    """The checkpoint ids of the thread's pinned messages, in transcript order."""
-    return MessagePin.objects.checkpoint_ids(conversation_id=conversation.pk)
+    """The checkpoint ids of the thread's pinned messages on its current branch, in transcript order
+    (a pin on a replaced version stays with it and does not bind the fork)."""
+    visible = set(visible_messages(conversation=conversation).values_list("lc_message_id", flat=True))
+    return [i for i in MessagePin.objects.checkpoint_ids(conversation_id=conversation.pk) if i in visible]
 
 
 def thread_folded_last_seq(*, conversation: Conversation, values: dict) -> int | None:

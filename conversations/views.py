@@ -32,6 +32,7 @@ from conversations.attachments import served_type
 from conversations.models import Conversation
 from conversations.services.attachments import uploads_from
 from conversations.throttles import message_throttled
+from conversations.version_selectors import versions_annotate
 
 # fetch() from thread.js sends this header; plain form posts redirect instead.
 FETCH_HEADER = "x-requested-with"
@@ -197,6 +198,7 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     context = _state_context(conversation, request.user)
     messages_list = selectors.message_list_latest(conversation=conversation)
     context["messages_list"] = pages.transcript_order(messages_list)
+    versions_annotate(messages=context["messages_list"])  # ‹ 1/2 › on edited and regenerated turns
     context["saved_paths"] = selectors.thread_saved_results(conversation=conversation)
     # seq counts from 1 without gaps, so the first shown message says how many are older.
     context["earlier_count"] = messages_list[0].seq - 1 if messages_list else 0
@@ -265,7 +267,9 @@ def fragment_messages(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespons
         {
             "conversation": conversation,
             "can_act": can_act(conversation, request.user),
-            "messages_list": selectors.message_list(conversation=conversation, after_seq=after),
+            "messages_list": versions_annotate(
+                messages=list(selectors.message_list(conversation=conversation, after_seq=after))
+            ),
             "saved_paths": selectors.thread_saved_results(conversation=conversation),
         },
     )

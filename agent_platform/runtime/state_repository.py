@@ -59,6 +59,38 @@ class AgentStateRepository:
         return graph.update_state(self.config, values, as_node=as_node)
 
 
+    def fork_before(self, message_id: str) -> str | None:
+        """Fork the thread at the checkpoint from before ``message_id`` first entered the model's view
+        (LangGraph time travel: ``update_state`` on a past config, ``__copy__``). The fork becomes the
+        thread's latest checkpoint; the old branch stays in the history. Returns the checkpoint id
+        forked from, or None when the message never was in the model's view (an answer to
+        ``ask_user``, say).
+
+        The lineage is walked back from the latest checkpoint through its parents, only as far as
+        the message's entry: a summary made after the message folded it (so the newest checkpoints
+        may not hold it), and a fork never starts from a summary written after the message.
+        """
+        snapshot: StateSnapshot | None = self.snapshot()
+        seen_it = False
+        root = snapshot
+        while snapshot is not None and snapshot.config:
+            holds = _holds(snapshot, message_id)
+            if seen_it and not holds:
+                break  # older than the message's entry: never holds it again
+            seen_it = seen_it or holds
+            root = snapshot
+            snapshot = self.graph.get_state(snapshot.parent_config) if snapshot.parent_config else None
+        if not seen_it:
+            return None
+        # ``snapshot`` is the turn's input checkpoint (the message still in ``__start__``): the fork
+        # copies the state that turn began from, its parent; at the thread's first turn, the input
+        # checkpoint itself (empty of messages; a new input replaces what it waits to start with).
+        entry = snapshot if snapshot is not None else root
+        base = self.graph.get_state(entry.parent_config) if entry.parent_config else entry
+        self.graph.update_state(base.config, None, as_node="__copy__")
+        return self.version_of(base)
+
+
 def _checkpoint_id(saved: CheckpointTuple | None) -> str:
     return saved.config["configurable"]["checkpoint_id"] if saved else ""
 
@@ -109,3 +141,7 @@ class _Expecting(BaseCheckpointSaver):
     def with_allowlist(self, extra_allowlist: Any) -> _Expecting:
         """Strict msgpack: the graph narrows its saver's deserializer; the wrapped saver is the one reading."""
         return _Expecting(self._saver.with_allowlist(extra_allowlist), self._version)
+
+
+def _holds(snapshot: StateSnapshot, message_id: str) -> bool:
+    return any(getattr(m, "id", None) == message_id for m in (snapshot.values or {}).get("messages", []))

@@ -24,7 +24,7 @@ def drop_index(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0008_usage_accounting'),
+        ('conversations', '0009_message_versions'),
     ]
 
     operations = [

@@ -16,7 +16,7 @@ from context_engine.tokens.messages import estimate_message, messages_tokens, pr
 from conversations import events
 from conversations.errors import MessageNotFound, PinLimitExceeded
 from conversations.models import Conversation, Message, MessagePin
-from conversations.selectors import pinned_message_ids, thread_state_messages
+from conversations.selectors import pinned_message_ids, thread_state_messages, visible_messages
 from conversations.services.threads import thread_lock
 
 
@@ -76,7 +76,7 @@ def message_unpin(*, thread_id: uuid.UUID | str, message_id: int, user: Abstract
 
 
 def _message(conversation: Conversation, message_id: int) -> Message:
-    message = conversation.messages.filter(pk=message_id).select_related("pin").first()
+    message = visible_messages(conversation=conversation).filter(pk=message_id).select_related("pin").first()
     if message is None or not message.lc_message_id:
         raise MessageNotFound()
     return message

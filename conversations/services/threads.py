@@ -173,6 +173,7 @@ def message_append(
     tool_name: str = "",
     lc_message_id: str = "",
     interrupted: bool = False,
+    version_of: Message | None = None,
 ) -> Message:
     """Append the next message of the transcript. The caller holds the thread's row lock.
 
@@ -192,6 +193,7 @@ def message_append(
         tool_name=clean_text(tool_name or ""),
         lc_message_id=lc_message_id or "",
         interrupted=interrupted,
+        version_of=version_of,
     )
     events.broadcast(conversation.thread_id, events.MESSAGE_CREATED, message=message_payload(message))
     return message

@@ -10,10 +10,13 @@
 
   let files = [];
 
+  // Sizes as the server writes them (Django's filesizeformat, in the page's language): one format.
   function sizeLabel(bytes) {
-    if (bytes < 1024) return bytes + " B";
-    if (bytes < 1024 * 1024) return (bytes / 1024).toFixed(1) + " KB";
-    return (bytes / (1024 * 1024)).toFixed(1) + " MB";
+    const samples = chips.dataset;
+    if (bytes === 1) return samples.sizeByte;
+    if (bytes < 1024) return samples.sizeBytes.replace("2", String(bytes));
+    if (bytes < 1024 * 1024) return samples.sizeKb.replace("1.5", (bytes / 1024).toFixed(1));
+    return samples.sizeMb.replace("1.5", (bytes / (1024 * 1024)).toFixed(1));
   }
 
   function sync() {
@@ -32,6 +35,9 @@
         const meta = document.createElement("span");
         meta.className = "muted small";
         meta.textContent = sizeLabel(file.size) + (file.type ? " · " + file.type : "");
+        if (chips.dataset.noVision && (file.type || "").startsWith("image/")) {
+          meta.textContent += " · " + chips.dataset.noVision;
+        }
         const remove = document.createElement("button");
         remove.type = "button";
         remove.className = "attachment-remove";

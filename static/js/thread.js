@@ -699,7 +699,6 @@
   }
 
   let attempts = 0;
-  let everOpen = false;
   let offline = false;
   function connect() {
     const scheme = window.location.protocol === "https:" ? "wss" : "ws";
@@ -716,13 +715,11 @@
           notSent = false;
         }
       }
-      // Catch up on anything that happened while we were away (or loading).
-      if (everOpen) {
-        syncMessages();
-        refreshState();
-      }
+      // Catch up on anything that happened while we were away, or between the page's render and
+      // this first opening (a run that starts with the page, as after an edit, may end meanwhile).
+      syncMessages();
+      refreshState();
       catchUpStream();
-      everOpen = true;
     });
     socket.addEventListener("message", (message) => {
       let event;

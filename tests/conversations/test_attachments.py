@@ -186,7 +186,9 @@ def test_sniffing_names_text_types_only_from_text_content():
     assert sniff(io.BytesIO(pdf_bytes("x")).read(), name="x.bin").kind == Kind.PDF
 
 
-def test_the_file_view_shows_images_and_text_and_downloads_the_rest(owner_client, thread, workdir_storage):
+def test_the_file_view_shows_images_pdfs_and_text_and_downloads_the_rest(
+    owner_client, thread, workdir_storage
+):
     workdir = workdir_for(thread)
     image, pdf = png_bytes(), pdf_bytes("x")
     workdir.write_bytes("uploads/a.png", image)
@@ -197,9 +199,12 @@ def test_the_file_view_shows_images_and_text_and_downloads_the_rest(owner_client
     shown = owner_client.get(f"{base}/uploads/a.png")
     assert shown["Content-Type"] == "image/png" and shown.getvalue() == image
     assert shown["Content-Disposition"].startswith("inline") and shown["X-Content-Type-Options"] == "nosniff"
-    download = owner_client.get(f"{base}/uploads/b.pdf")
-    assert download["Content-Type"] == "application/pdf" and download.getvalue() == pdf
-    assert download["Content-Disposition"].startswith("attachment")
+    opened = owner_client.get(f"{base}/uploads/b.pdf")
+    assert opened["Content-Type"] == "application/pdf" and opened.getvalue() == pdf
+    assert opened["Content-Disposition"].startswith("inline")  # opens in the browser's PDF viewer
+    assert owner_client.get(f"{base}/uploads/b.pdf?download=1")["Content-Disposition"].startswith(
+        "attachment"
+    )
     assert owner_client.get(f"{base}/uploads/c.html?raw=1")["Content-Type"] == "text/plain; charset=utf-8"
     assert b"<script>" not in owner_client.get(f"{base}/uploads/c.html").content
     assert owner_client.get(f"{base}/uploads/d.bin")["Content-Type"] == "application/octet-stream"

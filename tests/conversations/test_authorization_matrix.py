@@ -121,6 +121,13 @@ MATRIX: dict[str, Route] = {
     "api:thread_compress_preview": Route("POST", f"{API_THREAD}/compress/preview", _api_write(200)),
     "api:message_pin": Route("POST", f"{API_THREAD}/messages/{{message}}/pin", _api_write(200)),
     "api:message_unpin": Route("DELETE", f"{API_THREAD}/messages/{{message}}/pin", _api_write(200)),
+    # Edit and regenerate are the owner's (the fixture's message opened no run: 422 for them);
+    # the versions of a message follow the thread's read rule.
+    "api:message_edit_send": Route(
+        "POST", f"{API_THREAD}/messages/{{message}}/edit", _api_write(422), data={"content": "x"}, json=True
+    ),
+    "api:thread_regenerate": Route("POST", f"{API_THREAD}/regenerate", _api_write(422)),
+    "api:message_versions_get": Route("GET", f"{API_THREAD}/messages/{{message}}/versions", API_READ),
     # Usage: everyone signed in gets their own figures (none of them carries a thread's text).
     "api:usage": Route("GET", "/api/usage", _roles(401, 200, 200)),
     "api/<path:rest>": Route("GET", "/api/no-such-thing", _roles(404, 404, 404)),

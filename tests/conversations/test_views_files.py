@@ -62,7 +62,7 @@ def test_a_large_saved_file_is_streamed_in_chunks_byte_exact(owner_client, threa
     ("data", "content_type", "disposition"),
     [
         (b"\x89PNG\r\n\x1a\n" + b"\0" * 64, "image/png", 'inline; filename="f"'),
-        (b"%PDF-1.4\n" + b"\0" * 64, "application/pdf", 'attachment; filename="f"'),
+        (b"%PDF-1.4\n" + b"\0" * 64, "application/pdf", 'inline; filename="f"'),  # the browser's viewer
         (b"\x00\x01binary", "application/octet-stream", 'attachment; filename="f"'),
     ],
 )

@@ -72,7 +72,9 @@ def test_a_refused_file_keeps_the_draft_and_says_why(page, e2e_server, tmp_path)
     page.set_input_files("#composer-files", str(program))
     page.fill("#composer-input", "Look at this")
     page.click("#composer button[type=submit]")
-    expect(page.locator("#composer-error")).to_contain_text("cannot be attached")
+    expect(page.locator("#composer-error")).to_contain_text(
+        "photo.png looks like a Linux program; it can't be attached."
+    )
     expect(page.locator("#composer-input")).to_have_value("Look at this")
     expect(page.locator("#composer-attachments .attachment-chip")).to_have_count(1)
 

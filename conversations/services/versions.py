@@ -1,0 +1,139 @@
+"""Edit and regenerate (issue 26 item 9): a new version of a turn, on a fork of the model's view.
+
+Both fork the thread's checkpoint at the one from before the user message (LangGraph time travel,
+``AgentStateRepository.fork_before``) and queue a run on the fork; the transcript stays append-only:
+the rows of the replaced branch leave the current branch through a ``MessageFork`` interval and stay
+browsable as earlier versions. An edit of a message older than a summary forks from before that
+summary too, so the fork carries no summary (nor undo) of messages it no longer has; pins on the
+replaced rows stay with them and do not bind the fork.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+from django.utils.translation import gettext as _
+
+from agent_platform.runtime.graph import state_repository_for
+from conversations import events
+from conversations.errors import EmptyMessage, MessageNotEditable, MessageNotFound, ThreadBusy
+from conversations.models import AgentRun, Conversation, Message, MessageFork
+from conversations.selectors import thread_busy_flags, visible_messages
+from conversations.services.dispatch import run_dispatch_next
+from conversations.services.intake import MESSAGE_MAX_CHARS, IntakeResult
+from conversations.services.threads import message_append, text_checked, thread_lock
+
+
+def message_edit(
+    *, thread_id: uuid.UUID | str, message_id: int, user: AbstractBaseUser, content: str
+) -> IntakeResult:
+    """Send ``content`` as a new version of the user message ``message_id`` (its attachments kept):
+    the message and everything after it leave the current branch, and a run answers the new version
+    on the fork from before the original. 409 while a run is queued or running."""
+    content = (content or "").strip()
+    if not content:
+        raise EmptyMessage()
+    text_checked(content, field="message", max_length=MESSAGE_MAX_CHARS)
+    with thread_lock(thread_id=thread_id, user=user) as conversation:
+        original = _turn_message(conversation, message_id)
+        run = AgentRun.objects.create(conversation=conversation, kind=AgentRun.Kind.CHAT)
+        hidden_from = original.seq
+        edited = message_append(
+            conversation=conversation,
+            role=Message.Role.USER,
+            content=content,
+            run=run,
+            lc_message_id=f"user-{uuid.uuid4()}",
+            version_of=original.version_of or original,
+        )
+        for attachment in original.attachments.all():  # same saved file, a row for the new version
+            attachment.pk, attachment.message = None, edited
+            attachment.save()
+        run.input_message = edited
+        run.save(update_fields=["input_message"])
+        return _fork(
+            conversation,
+            user=user,
+            kind=MessageFork.Kind.EDIT,
+            message=original,
+            run=run,
+            hidden=(hidden_from, edited.seq),
+        )
+
+
+def reply_regenerate(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> IntakeResult:
+    """Answer the thread's last user message again: its reply leaves the current branch and a run
+    answers the same message on the fork from before it. 409 while a run is queued or running."""
+    with thread_lock(thread_id=thread_id, user=user) as conversation:
+        last = visible_messages(conversation=conversation).filter(role=Message.Role.USER).last()
+        if last is None:
+            raise MessageNotEditable(_("There is no reply to regenerate yet."))
+        message = _turn_message(conversation, last.pk)
+        next_seq = (conversation.messages.aggregate(last=Max("seq"))["last"] or 0) + 1
+        run = AgentRun.objects.create(
+            conversation=conversation, kind=AgentRun.Kind.CHAT, input_message=message
+        )
+        return _fork(
+            conversation,
+            user=user,
+            kind=MessageFork.Kind.REGENERATE,
+            message=message,
+            run=run,
+            hidden=(message.seq + 1, next_seq),
+        )
+
+
+def _turn_message(conversation: Conversation, message_id: int) -> Message:
+    """The user message that opened a chat turn on the current branch, with the thread idle."""
+    flags = thread_busy_flags(conversation=conversation)
+    if flags["interrupted"]:
+        raise ThreadBusy(_("The agent is waiting for your answer to its question; answer it first."))
+    if flags["busy"]:
+        raise ThreadBusy(_("The thread has a run in progress or queued; try again when it is idle."))
+    message = visible_messages(conversation=conversation).filter(pk=message_id).select_related("run").first()
+    if message is None:
+        raise MessageNotFound()
+    run = message.run
+    if message.role != Message.Role.USER or run is None or run.kind != AgentRun.Kind.CHAT:
+        raise MessageNotEditable()
+    if run.input_message_id != message.pk:  # the answer to an ask_user question, not a turn
+        raise MessageNotEditable(
+            _("An answer to the agent's question can't be edited; edit the message before it.")
+        )
+    return message
+
+
+def _fork(
+    conversation: Conversation,
+    *,
+    user: AbstractBaseUser,
+    kind: str,
+    message: Message,
+    run: AgentRun,
+    hidden: tuple[int, int],
+) -> IntakeResult:
+    """Record the fork, then fork the checkpoint (last: it is outside the transaction, and a refusal
+    before it rolls the rows back); the run is dispatched after commit."""
+    fork = MessageFork(
+        conversation=conversation,
+        kind=kind,
+        message=message,
+        run=run,
+        hidden_from_seq=hidden[0],
+        hidden_to_seq=hidden[1],
+        created_by=user,
+    )
+    Conversation.objects.filter(pk=conversation.pk).update(last_activity_at=timezone.now())
+    checkpoint_id = state_repository_for(conversation).fork_before(message.lc_message_id)
+    if checkpoint_id is None:
+        raise MessageNotEditable()
+    fork.checkpoint_id = checkpoint_id
+    fork.save()
+    events.broadcast(conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
+    conversation_id = conversation.pk
+    transaction.on_commit(lambda: run_dispatch_next(conversation_id=conversation_id))
+    return IntakeResult(message=run.input_message, run=run, created=True)

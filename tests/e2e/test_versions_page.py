@@ -1,0 +1,117 @@
+"""Edit and regenerate in Chromium (issue 26 item 9): the owner edits a sent message and regenerates
+the last reply; the earlier versions stay browsable in place (‹ 1/2 ›); a viewer sees them read-only."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.e2e.chat_support import open_thread, overflow, send
+
+pytestmark = pytest.mark.browser
+
+WORDS = {
+    "en": {
+        "edit": "Edit",
+        "regenerate": "Regenerate",
+        "send": "Send edited message",
+        "earlier": "an earlier version",
+    },
+    "zh-hans": {
+        "edit": "编辑",
+        "regenerate": "重新生成",
+        "send": "发送修改后的消息",
+        "earlier": "较早的版本",
+    },
+}
+
+
+def _settled(page, replies: int) -> None:
+    """``replies`` assistant rows on the page and the last run ended."""
+    expect(page.locator("#transcript li.message.role-assistant:not(.version-hidden)")).to_have_count(
+        replies, timeout=20_000
+    )
+    expect(page.locator("#run-status")).to_have_attribute(
+        "data-status", re.compile("succeeded"), timeout=20_000
+    )
+
+
+@pytest.mark.parametrize(
+    ("width", "language"), [(1366, "en"), (390, "en"), (1366, "zh-hans"), (390, "zh-hans")]
+)
+def test_edit_and_regenerate_keep_earlier_versions_browsable(
+    open_page, e2e_server, width, language, screenshot
+):
+    thread_id = e2e_server.seed("thread", title="Trip planning")["thread_id"]
+    page = open_page(width=width, height=844 if width < 500 else 900)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    open_thread(page, thread_id)
+    if language != "en":
+        page.click("button[name=language][value=zh-hans]")
+        expect(page.locator("html")).to_have_attribute("lang", language)
+        open_thread(page, thread_id)
+    words = WORDS[language]
+    send(page, "We are planning a trip to Lisbon.")
+    _settled(page, 1)
+    send(page, "Which museums should we see?")
+    _settled(page, 2)
+
+    # Edit the second message: the page reloads on the fork, the answer comes to the new version.
+    second = page.locator("#transcript li.message.role-user").nth(1)
+    second.get_by_role("button", name=words["edit"], exact=True).click()
+    box = second.locator("form.edit-message textarea")
+    expect(box).to_be_focused()
+    box.fill("Which beaches should we see?")
+    with page.expect_navigation(), page.expect_response(lambda r: r.url.endswith("/edit")) as answered:
+        second.get_by_role("button", name=words["send"]).click()
+    assert answered.value.status == 202
+    _settled(page, 2)
+    page.reload()
+    _settled(page, 2)
+    edited = page.locator("#transcript li.message.role-user").nth(1)
+    expect(edited.locator(".version-label")).to_have_text("2/2")
+    expect(page.locator("#transcript .message-body:visible", has_text="Which museums")).to_have_count(0)
+    edited.locator(".version-prev").click()
+    expect(edited.locator(".version-label")).to_have_text("1/2")
+    pane = edited.locator(".version-pane[data-version='1']")
+    expect(pane).to_be_visible()
+    expect(pane).to_contain_text("Which museums should we see?")
+    expect(pane).to_contain_text(words["earlier"])
+    expect(
+        page.locator("#transcript li.message.role-assistant").last
+    ).to_be_hidden()  # the current reply steps aside
+    screenshot(page, f"versions-edit-{language}-{width}")
+    edited.locator(".version-next").click()
+    expect(pane).to_be_hidden()
+    expect(edited.locator(".message-body").first).to_contain_text("Which beaches should we see?")
+
+    # Regenerate the last reply: only the last reply offers it.
+    regenerate = page.get_by_role("button", name=words["regenerate"], exact=True)
+    expect(regenerate).to_have_count(1)
+    with page.expect_navigation(), page.expect_response(lambda r: r.url.endswith("/regenerate")) as answered:
+        regenerate.click()  # the page reloads on the fork
+    assert answered.value.status == 202
+    _settled(page, 2)
+    page.reload()
+    _settled(page, 2)
+    reply = page.locator("#transcript li.message.role-assistant").last
+    expect(reply.locator(".version-label")).to_have_text("2/2")
+    reply.locator(".version-prev").click()
+    expect(reply.locator(".version-pane[data-version='1']")).to_be_visible()
+    screenshot(page, f"versions-regenerate-{language}-{width}")
+    assert overflow(page) <= 0, f"the page scrolls sideways at {width}px"
+    assert errors == []
+
+    # A viewer sees the versions, not the controls.
+    viewer = open_page(staff=True, width=width, height=844 if width < 500 else 900)
+    open_thread(viewer, thread_id)
+    expect(viewer.locator(".edit-open, .regenerate, form.edit-message")).to_have_count(0)
+    viewed = viewer.locator("#transcript li.message.role-user").nth(1)
+    expect(viewed.locator(".version-label")).to_have_text("2/2")
+    viewed.locator(".version-prev").click()
+    expect(viewed.locator(".version-pane[data-version='1']")).to_contain_text("Which museums should we see?")
+    if language != "en":
+        page.click("button[name=language][value=en]")
