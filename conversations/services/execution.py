@@ -12,7 +12,7 @@ from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
-from langgraph.types import Command
+from langgraph.types import Command, StateSnapshot
 
 from agent_platform.observability.log_context import log_context
 from agent_platform.observability.metrics import run_observed
@@ -180,7 +180,9 @@ class _RunRelay:
         )
         repository = self.repository = AgentStateRepository(graph, self.thread_id)
         snapshot = repository.snapshot()
-        if not snapshot.interrupts and self.answer_dangling_tool_calls(reason=EARLIER_ATTEMPT_STOPPED):
+        if not snapshot.interrupts and self.answer_dangling_tool_calls(
+            reason=EARLIER_ATTEMPT_STOPPED, snapshot=snapshot
+        ):
             snapshot = repository.snapshot()
         self.seen = {m.id for m in snapshot.values.get("messages", []) if m.id}
         self.token_usage = snapshot.values.get(TOKEN_USAGE_KEY)
@@ -221,13 +223,14 @@ class _RunRelay:
         else:
             _finish(self.run, AgentRun.Status.SUCCEEDED)
 
-    def answer_dangling_tool_calls(self, *, reason: str) -> bool:
+    def answer_dangling_tool_calls(self, *, reason: str, snapshot: StateSnapshot | None = None) -> bool:
         """Answer the tool calls the last model turn left without results (a tool that raised, a worker
-        that died), so the thread's next model call is valid. Returns whether it wrote anything."""
+        that died), so the thread's next model call is valid. Returns whether it wrote anything.
+        ``snapshot``: the checkpoint just read, if the caller has it (a run's start: not read twice)."""
         if self.repository is None:  # failed before the graph was built: nothing was checkpointed
             return False
         try:
-            snapshot = self.repository.snapshot()
+            snapshot = snapshot or self.repository.snapshot()
             if snapshot.interrupts:  # ask_user waits: its call is answered by the user's reply
                 return False
             messages = snapshot.values.get("messages", [])
