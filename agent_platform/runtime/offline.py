@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
+from django.utils import translation
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
@@ -20,12 +21,10 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from agent_platform.model_catalog import OFFLINE_MODEL_NAME
+from agent_platform.runtime.offline_tool_words import clip as _clip
+from agent_platform.runtime.offline_tool_words import describe_tool_result
 from agent_platform.runtime.offline_words import offline_reply, offline_tool_answer
 from context_engine.formats import (
-    RECEIPT_HEADER,
-    RECEIPT_PATH_PREFIX,
-    RECEIPT_PREVIEW_HEADER,
-    RECEIPT_TOKENS_PREFIX,
     RECEIPT_TRUNCATED_TEMPLATE,
 )
 from context_engine.tokens.messages import estimate_messages, estimate_text, profile_for_model
@@ -67,11 +66,6 @@ _ID = re.compile(
 _REQUIREMENT = re.compile(
     r"\b(must|should|need|needs|prefer|please|don't|do not|never|always|want)\b|请|需要|必须|不要|希望", re.I
 )
-
-
-def _clip(text: str, limit: int = 240) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class OfflineChatModel(BaseChatModel):
@@ -156,7 +150,10 @@ class OfflineChatModel(BaseChatModel):
                 break
             results.insert(0, message)
         calls = _tool_call_args(messages)
-        sentences = [describe_tool_result(r.name, r.text, calls.get(r.tool_call_id) or {}) for r in results]
+        with translation.override(self.language or "en"):
+            sentences = [
+                describe_tool_result(r.name, r.text, calls.get(r.tool_call_id) or {}) for r in results
+            ]
         return offline_tool_answer(self.language, sentences)
 
     # --- BaseChatModel hooks -------------------------------------------------------------------
@@ -226,110 +223,6 @@ def _tool_call_args(messages: Sequence[BaseMessage]) -> dict[str, dict[str, Any]
             if call.get("id"):
                 args[call["id"]] = call.get("args") or {}
     return args
-
-
-def _count(n: int, word: str, plural: str | None = None) -> str:
-    return f"{n} {word if n == 1 else plural or word + 's'}"
-
-
-def _titles(records: Sequence[Any], limit: int = 3) -> str:
-    """“Title” (source), … for the first records, naming how many more there are."""
-    parts = []
-    for item in records[:limit]:
-        if not isinstance(item, dict):
-            continue
-        title = item.get("title") or item.get("source") or item.get("url") or "untitled"
-        where = item.get("site_name") or item.get("url") if "url" in item else item.get("source")
-        label = f"“{_clip(title, 70)}”"
-        if where and where != title:
-            label += f" ({_clip(where, 60)})"
-        parts.append(label)
-    more = len(records) - len(parts)
-    return ", ".join(parts) + (f" and {more} more" if more > 0 else "")
-
-
-def _describe_search(tool: str, payload: dict[str, Any]) -> str:
-    query = payload.get("query")
-    what = "the web" if tool == "web_search" else "the knowledge base"
-    about = f" for “{_clip(query, 60)}”" if query else ""
-    if payload.get("error"):
-        return f"Searching {what}{about} did not work: {_clip(payload['error'], 200)}"
-    results = payload.get("results")
-    count = payload.get("result_count", len(results) if isinstance(results, list) else 0)
-    if not count:
-        return f"Searching {what}{about} found nothing."
-    records = results if isinstance(results, list) else []
-    sentence = f"Searching {what}{about} found {_count(count, 'result')}: {_titles(records)}."
-    best = records[0] if records and isinstance(records[0], dict) else {}
-    body = next((best.get(k) for k in ("content", "content_preview", "snippet", "text") if best.get(k)), "")
-    if body:
-        sentence += f" The best match says: “{_clip(body, 160)}”"
-    return sentence
-
-
-def _describe_receipt(tool: str, text: str) -> str:
-    """A saved result: where the full text is, and what its preview shows (never the receipt itself)."""
-    fields = {}
-    preview = ""
-    lines = text.split("\n")
-    for index, line in enumerate(lines):
-        if line == RECEIPT_PREVIEW_HEADER:
-            rest = lines[index + 1 :]
-            if rest and rest[-1].startswith(_TRUNCATED_PREFIX):
-                rest = rest[:-1]
-            preview = "\n".join(rest).strip()
-            break
-        for prefix in (RECEIPT_TOKENS_PREFIX, RECEIPT_PATH_PREFIX):
-            if line.startswith(prefix):
-                fields[prefix] = line[len(prefix) :].strip()
-    path = fields.get(RECEIPT_PATH_PREFIX, "a saved file")
-    tokens = fields.get(RECEIPT_TOKENS_PREFIX)
-    sentence = f"The {tool} result was large{f' (about {tokens} tokens)' if tokens else ''}; its full text is saved at {path}."
-    try:
-        payload = json.loads(preview)
-    except ValueError:
-        payload = None
-    if isinstance(payload, dict) and payload.get("kind"):
-        sentence += " " + _describe_search(tool, payload)
-    return sentence
-
-
-def describe_tool_result(tool: str | None, text: str, args: dict[str, Any]) -> str:
-    """One or two readable sentences citing what a tool found (titles, paths, counts), never its raw text."""
-    tool = tool or "tool"
-    text = text or ""
-    if text.startswith(RECEIPT_HEADER):
-        return _describe_receipt(tool, text)
-    if text.startswith("Error: "):
-        return f"{tool} reported a problem: {_clip(text[len('Error: ') :], 200)}"
-    if tool in ("query_kb", "web_search"):
-        try:
-            payload = json.loads(text)
-        except ValueError:
-            payload = None
-        if isinstance(payload, list):
-            payload = {"results": payload}
-        if isinstance(payload, dict):
-            return _describe_search(tool, payload)
-    if tool == "ls":
-        entries = [line for line in text.splitlines() if line.strip()]
-        if not entries or text.startswith("(no files"):
-            return "The workdir has no files there yet."
-        shown = ", ".join(entries[:5]) + (f" and {len(entries) - 5} more" if len(entries) > 5 else "")
-        return f"The workdir lists {_count(len(entries), 'entry', 'entries')}: {shown}."
-    if tool == "read_file":
-        path = args.get("path") or "the file"
-        rows = [line.split("\t", 1)[-1] for line in text.splitlines() if "\t" in line]
-        first = next((row for row in rows if row.strip()), "")
-        sentence = f"I read {path} ({_count(len(rows), 'line')} shown)."
-        return sentence + (f" It begins: “{_clip(first, 140)}”" if first else "")
-    if tool in ("write_file", "edit_file", "ask_user"):
-        return f"{tool}: {_clip(text, 200)}"
-    if tool == "task":
-        return f"The sub-agent answered: “{_clip(text, 240)}”"
-    if not text.strip():
-        return f"{tool} returned nothing."
-    return f"{tool} returned {_count(len(text), 'character')}, starting with “{_clip(text, 100)}”"
 
 
 def extractive_summary(prompt: str) -> str:

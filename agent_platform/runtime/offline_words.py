@@ -32,7 +32,7 @@ def offline_reply(language: str, *, said: str, attached: Sequence[str], tool_nam
 
 
 def offline_tool_answer(language: str, sentences: Sequence[str]) -> str:
-    """The answer after tool calls: the notice, then what the tools returned (described in English)."""
+    """The answer after tool calls: the notice, then what the tools returned (``offline_tool_words``)."""
     with translation.override(language or "en"):
         return " ".join([notice(), *sentences])
 

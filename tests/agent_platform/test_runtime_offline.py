@@ -192,3 +192,21 @@ def test_the_offline_model_speaks_the_language_it_is_given():
     )
     assert "Offline model" not in reply.content
     assert OfflineChatModel(language="fr").invoke("hello").content.startswith("(Offline model")  # no catalog
+
+
+def test_what_the_tools_returned_is_told_in_the_language_it_is_given():
+    model = OfflineChatModel(language="zh-hans").bind_tools(ALL)
+    listing = model.invoke(_after_tool("ls", "notes/\noutputs/\nplan.md")).content
+    assert "工作目录列出 3 项：notes/, outputs/, plan.md。" in listing
+    read = model.invoke(
+        _after_tool("read_file", "     1\t# Plan\n     2\tDay one: Lisbon", {"path": "plan.md"})
+    ).content
+    assert "我读取了 plan.md（显示 2 行）。" in read and "# Plan" in read
+    found = model.invoke(
+        _after_tool("query_kb", json.dumps({"query": "refunds", "results": [{"title": "Refund policy"}]}))
+    ).content
+    assert "在知识库中搜索“refunds”，找到 1 条结果：“Refund policy”。" in found
+    for english in ("I read", "The workdir", "Searching", "found"):
+        assert english not in read + listing + found
+    # The page's language never leaks into the next call: the default is still English.
+    assert "3 entries" in OfflineChatModel().bind_tools(ALL).invoke(_after_tool("ls", "a\nb\nc")).content
