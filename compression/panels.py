@@ -182,6 +182,10 @@ def compression_card(
         return CompressionCard(status="cancelled", at=job.get("finished_at"))
     if compressing:
         return CompressionCard(status="started")
+    if record and record.get("stopped"):
+        return CompressionCard(
+            status="cancelled", trigger=str(record.get("trigger") or ""), at=record.get("created_at")
+        )
     if not record or record.get("status") not in ("completed", "failed", "no_op"):
         return None
     undo = record.get("trigger") == "undo"

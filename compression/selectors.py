@@ -137,6 +137,9 @@ def compression_latest(*, conversation: Conversation) -> dict[str, object] | Non
         "error": record.error,
         "loss_report": record.loss_report,
         "created_at": record.created_at,
+        # An automatic compression the user's Stop ended: "stopped", in words, not a failure.
+        "stopped": record.status == CompressionRecord.Status.FAILED
+        and (record.result or {}).get("stopped") is True,
     }
 
 

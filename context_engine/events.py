@@ -49,6 +49,8 @@ def describe_error(exc: BaseException) -> str:
 # echo part of a key, and an exception's class means nothing to them.
 SUMMARY_CALL_FAILED = "The summary call to the model failed."
 FILE_NOT_SAVED = "A file could not be saved in the thread's workdir."
+# A compression the user's Stop ended (its ``failed`` event carries ``stopped: true``): not a failure.
+STOPPED_BY_USER = "Stopped by the user before it ended; nothing was changed."
 
 
 def engine_error_words(exc: BaseException) -> str | None:

@@ -21,7 +21,6 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langgraph.config import get_config
 
 from context_engine.compaction.clipping import clip_overflow_tail
 from context_engine.config import CompressionConfig
@@ -32,10 +31,11 @@ from context_engine.middleware.held_back import send_held_back
 from context_engine.middleware.measure import request_overhead
 from context_engine.middleware.memo import CompactionMemo, MessageTotals
 from context_engine.middleware.responses import send_fallback, send_fitting, with_ledger, with_update
+from context_engine.middleware.run_config import configured_pins, configured_stop
 from context_engine.outcomes import not_smaller_reason
 from context_engine.policy import trigger as policy
 from context_engine.policy.overflow import is_context_overflow, provider_limit
-from context_engine.state import PINNED_IDS_CONFIG_KEY, SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, CompressionState
+from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, CompressionState
 from context_engine.steps import Blocking, CallModel, Steps, run_async, run_sync
 from context_engine.store import ResultStore
 from context_engine.summary.call import ledger_update, summarize_span, summary_update
@@ -103,12 +103,16 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | ExtendedModelResponse:
-        return run_sync(self._steps(request), handler=handler, summary_model=self.summary_model)
+        stop = configured_stop()
+        return run_sync(self._steps(request), handler=handler, summary_model=self.summary_model, stop=stop)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Any
     ) -> ModelResponse | ExtendedModelResponse:
-        return await run_async(self._steps(request), handler=handler, summary_model=self.summary_model)
+        stop = configured_stop()
+        return await run_async(
+            self._steps(request), handler=handler, summary_model=self.summary_model, stop=stop
+        )
 
     # --- the shared core ------------------------------------------------------------------------
 
@@ -150,6 +154,9 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                     request, effective, previous, overhead, (overflowed_at, overflow_limit), emitter
                 )
             )
+        except GeneratorExit:  # the driver closed the steps: the user's Stop (``steps.run_sync``)
+            emitter.stop()
+            raise
         except Exception as exc:
             emitter.fail(exc)
             raise
@@ -382,14 +389,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         return with_update(response, summary_update(state, outcome, previous, now=now), replacements)
 
     def _pinned_ids(self) -> Collection[str]:
-        if self.pins is not None:
-            return self.pins()
-        try:
-            configurable = get_config().get("configurable") or {}
-        except RuntimeError:  # outside a graph run
-            return ()
-        pinned = configurable.get(PINNED_IDS_CONFIG_KEY)
-        return pinned if isinstance(pinned, list | tuple | set | frozenset) else ()
+        return self.pins() if self.pins is not None else configured_pins()
 
     def _sizes(self, overhead: int, messages: Sequence[BaseMessage]) -> tuple[int, int]:
         """A request of ``messages``: our raw estimate, and the calibrated one."""

@@ -18,6 +18,7 @@ from context_engine.events import (
     FAILED,
     LEVEL_COMPACTION,
     STARTED,
+    STOPPED_BY_USER,
     compression_event,
     describe_error,
     describe_error_for_users,
@@ -113,6 +114,14 @@ class Emitter:
             error_detail=describe_error(exc),
             **extra,
         )
+
+    def stop(self) -> None:
+        """The user's Stop ended the call (no model call follows): ``failed`` with ``stopped: true``,
+        in words, never an exception's name."""
+        if not self.started or self.finished:
+            return
+        self.finished = True
+        self._emit(FAILED, **self._files(), error=STOPPED_BY_USER, error_detail="Stopped", stopped=True)
 
     def _files(self) -> dict[str, Any]:
         return {"saved_files": list(self.saved_files), "failed_files": list(self.failed_files)}

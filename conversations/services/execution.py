@@ -20,6 +20,7 @@ from agent_platform.runtime.graph import build_agent_graph, thread_config
 from agent_platform.runtime.public_errors import run_error_detail, run_error_public
 from agent_platform.runtime.state_repository import AgentStateRepository
 from agent_platform.runtime.stopping import STOP_CHECK_CONFIG_KEY, ToolStopped
+from context_engine.errors import Stopped
 from context_engine.state import PINNED_IDS_CONFIG_KEY, TOKEN_USAGE_KEY, merge_token_usage
 from context_engine.text import clean_text
 from context_engine.tokens.messages import profile_for_model, with_estimate
@@ -200,7 +201,7 @@ class _RunRelay:
                 if self._cancel_requested():  # between steps (a long tool), or a lost cache flag
                     cancelled = True
                     break
-        except (run_signals.RunCancelled, ToolStopped):
+        except (run_signals.RunCancelled, ToolStopped, Stopped):
             cancelled = True
         finally:
             stream.close()
