@@ -12,7 +12,7 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from context_engine import outcomes
+from context_engine import events, outcomes
 from context_engine.formats import REFERENCE_INDEX_HEADER, REFERENCE_INDEX_SEPARATOR
 from context_engine.lines import pointer
 from context_engine.state import REFERENCE_INDEX_KEY, SUMMARY_EVENT_KEY
@@ -124,6 +124,41 @@ class CompressionCard:
     loss: LossLine | None = None  # where the folded identifiers went (a summary's loss report)
     job_id: int | None = None  # the compression job under way, with its status (queued, running)
     job_status: str = ""
+    failures: FailureStreak | None = None  # automatic summaries failing since the latest applied one
+
+
+@dataclass(frozen=True)
+class FailureStreak:
+    """Automatic summaries that failed since the latest applied summary (``summary_failure_streak``)."""
+
+    count: int
+    since: datetime | None
+    kind: str  # the latest failure's ``context_engine.events.failure_kind``
+
+    @property
+    def kind_words(self) -> str:
+        return failure_kind_words(self.kind)
+
+
+def failure_streak_from(value: Mapping[str, Any] | None) -> FailureStreak | None:
+    if not value or not as_int(value.get("count")):
+        return None
+    since = value.get("since")
+    return FailureStreak(
+        count=as_int(value["count"]) or 0,
+        since=since if isinstance(since, datetime) else None,
+        kind=str(value.get("kind") or ""),
+    )
+
+
+def hint_standing(*, failures: FailureStreak | None, latest: Mapping[str, Any] | None) -> str:
+    """What the "it will be compressed automatically" hint may promise: ``"failing"`` (the summary
+    model keeps failing), ``"stuck"`` (the latest compression could not fold enough), or ``""``."""
+    if failures is not None:
+        return "failing"
+    if latest and not latest.get("stopped") and latest.get("outcome") == outcomes.BUDGET_UNREACHABLE:
+        return "stuck"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -172,10 +207,12 @@ def compression_card(
     compressing: bool = False,
     can_undo: bool = False,
     job: Mapping[str, Any] | None = None,
+    failures: FailureStreak | None = None,
 ) -> CompressionCard | None:
     """The card for the thread's latest compression record (``compression_latest``), or the spinner
     while one is under way (with its ``job``'s progress and Stop when it is a job). ``can_undo``: the
-    state holds a summary the undo would remove."""
+    state holds a summary the undo would remove; ``failures``: the automatic summaries failing since
+    the latest applied one, told in words on a failed automatic summary's card."""
     if job and job.get("status") in JOB_STATUSES:
         return CompressionCard(status="started", job_id=as_int(job.get("id")), job_status=str(job["status"]))
     if job and job.get("status") == "cancelled" and (not record or job["created_at"] > record["created_at"]):
@@ -216,6 +253,7 @@ def compression_card(
         error=str(record.get("error") or "")[:500],
         undoable=(can_undo and not undo and status == "completed" and record.get("level") == "summary"),
         loss=None if undo else loss_line_from(record.get("loss_report")),
+        failures=failures if status == "failed" and record.get("trigger") == "auto" else None,
     )
 
 
@@ -255,6 +293,20 @@ def memory_from(
 
 
 # --- outcomes in words (the card, the admin list, the API) ------------------------------------------
+
+
+def failure_kind_words(kind: Any) -> str:
+    """Why a summary call failed (``context_engine.events.failure_kind``), in a few words."""
+    words = {
+        events.RATE_LIMIT: _("rate limit"),
+        events.TIMEOUT: _("timed out"),
+        events.UNREACHABLE: _("could not be reached"),
+        events.REFUSED: _("request refused"),
+        events.SERVER_ERROR: _("server error"),
+        events.NOT_A_SUMMARY: _("its answer was not a usable summary"),
+        events.FILE_ERROR: _("a file could not be saved"),
+    }
+    return str(words.get(str(kind or ""), _("error")))
 
 
 def outcome_label(outcome: Any) -> str:

@@ -69,6 +69,43 @@ def engine_error_words(exc: BaseException) -> str | None:
     return None
 
 
+# Why a summary call failed, as a code each reader words in its own language (a ``failed`` event's
+# ``failure_kind``, a failed record's ``reason``). Read from the error's structure, never its text.
+RATE_LIMIT, TIMEOUT, UNREACHABLE, REFUSED, SERVER_ERROR = (
+    "rate_limit",
+    "timeout",
+    "unreachable",
+    "refused",
+    "server_error",
+)
+NOT_A_SUMMARY, FILE_ERROR, OTHER_FAILURE = "not_a_summary", "file_error", "other"
+STOPPED = "stopped"  # not a failure: the user's Stop ended it (``Emitter.stop``)
+
+
+def failure_kind(exc: BaseException) -> str:
+    """``exc`` as one of the failure codes above (an OpenAI-protocol client's errors carry a
+    ``status_code``; its timeouts and connection errors name themselves)."""
+    if isinstance(exc, SummaryError):
+        return NOT_A_SUMMARY
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if status == 429 or "RateLimitError" in names:
+        return RATE_LIMIT
+    if isinstance(exc, TimeoutError) or any("Timeout" in name for name in names):
+        return TIMEOUT
+    if isinstance(exc, ConnectionError) or any("Connection" in name for name in names):
+        return UNREACHABLE
+    if isinstance(status, int) and status >= 500:
+        return SERVER_ERROR
+    if isinstance(status, int) and 400 <= status < 500:
+        return REFUSED
+    if engine_error_words(exc) == FILE_NOT_SAVED:
+        return FILE_ERROR
+    return OTHER_FAILURE
+
+
 def describe_error_for_users(exc: BaseException) -> str:
     """A ``failed`` event's ``error``: what the thread's pages show."""
     return engine_error_words(exc) or SUMMARY_CALL_FAILED

@@ -10,7 +10,7 @@ from django import template
 from django.utils.translation import gettext as _
 
 from compression import panels
-from compression.selectors import compression_job_latest, compression_latest
+from compression.selectors import compression_job_latest, compression_latest, summary_failure_streak
 from context_engine.state import SUMMARY_EVENTS_KEY
 from conversations.selectors import thread_folded_last_seq
 
@@ -30,12 +30,29 @@ def compression_panels(context: template.Context) -> dict[str, Any]:
             compressing=bool(state.get("compressing")),
             can_undo=bool(values.get(SUMMARY_EVENTS_KEY)),
             job=compression_job_latest(conversation=conversation),
+            failures=panels.failure_streak_from(summary_failure_streak(conversation=conversation)),
         ),
         "memory": panels.memory_from(
             values,
             summary_tokens=token_usage.get("summary_message_tokens"),
             folded_last_seq=thread_folded_last_seq(conversation=conversation, values=values),
         ),
+    }
+
+
+@register.inclusion_tag("compression/_auto_hint.html", takes_context=True)
+def auto_compression_hint(context: template.Context) -> dict[str, Any]:
+    """The hint at or above the trigger: it promises an automatic compression only while one can work
+    (not while the summary model keeps failing, nor when the latest could fold nothing more)."""
+    conversation = context["conversation"]
+    failures = panels.failure_streak_from(summary_failure_streak(conversation=conversation))
+    latest = compression_latest(conversation=conversation)
+    return {
+        "pressure": context.get("pressure"),
+        "can_act": context.get("can_act"),
+        "failures": failures,
+        "latest": latest,
+        "standing": panels.hint_standing(failures=failures, latest=latest),
     }
 
 

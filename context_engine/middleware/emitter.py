@@ -18,10 +18,12 @@ from context_engine.events import (
     FAILED,
     LEVEL_COMPACTION,
     STARTED,
+    STOPPED,
     STOPPED_BY_USER,
     compression_event,
     describe_error,
     describe_error_for_users,
+    failure_kind,
 )
 from context_engine.tokens.messages import DEFAULT_PROFILE, TokenProfile
 
@@ -112,6 +114,7 @@ class Emitter:
             **self._files(),
             error=describe_error_for_users(exc),
             error_detail=describe_error(exc),
+            failure_kind=failure_kind(exc),
             **extra,
         )
 
@@ -121,7 +124,14 @@ class Emitter:
         if not self.started or self.finished:
             return
         self.finished = True
-        self._emit(FAILED, **self._files(), error=STOPPED_BY_USER, error_detail="Stopped", stopped=True)
+        self._emit(
+            FAILED,
+            **self._files(),
+            error=STOPPED_BY_USER,
+            error_detail="Stopped",
+            failure_kind=STOPPED,
+            stopped=True,
+        )
 
     def _files(self) -> dict[str, Any]:
         return {"saved_files": list(self.saved_files), "failed_files": list(self.failed_files)}
