@@ -23,20 +23,25 @@ def compression_panels(context: template.Context) -> dict[str, Any]:
     ``state`` (busy flags) and ``token_usage``; ``can_act`` shows the owner's controls."""
     conversation, values = context["conversation"], context.get("values") or {}
     state, token_usage = context.get("state") or {}, context.get("token_usage") or {}
+    can_undo = bool(values.get(SUMMARY_EVENTS_KEY))
+    card = panels.compression_card(
+        compression_latest(conversation=conversation),
+        compressing=bool(state.get("compressing")),
+        can_undo=can_undo,
+        job=compression_job_latest(conversation=conversation),
+        failures=panels.failure_streak_from(summary_failure_streak(conversation=conversation)),
+    )
+    memory = panels.memory_from(
+        values,
+        summary_tokens=token_usage.get("summary_message_tokens"),
+        folded_last_seq=thread_folded_last_seq(conversation=conversation, values=values),
+    )
     return {
         **context.flatten(),
-        "compression": panels.compression_card(
-            compression_latest(conversation=conversation),
-            compressing=bool(state.get("compressing")),
-            can_undo=bool(values.get(SUMMARY_EVENTS_KEY)),
-            job=compression_job_latest(conversation=conversation),
-            failures=panels.failure_streak_from(summary_failure_streak(conversation=conversation)),
-        ),
-        "memory": panels.memory_from(
-            values,
-            summary_tokens=token_usage.get("summary_message_tokens"),
-            folded_last_seq=thread_folded_last_seq(conversation=conversation, values=values),
-        ),
+        "compression": card,
+        "memory": memory,
+        # Undo lasts as long as the summary: offered beside it once a later compression took the card.
+        "undo_in_memory": can_undo and memory.active and not (card is not None and card.undoable),
     }
 
 

@@ -42,12 +42,7 @@ from context_engine.summary.call import ledger_update, summarize_span, summary_u
 from context_engine.summary.fold_plan import fold_split, view_lead
 from context_engine.summary.history import effective_messages, valid_event, without_index
 from context_engine.summary.pins import pinned_closure, restore_pinned
-from context_engine.summary.spend_guard import (
-    LedgerSource,
-    OwnState,
-    guard_check,
-    thread_ledger,
-)
+from context_engine.summary.spend_guard import LedgerSource, OwnState, guard_check, thread_ledger
 from context_engine.tokens.calibration import Calibration, CalibrationMemory, CalibrationSource
 from context_engine.tokens.messages import TokenProfile, estimate_message, messages_tokens, profile_for_model
 
@@ -87,10 +82,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         between a parent and its sub-agents otherwise (``spend_guard.SharedLedger``)."""
         super().__init__()
         self.ledger = ledger if ledger is not None else OwnState()
-        self.pins = pins
-        self.config = config
-        self.store = store
-        self.summary_model = summary_model
+        self.pins, self.config, self.store, self.summary_model = pins, config, store, summary_model
         self.profile = profile or profile_for_model(config.model_name)
         # The model's correction of our estimate, learned from reported usage by TokenUsageMiddleware
         # (the same source): every size compared with T or a budget here is a corrected one.
@@ -147,7 +139,9 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             overhead_tokens=overhead,
             profile=self.profile,
         )
-        emitter.start(level=LEVEL_COMPACTION if overflowed_at is None else LEVEL_SUMMARY)
+        # ``started`` waits until there is something new to report: the same receipts shown again is
+        # not a compression (no event, no record, no card).
+        emitter.level = LEVEL_COMPACTION if overflowed_at is None else LEVEL_SUMMARY
         try:
             return (
                 yield from self._compress(
@@ -211,6 +205,8 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             ):
                 continue
             emitter.after_tokens = after
+            if compacted.fresh or overflowed_at is not None:
+                emitter.start()
             try:
                 response = yield CallModel(request.override(messages=candidate))
             except Exception as exc:
@@ -218,7 +214,8 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                     raise
                 overflowed_at, overflow_limit = after, provider_limit(exc)
                 break
-            emitter.sent(level=LEVEL_COMPACTION, after_tokens=after, messages=candidate)
+            if emitter.started:
+                emitter.sent(level=LEVEL_COMPACTION, after_tokens=after, messages=candidate)
             return _Compacted(candidate, overflowed_at, response, pinned)
         emitter.after_tokens = self._calibration().corrected(overhead + total)
         return _Compacted(view, overflowed_at, None, pinned, overflow_limit)
@@ -234,6 +231,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         """Summarize the head of the compacted view (pinned messages taken out), keep a bounded tail
         verbatim, then send; or, when the spend guard holds the summary back, send without one."""
         config, view, overflowed_at = self.config, compacted.view, compacted.overflowed_at
+        emitter.start()
         # The kept tail stays within half the budget: half of T, or of what the provider just rejected.
         # In our estimate's units: the tail is cut to T (calibration may move it), not to the window.
         kept_cap = int(policy.tail_cap(config, overflowed_at=overflowed_at) / self._calibration().factor)

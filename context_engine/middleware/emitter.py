@@ -70,10 +70,10 @@ class Emitter:
         for record in failed:
             self.failed_files.append({"path": record.path, "tool": record.tool_name, "error": record.error})
 
-    def start(self, *, level: str) -> None:
+    def start(self, *, level: str | None = None) -> None:
         if self.started:
             return
-        self.started, self.level = True, level
+        self.started, self.level = True, level or self.level
         self._emit(STARTED)
 
     def complete(self, *, level: str, after_tokens: int, **extra: Any) -> None:
