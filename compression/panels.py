@@ -17,6 +17,7 @@ from context_engine.formats import REFERENCE_INDEX_HEADER, REFERENCE_INDEX_SEPAR
 from context_engine.lines import pointer
 from context_engine.state import REFERENCE_INDEX_KEY, SUMMARY_EVENT_KEY
 from context_engine.summary.identifiers import LossReport
+from context_engine.summary.reading import summary_body
 from context_engine.summary.reference_index import index_entries
 from context_engine.tokens.messages import format_tokens
 from conversations.pages import as_int, workdir_path
@@ -279,9 +280,11 @@ def memory_from(
     return Memory(
         active=True,
         # The index is shown below the summary: cut at its header, the last one (a summary may quote one).
-        summary_text=text.rpartition(REFERENCE_INDEX_SEPARATOR + REFERENCE_INDEX_HEADER)[0]
-        if isinstance(index, Mapping) and REFERENCE_INDEX_HEADER in text
-        else text,
+        summary_text=summary_body(
+            text.rpartition(REFERENCE_INDEX_SEPARATOR + REFERENCE_INDEX_HEADER)[0]
+            if isinstance(index, Mapping) and REFERENCE_INDEX_HEADER in text
+            else text
+        ),
         summary_tokens=int(summary_tokens or 0),
         file_path=workdir_path(event.get("file_path")),
         folded_last_seq=folded_last_seq,

@@ -154,7 +154,7 @@
   const refreshTranscript = serialized(async function () {
     const first = transcript.querySelector("[data-seq]");
     if (!first) return;
-    const html = await getHtml(`${root.dataset.messagesUrl}?after=${Number(first.dataset.seq) - 1}`);
+    const html = await getHtml(`${root.dataset.messagesUrl}?after=${Number(first.dataset.seq) - 1}&boundary=1`);
     for (const fresh of fragments(html)) {
       const current = fresh.id && document.getElementById(fresh.id);
       if (current && current.outerHTML !== fresh.outerHTML) current.replaceWith(fresh);
