@@ -196,10 +196,14 @@ class Memory:
     # The reference index after the summary (issue 25): what the agent can look up, each with its line.
     index: tuple[IndexLink, ...] = ()
     index_omitted: int = 0
+    # Messages before the cutoff the model still reads word for word after the summary (pinned).
+    pinned_seqs: tuple[int, ...] = ()
 
     @property
     def folded_count(self) -> int:
-        return self.folded_last_seq or 0
+        """The transcript messages only the summary stands for (pinned ones are read word for word)."""
+        last = self.folded_last_seq or 0
+        return last - sum(1 for seq in self.pinned_seqs if seq <= last)
 
 
 def compression_card(
@@ -259,7 +263,11 @@ def compression_card(
 
 
 def memory_from(
-    values: Mapping[str, Any], *, summary_tokens: int | None, folded_last_seq: int | None
+    values: Mapping[str, Any],
+    *,
+    summary_tokens: int | None,
+    folded_last_seq: int | None,
+    pinned_seqs: tuple[int, ...] = (),
 ) -> Memory:
     """What the model works from, given the checkpoint ``values`` and the transcript seq of the last
     message the summary folded (``conversations.selectors.thread_memory`` looks it up)."""
@@ -292,6 +300,7 @@ def memory_from(
         message_count=len(messages),
         index=links,
         index_omitted=as_int(index.get("omitted")) or 0 if isinstance(index, Mapping) else 0,
+        pinned_seqs=tuple(pinned_seqs),
     )
 
 

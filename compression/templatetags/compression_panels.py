@@ -12,7 +12,7 @@ from django.utils.translation import gettext as _
 from compression import panels
 from compression.selectors import compression_job_latest, compression_latest, summary_failure_streak
 from context_engine.state import SUMMARY_EVENTS_KEY
-from conversations.selectors import thread_folded_last_seq
+from conversations.selectors import thread_folded_last_seq, thread_kept_pinned_seqs
 
 register = template.Library()
 
@@ -35,6 +35,7 @@ def compression_panels(context: template.Context) -> dict[str, Any]:
         values,
         summary_tokens=token_usage.get("summary_message_tokens"),
         folded_last_seq=thread_folded_last_seq(conversation=conversation, values=values),
+        pinned_seqs=tuple(thread_kept_pinned_seqs(conversation=conversation, values=values)),
     )
     return {
         **context.flatten(),

@@ -11,41 +11,18 @@ import pytest
 from django.urls import reverse
 
 from compression.models import CompressionRecord
-from tests.compression._threads import seed_state
-from tests.context_engine.chats import SUMMARY, conversation_messages
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def summarized(client, user, stub_agent_with, openai_stub):
-    from conversations.models import Message
-    from conversations.services import thread_create
-
-    agent = stub_agent_with(summary_keep_messages=4)
-    thread = thread_create(user=user, agent_slug=agent.slug)
-    messages = conversation_messages(3)
-    seed_state(thread, messages)
-    role = {"human": "user", "ai": "assistant", "tool": "tool"}
-    for seq, message in enumerate(messages, start=1):  # the transcript holds what the state holds
-        Message.objects.create(
-            conversation=thread, seq=seq, role=role[message.type], content=message.text,
-            lc_message_id=message.id, tool_name=getattr(message, "name", "") or "",
-        )  # fmt: skip
-    openai_stub.reply(SUMMARY)
-    client.force_login(user)
-    assert client.post(f"/api/threads/{thread.thread_id}/compress?wait=true").status_code == 200
-    return thread
 
 
 def _page(client, thread) -> str:
     return client.get(reverse("conversations:thread-detail", args=[thread.thread_id])).content.decode()
 
 
-def test_the_transcript_marks_where_the_models_word_for_word_view_begins(client, summarized):
-    record = CompressionRecord.objects.get(conversation=summarized, status="completed")
+def test_the_transcript_marks_where_the_models_word_for_word_view_begins(client, summarized_thread):
+    record = CompressionRecord.objects.get(conversation=summarized_thread, status="completed")
     folded = record.compressed_messages
-    page = _page(client, summarized)
+    page = _page(client, summarized_thread)
     assert page.count('id="view-boundary"') == 1
     item = re.search(r'<li class="message[^"]*" id="message-(\d+)"[^>]*>\s*<div class="view-boundary"', page)
     assert item and int(item.group(1)) == folded + 1
@@ -53,21 +30,21 @@ def test_the_transcript_marks_where_the_models_word_for_word_view_begins(client,
     assert f"(#1–#{folded})" in page  # the memory panel counts the same messages
     assert re.search(rf'href="#message-{folded + 1}"[^>]*>#{folded + 1}</a>', page)
     # The fragment a compression re-renders carries the marker too; new messages alone do not move it.
-    url = reverse("conversations:fragment-messages", args=[summarized.thread_id])
+    url = reverse("conversations:fragment-messages", args=[summarized_thread.thread_id])
     assert 'id="view-boundary"' in client.get(url, {"after": 0, "boundary": 1}).content.decode()
     assert 'id="view-boundary"' not in client.get(url, {"after": 0}).content.decode()
 
 
-def test_the_memory_panel_shows_the_summary_as_markdown_without_its_wrapper(client, summarized):
-    page = _page(client, summarized)
+def test_the_memory_panel_shows_the_summary_as_markdown_without_its_wrapper(client, summarized_thread):
+    page = _page(client, summarized_thread)
     panel = page[page.index('id="memory-panel"') :]
     assert "<h2>SESSION INTENT</h2>" in panel
     assert "&lt;summary&gt;" not in panel and "You are in the middle of a conversation" not in panel
 
 
-def test_the_history_file_reads_as_a_conversation_with_its_raw_forms_a_click_away(client, summarized):
-    path = CompressionRecord.objects.get(conversation=summarized, status="completed").file_path
-    url = reverse("conversations:workdir-file", args=[summarized.thread_id, path])
+def test_the_history_file_reads_as_a_conversation_with_its_raw_forms_a_click_away(client, summarized_thread):
+    path = CompressionRecord.objects.get(conversation=summarized_thread, status="completed").file_path
+    url = reverse("conversations:workdir-file", args=[summarized_thread.thread_id, path])
     page = client.get(url).content.decode()
     assert 'id="history-read"' in page and "&lt;message" not in page
     assert "Question 0: what does document 0 say about compression?" in page
