@@ -72,10 +72,39 @@ def test_stop_during_an_automatic_summary_ends_the_run_and_no_request_follows(
     assert_transcript_equals_checkpoint(thread)
 
     record = CompressionRecord.objects.filter(conversation=thread).latest("created_at")
-    assert record.status == CompressionRecord.Status.FAILED and record.result.get("stopped") is True
+    assert record.status == CompressionRecord.Status.FAILED and record.reason == "stopped"
     assert record.error == STOPPED_BY_USER
 
     client.force_login(user)
     page = client.get(reverse("conversations:fragment-state", args=[thread.thread_id])).content.decode()
     assert "Compression stopped" in page
     assert "Compression failed" not in page and "RunCancelled" not in page
+
+
+@pytest.mark.postgres
+@pytest.mark.redis
+@pytest.mark.django_db(transaction=True)
+def test_stop_during_an_automatic_summary_on_a_celery_worker_sends_nothing_after_it(
+    user, stub_agent, openai_stub, tmp_path, settings
+):
+    from tests.support.processes import celery_worker, tasks_sent_to
+
+    thread = thread_create(user=user, agent_slug=stub_agent.slug)
+    openai_stub.reply("Noted. " + "I will read every chapter with care. " * 60)
+    openai_stub.reply(as_summary("## SESSION INTENT\nRead chapters."), delay=SUMMARY_DELAY)
+    openai_stub.reply("This reply must never be asked for.")
+    settings.RUN_EXECUTION = "celery"
+    with celery_worker(tmp_path, STUB_API_KEY="sk-test") as worker, tasks_sent_to(worker.queue):
+        first = message_intake(thread_id=thread.thread_id, user=user, content="Read my chapters.").run
+        _wait(lambda: _ended(first), timeout=90)
+        run = message_intake(thread_id=thread.thread_id, user=user, content=f"Chapter 1: {LONG}").run
+        _wait(lambda: len(openai_stub.requests) == 2, timeout=60)
+        run_cancel(thread_id=thread.thread_id, user=user)
+        took = _wait(lambda: _ended(run))
+        time.sleep(SUMMARY_DELAY + 1.0)
+        run.refresh_from_db()
+        assert run.status == AgentRun.Status.CANCELLED, worker.text()[-3000:]
+    assert took < STOP_WITHIN, f"the run ended {took:.2f} s after Stop"
+    assert len(openai_stub.requests) == 2
+    record = CompressionRecord.objects.filter(conversation=thread).latest("created_at")
+    assert record.status == CompressionRecord.Status.FAILED and record.reason == "stopped"

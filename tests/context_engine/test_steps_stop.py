@@ -100,3 +100,32 @@ def test_an_effect_that_fails_once_stop_says_so_is_a_stop_never_a_failure_the_st
     with pytest.raises(Stopped):
         run_sync(steps(), handler=lambda r: r, summary_model=model, stop=lambda: bool(pressed))
     assert seen == ["closed"]
+
+
+def test_the_async_driver_cancels_a_summary_call_once_stop_says_so():
+    import asyncio
+
+    from context_engine.steps import run_async
+
+    model = ScriptedChatModel(summaries=["## late"])
+    asked, cancelled = [], []
+
+    async def agenerate(messages, stop=None, run_manager=None, **kwargs):
+        asked.append(True)
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    object.__setattr__(model, "_agenerate", agenerate)
+    after: list[str] = []
+
+    async def handler(request):
+        return request
+
+    began = time.monotonic()
+    with pytest.raises(Stopped):
+        asyncio.run(run_async(_steps(after), handler=handler, summary_model=model, stop=lambda: bool(asked)))
+    assert time.monotonic() - began < 5 and cancelled == [True]  # the call itself was cancelled
+    assert after == ["closed"]
