@@ -40,6 +40,20 @@ def compression_event(
     }
 
 
+def stopped_event(*, level: str, before_tokens: int | None, **files: Any) -> dict[str, Any]:
+    """The ``failed`` payload of a compression the user's Stop ended: in words, ``stopped: true``."""
+    return compression_event(
+        status=FAILED,
+        level=level,
+        before_tokens=before_tokens,
+        **{"saved_files": [], "failed_files": [], **files},
+        error=STOPPED_BY_USER,
+        error_detail="Stopped",
+        failure_kind=STOPPED,
+        stopped=True,
+    )
+
+
 def describe_error(exc: BaseException) -> str:
     """The exception as raised (class and text): a ``failed`` event's ``error_detail``, for the admin."""
     return f"{type(exc).__name__}: {exc}"

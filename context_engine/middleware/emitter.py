@@ -18,12 +18,11 @@ from context_engine.events import (
     FAILED,
     LEVEL_COMPACTION,
     STARTED,
-    STOPPED,
-    STOPPED_BY_USER,
     compression_event,
     describe_error,
     describe_error_for_users,
     failure_kind,
+    stopped_event,
 )
 from context_engine.tokens.messages import DEFAULT_PROFILE, TokenProfile
 
@@ -124,14 +123,9 @@ class Emitter:
         if not self.started or self.finished:
             return
         self.finished = True
-        self._emit(
-            FAILED,
-            **self._files(),
-            error=STOPPED_BY_USER,
-            error_detail="Stopped",
-            failure_kind=STOPPED,
-            stopped=True,
-        )
+        if self.writer is not None:
+            payload = stopped_event(level=self.level, before_tokens=self.before_tokens, **self._files())
+            self.writer({"type": EVENT_TYPE, **payload, "after_tokens": self.after_tokens})
 
     def _files(self) -> dict[str, Any]:
         return {"saved_files": list(self.saved_files), "failed_files": list(self.failed_files)}

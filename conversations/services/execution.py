@@ -21,6 +21,7 @@ from agent_platform.runtime.public_errors import run_error_detail, run_error_pub
 from agent_platform.runtime.state_repository import AgentStateRepository
 from agent_platform.runtime.stopping import STOP_CHECK_CONFIG_KEY, ToolStopped
 from context_engine.errors import Stopped
+from context_engine.events import stopped_event
 from context_engine.state import PINNED_IDS_CONFIG_KEY, TOKEN_USAGE_KEY, merge_token_usage
 from context_engine.text import clean_text
 from context_engine.tokens.messages import profile_for_model, with_estimate
@@ -169,6 +170,7 @@ class _RunRelay:
         self.cancel_checked_at = 0.0
         self.tool_stop_checked_at = 0.0
         self.executor_thread = threading.get_ident()
+        self.open_compression: dict[str, Any] | None = None  # a compression started, not yet ended
 
     def execute(self) -> None:
         graph = build_agent_graph(agent=self.conversation.agent, conversation=self.conversation)
@@ -206,6 +208,8 @@ class _RunRelay:
         finally:
             stream.close()
         if cancelled:
+            if self.open_compression is not None:  # its end was lost with the stream that Stop closed
+                self._on_custom({"type": events.COMPRESSION, **stopped_event(**self.open_compression)})
             self._close_cancelled(repository)
             self._record_pressure()
             _finish(self.run, AgentRun.Status.CANCELLED)
@@ -323,6 +327,10 @@ class _RunRelay:
             return
         event = events.json_safe(chunk)
         kind = event.pop("type")
+        started = event.get("status") == "started"
+        self.open_compression = (
+            {"level": event.get("level"), "before_tokens": event.get("before_tokens")} if started else None
+        )
         self.run.events = [*self.run.events, {"type": kind, **event}]
         AgentRun.objects.filter(pk=self.run.pk).update(events=self.run.events)
         run_compression_event.send(sender=AgentRun, run=self.run, event=event)
