@@ -140,6 +140,17 @@ class FailureStreak:
     def kind_words(self) -> str:
         return failure_kind_words(self.kind)
 
+    @property
+    def names_the_error(self) -> bool:
+        """The kind alone says it for a provider's refusal; otherwise the engine's words add what."""
+        return self.kind not in (
+            events.RATE_LIMIT,
+            events.TIMEOUT,
+            events.UNREACHABLE,
+            events.REFUSED,
+            events.SERVER_ERROR,
+        )
+
 
 def failure_streak_from(value: Mapping[str, Any] | None) -> FailureStreak | None:
     if not value or not as_int(value.get("count")):
