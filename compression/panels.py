@@ -12,11 +12,12 @@ from typing import Any
 
 from django.utils.translation import gettext as _
 
-from context_engine import outcomes
+from context_engine import events, outcomes
 from context_engine.formats import REFERENCE_INDEX_HEADER, REFERENCE_INDEX_SEPARATOR
 from context_engine.lines import pointer
 from context_engine.state import REFERENCE_INDEX_KEY, SUMMARY_EVENT_KEY
 from context_engine.summary.identifiers import LossReport
+from context_engine.summary.reading import summary_body
 from context_engine.summary.reference_index import index_entries
 from context_engine.tokens.messages import format_tokens
 from conversations.pages import as_int, workdir_path
@@ -124,6 +125,52 @@ class CompressionCard:
     loss: LossLine | None = None  # where the folded identifiers went (a summary's loss report)
     job_id: int | None = None  # the compression job under way, with its status (queued, running)
     job_status: str = ""
+    failures: FailureStreak | None = None  # automatic summaries failing since the latest applied one
+
+
+@dataclass(frozen=True)
+class FailureStreak:
+    """Automatic summaries that failed since the latest applied summary (``summary_failure_streak``)."""
+
+    count: int
+    since: datetime | None
+    kind: str  # the latest failure's ``context_engine.events.failure_kind``
+
+    @property
+    def kind_words(self) -> str:
+        return failure_kind_words(self.kind)
+
+    @property
+    def names_the_error(self) -> bool:
+        """The kind alone says it for a provider's refusal; otherwise the engine's words add what."""
+        return self.kind not in (
+            events.RATE_LIMIT,
+            events.TIMEOUT,
+            events.UNREACHABLE,
+            events.REFUSED,
+            events.SERVER_ERROR,
+        )
+
+
+def failure_streak_from(value: Mapping[str, Any] | None) -> FailureStreak | None:
+    if not value or not as_int(value.get("count")):
+        return None
+    since = value.get("since")
+    return FailureStreak(
+        count=as_int(value["count"]) or 0,
+        since=since if isinstance(since, datetime) else None,
+        kind=str(value.get("kind") or ""),
+    )
+
+
+def hint_standing(*, failures: FailureStreak | None, latest: Mapping[str, Any] | None) -> str:
+    """What the "it will be compressed automatically" hint may promise: ``"failing"`` (the summary
+    model keeps failing), ``"stuck"`` (the latest compression could not fold enough), or ``""``."""
+    if failures is not None:
+        return "failing"
+    if latest and not latest.get("stopped") and latest.get("outcome") == outcomes.BUDGET_UNREACHABLE:
+        return "stuck"
+    return ""
 
 
 @dataclass(frozen=True)
@@ -160,10 +207,14 @@ class Memory:
     # The reference index after the summary (issue 25): what the agent can look up, each with its line.
     index: tuple[IndexLink, ...] = ()
     index_omitted: int = 0
+    # Messages before the cutoff the model still reads word for word after the summary (pinned).
+    pinned_seqs: tuple[int, ...] = ()
 
     @property
     def folded_count(self) -> int:
-        return self.folded_last_seq or 0
+        """The transcript messages only the summary stands for (pinned ones are read word for word)."""
+        last = self.folded_last_seq or 0
+        return last - sum(1 for seq in self.pinned_seqs if seq <= last)
 
 
 def compression_card(
@@ -172,16 +223,22 @@ def compression_card(
     compressing: bool = False,
     can_undo: bool = False,
     job: Mapping[str, Any] | None = None,
+    failures: FailureStreak | None = None,
 ) -> CompressionCard | None:
     """The card for the thread's latest compression record (``compression_latest``), or the spinner
     while one is under way (with its ``job``'s progress and Stop when it is a job). ``can_undo``: the
-    state holds a summary the undo would remove."""
+    state holds a summary the undo would remove; ``failures``: the automatic summaries failing since
+    the latest applied one, told in words on a failed automatic summary's card."""
     if job and job.get("status") in JOB_STATUSES:
         return CompressionCard(status="started", job_id=as_int(job.get("id")), job_status=str(job["status"]))
     if job and job.get("status") == "cancelled" and (not record or job["created_at"] > record["created_at"]):
         return CompressionCard(status="cancelled", at=job.get("finished_at"))
     if compressing:
         return CompressionCard(status="started")
+    if record and record.get("stopped"):
+        return CompressionCard(
+            status="cancelled", trigger=str(record.get("trigger") or ""), at=record.get("created_at")
+        )
     if not record or record.get("status") not in ("completed", "failed", "no_op"):
         return None
     undo = record.get("trigger") == "undo"
@@ -212,11 +269,16 @@ def compression_card(
         error=str(record.get("error") or "")[:500],
         undoable=(can_undo and not undo and status == "completed" and record.get("level") == "summary"),
         loss=None if undo else loss_line_from(record.get("loss_report")),
+        failures=failures if status == "failed" and record.get("trigger") == "auto" else None,
     )
 
 
 def memory_from(
-    values: Mapping[str, Any], *, summary_tokens: int | None, folded_last_seq: int | None
+    values: Mapping[str, Any],
+    *,
+    summary_tokens: int | None,
+    folded_last_seq: int | None,
+    pinned_seqs: tuple[int, ...] = (),
 ) -> Memory:
     """What the model works from, given the checkpoint ``values`` and the transcript seq of the last
     message the summary folded (``conversations.selectors.thread_memory`` looks it up)."""
@@ -237,9 +299,11 @@ def memory_from(
     return Memory(
         active=True,
         # The index is shown below the summary: cut at its header, the last one (a summary may quote one).
-        summary_text=text.rpartition(REFERENCE_INDEX_SEPARATOR + REFERENCE_INDEX_HEADER)[0]
-        if isinstance(index, Mapping) and REFERENCE_INDEX_HEADER in text
-        else text,
+        summary_text=summary_body(
+            text.rpartition(REFERENCE_INDEX_SEPARATOR + REFERENCE_INDEX_HEADER)[0]
+            if isinstance(index, Mapping) and REFERENCE_INDEX_HEADER in text
+            else text
+        ),
         summary_tokens=int(summary_tokens or 0),
         file_path=workdir_path(event.get("file_path")),
         folded_last_seq=folded_last_seq,
@@ -247,10 +311,25 @@ def memory_from(
         message_count=len(messages),
         index=links,
         index_omitted=as_int(index.get("omitted")) or 0 if isinstance(index, Mapping) else 0,
+        pinned_seqs=tuple(pinned_seqs),
     )
 
 
 # --- outcomes in words (the card, the admin list, the API) ------------------------------------------
+
+
+def failure_kind_words(kind: Any) -> str:
+    """Why a summary call failed (``context_engine.events.failure_kind``), in a few words."""
+    words = {
+        events.RATE_LIMIT: _("rate limit"),
+        events.TIMEOUT: _("timed out"),
+        events.UNREACHABLE: _("could not be reached"),
+        events.REFUSED: _("request refused"),
+        events.SERVER_ERROR: _("server error"),
+        events.NOT_A_SUMMARY: _("its answer was not a usable summary"),
+        events.FILE_ERROR: _("a file could not be saved"),
+    }
+    return str(words.get(str(kind or ""), _("error")))
 
 
 def outcome_label(outcome: Any) -> str:

@@ -6,11 +6,11 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from django.db.models import Exists, F, OuterRef, QuerySet, Subquery
+from django.db.models import Count, Exists, F, Min, OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
 from compression.models import CompressionJob, CompressionRecord
-from context_engine.events import LEVEL_UNDO
+from context_engine.events import LEVEL_UNDO, STOPPED
 from context_engine.policy.pressure import pressure_now
 from context_engine.state import TOKEN_USAGE_KEY
 from conversations.models import AgentRun, Conversation
@@ -137,6 +137,8 @@ def compression_latest(*, conversation: Conversation) -> dict[str, object] | Non
         "error": record.error,
         "loss_report": record.loss_report,
         "created_at": record.created_at,
+        # An automatic compression the user's Stop ended: "stopped", in words, not a failure.
+        "stopped": record.status == CompressionRecord.Status.FAILED and record.reason == STOPPED,
     }
 
 
@@ -149,3 +151,26 @@ def compression_job_latest(*, conversation: Conversation) -> dict[str, object] |
         .values("id", "status", "created_at", "finished_at")
         .first()
     )
+
+
+def summary_failure_streak(*, conversation: Conversation) -> dict[str, object] | None:
+    """The automatic summaries that failed since the thread's latest applied summary (a Stop is not a
+    failure): ``{count, since, kind}`` (``kind``: the latest one's ``failure_kind``), or None."""
+    records = CompressionRecord.objects.filter(
+        conversation=conversation, level=CompressionRecord.Level.SUMMARY
+    )
+    applied = (
+        records.filter(status=CompressionRecord.Status.COMPLETED)
+        .order_by("-created_at")
+        .values("created_at")
+        .first()
+    )
+    failed = records.filter(status=CompressionRecord.Status.FAILED, trigger=CompressionRecord.Trigger.AUTO)
+    if applied is not None:
+        failed = failed.filter(created_at__gt=applied["created_at"])
+    failed = failed.exclude(reason=STOPPED)
+    found = failed.aggregate(count=Count("id"), since=Min("created_at"))
+    if not found["count"]:
+        return None
+    latest = failed.order_by("-created_at").values_list("reason", flat=True).first()
+    return {"count": found["count"], "since": found["since"], "kind": latest or ""}

@@ -40,6 +40,20 @@ def compression_event(
     }
 
 
+def stopped_event(*, level: str, before_tokens: int | None, **files: Any) -> dict[str, Any]:
+    """The ``failed`` payload of a compression the user's Stop ended: in words, ``stopped: true``."""
+    return compression_event(
+        status=FAILED,
+        level=level,
+        before_tokens=before_tokens,
+        **{"saved_files": [], "failed_files": [], **files},
+        error=STOPPED_BY_USER,
+        error_detail="Stopped",
+        failure_kind=STOPPED,
+        stopped=True,
+    )
+
+
 def describe_error(exc: BaseException) -> str:
     """The exception as raised (class and text): a ``failed`` event's ``error_detail``, for the admin."""
     return f"{type(exc).__name__}: {exc}"
@@ -49,6 +63,8 @@ def describe_error(exc: BaseException) -> str:
 # echo part of a key, and an exception's class means nothing to them.
 SUMMARY_CALL_FAILED = "The summary call to the model failed."
 FILE_NOT_SAVED = "A file could not be saved in the thread's workdir."
+# A compression the user's Stop ended (its ``failed`` event carries ``stopped: true``): not a failure.
+STOPPED_BY_USER = "Stopped by the user before it ended; nothing was changed."
 
 
 def engine_error_words(exc: BaseException) -> str | None:
@@ -65,6 +81,43 @@ def engine_error_words(exc: BaseException) -> str | None:
     ):
         return FILE_NOT_SAVED
     return None
+
+
+# Why a summary call failed, as a code each reader words in its own language (a ``failed`` event's
+# ``failure_kind``, a failed record's ``reason``). Read from the error's structure, never its text.
+RATE_LIMIT, TIMEOUT, UNREACHABLE, REFUSED, SERVER_ERROR = (
+    "rate_limit",
+    "timeout",
+    "unreachable",
+    "refused",
+    "server_error",
+)
+NOT_A_SUMMARY, FILE_ERROR, OTHER_FAILURE = "not_a_summary", "file_error", "other"
+STOPPED = "stopped"  # not a failure: the user's Stop ended it (``Emitter.stop``)
+
+
+def failure_kind(exc: BaseException) -> str:
+    """``exc`` as one of the failure codes above (an OpenAI-protocol client's errors carry a
+    ``status_code``; its timeouts and connection errors name themselves)."""
+    if isinstance(exc, SummaryError):
+        return NOT_A_SUMMARY
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int):
+        status = getattr(getattr(exc, "response", None), "status_code", None)
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if status == 429 or "RateLimitError" in names:
+        return RATE_LIMIT
+    if isinstance(exc, TimeoutError) or any("Timeout" in name for name in names):
+        return TIMEOUT
+    if isinstance(exc, ConnectionError) or any("Connection" in name for name in names):
+        return UNREACHABLE
+    if isinstance(status, int) and status >= 500:
+        return SERVER_ERROR
+    if isinstance(status, int) and 400 <= status < 500:
+        return REFUSED
+    if engine_error_words(exc) == FILE_NOT_SAVED:
+        return FILE_ERROR
+    return OTHER_FAILURE
 
 
 def describe_error_for_users(exc: BaseException) -> str:

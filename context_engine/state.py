@@ -23,6 +23,9 @@ REPAIR_USAGE_KEY = "repair"
 MAX_SUMMARY_EVENTS = 10
 # The run config's ``configurable`` key carrying the thread's pinned message ids (read at run start).
 PINNED_IDS_CONFIG_KEY = "pinned_message_ids"
+# The run config's ``configurable`` key carrying the run's stop check (a cheap callable, True once the
+# user pressed Stop): waiting tools and the compression middleware's summary call watch it.
+STOP_CHECK_CONFIG_KEY = "stop_requested"
 SUMMARY_CALLS_KEY = "_summary_calls"  # the spend guard's ledger: [{at, input_tokens}] of the last hour
 
 __all__ = [
@@ -32,6 +35,7 @@ __all__ = [
     "TokenUsageState",
     "MAX_SUMMARY_EVENTS",
     "PINNED_IDS_CONFIG_KEY",
+    "STOP_CHECK_CONFIG_KEY",
     "REPAIR_USAGE_KEY",
     "SESSION_ID_KEY",
     "SUMMARY_CALLS_KEY",

@@ -9,7 +9,7 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain.agents.middleware.internal_call_transformer import internal_call_metadata
@@ -63,13 +63,14 @@ def run_sync(
 ) -> R:
     """Drive ``steps`` to their result. With ``stop``, asked before each effect and every
     ``STOP_POLL_SECONDS`` during a summary call: once it answers True the generator is closed and
-    ``Stopped`` raised (an in-flight summary call is abandoned, its answer dropped)."""
+    ``Stopped`` raised (an in-flight summary call is abandoned, its answer dropped). An effect that
+    fails once ``stop`` says so (a streaming call its callbacks ended) is a stop too, never a failure
+    the steps would answer with another model call."""
     try:
         effect = next(steps)
         while True:
             if stop is not None and stop():
-                steps.close()
-                raise Stopped()
+                _close_stopped(steps)
             try:
                 if isinstance(effect, CallModel):
                     value = handler(effect.request)
@@ -78,9 +79,10 @@ def run_sync(
                 else:
                     value = effect.fn()
             except Stopped:
-                steps.close()
-                raise
+                _close_stopped(steps)
             except Exception as exc:
+                if stop is not None and stop():
+                    _close_stopped(steps, exc)
                 effect = steps.throw(exc)
             else:
                 effect = steps.send(value)
@@ -93,23 +95,57 @@ async def run_async(
     *,
     handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
     summary_model: BaseChatModel | None = None,
+    stop: Callable[[], bool] | None = None,
 ) -> R:
+    """``run_sync``'s twin; ``stop`` is asked in a worker thread (it may query a database), and a
+    summary call it stops is cancelled. A cancelled task closes the steps too."""
+
+    async def stopped() -> bool:
+        return stop is not None and await asyncio.to_thread(stop)
+
     try:
         effect = next(steps)
         while True:
+            if await stopped():
+                _close_stopped(steps)
             try:
                 if isinstance(effect, CallModel):
                     value = await handler(effect.request)
                 elif isinstance(effect, Summarize):
-                    value = await _model(summary_model).ainvoke(effect.prompt, config=summary_call_config())
+                    call = _model(summary_model).ainvoke(effect.prompt, config=summary_call_config())
+                    value = await (_watched(call, stopped) if stop is not None else call)
                 else:
                     value = await asyncio.to_thread(effect.fn)
+            except Stopped:
+                _close_stopped(steps)
+            except asyncio.CancelledError:
+                steps.close()
+                raise
             except Exception as exc:
+                if await stopped():
+                    _close_stopped(steps, exc)
                 effect = steps.throw(exc)
             else:
                 effect = steps.send(value)
     except StopIteration as stop:
         return stop.value
+
+
+def _close_stopped(steps: Steps[Any], cause: BaseException | None = None) -> NoReturn:
+    """Close the steps (they see ``GeneratorExit`` where they wait, so nothing after it runs) and stop."""
+    steps.close()
+    raise Stopped() from cause
+
+
+async def _watched(call: Awaitable[Any], stopped: Callable[[], Awaitable[bool]]) -> Any:
+    task = asyncio.ensure_future(call)
+    while True:
+        finished, _pending = await asyncio.wait({task}, timeout=STOP_POLL_SECONDS)
+        if finished:
+            return task.result()
+        if await stopped():
+            task.cancel()  # the HTTP request is closed, not only abandoned
+            raise Stopped()
 
 
 def _summarize(model: BaseChatModel, prompt: str, *, stop: Callable[[], bool] | None) -> Any:

@@ -166,7 +166,9 @@ def message_create_with_files(
 )
 def message_pin(request: HttpRequest, thread_id: uuid.UUID, message_id: int):
     """Pin a message: every compression keeps it (with its tool call or results) verbatim, right after
-    the summary. 422 `pin_limit_exceeded` (with `room_tokens`) when the agent's pinned-token cap is hit."""
+    the summary. 422 `pin_limit_exceeded` (with `room_tokens`) when the agent's pinned-token cap is hit.
+    A message the summary already folded comes back into the model's view right after the summary; while
+    a run or a compression is under way that is refused: 409 `pin_folded_busy`."""
     return services.message_pin(thread_id=thread_id, message_id=message_id, user=request.user)
 
 

@@ -53,6 +53,17 @@ class MessageNotFound(NotFound):
         super().__init__(message, **extra)
 
 
+class PinFoldedWhileBusy(Conflict):
+    """A pin of a message already folded into the summary while a run or a compression is under way:
+    bringing it back into the model's view changes the summary state, which only an idle thread allows."""
+
+    code = "pin_folded_busy"
+    default_message = _(
+        "This message is already folded into the summary. Pin it again when the current run has "
+        "finished, and the model will read it word for word after the summary."
+    )
+
+
 class PinLimitExceeded(Unprocessable):
     """A pin that would take the thread's pinned messages over the agent's cap; says how much is left."""
 

@@ -18,7 +18,7 @@ from agent_platform.workdir import workdir_for
 from context_engine.errors import StoreError
 from context_engine.formats import LARGE_TOOL_RESULTS_DIR, MEDIA_DIR
 from context_engine.policy.pressure import hint_tokens
-from context_engine.state import SUMMARY_EVENT_KEY, TOKEN_USAGE_KEY
+from context_engine.state import PINNED_IDS_KEY, SUMMARY_EVENT_KEY, TOKEN_USAGE_KEY
 from conversations.access import threads_visible_to
 from conversations.errors import ThreadNotFound
 from conversations.models import AgentRun, Conversation, Message, MessageFork, MessagePin
@@ -231,6 +231,18 @@ def thread_folded_last_seq(*, conversation: Conversation, values: dict) -> int |
             .first()
         )
     return folded_last_seq
+
+
+def thread_kept_pinned_seqs(*, conversation: Conversation, values: dict) -> list[int]:
+    """The transcript seqs of the messages before the summary's cutoff that the model still reads word
+    for word after it (pinned ones): the memory panel names them and does not count them as folded."""
+    event = values.get(SUMMARY_EVENT_KEY)
+    kept = event.get(PINNED_IDS_KEY) if isinstance(event, dict) else None
+    if not kept or not isinstance(kept, list):
+        return []
+    return list(
+        conversation.messages.filter(lc_message_id__in=kept).order_by("seq").values_list("seq", flat=True)
+    )
 
 
 def thread_state(*, conversation: Conversation, values: dict | None = None) -> dict[str, object]:

@@ -25,7 +25,9 @@ from agent_platform.errors import ApplicationError, NotFound
 from agent_platform.selectors import agent_list_enabled
 from agent_platform.workdir import workdir_for
 from context_engine.errors import StoreError
+from context_engine.formats import CONVERSATION_HISTORY_DIR
 from context_engine.policy.pressure import pressure_now
+from context_engine.summary.reading import history_read
 from conversations import pages, run_signals, search, selectors, services
 from conversations.access import can_act
 from conversations.attachments import served_type
@@ -199,6 +201,9 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     messages_list = selectors.message_list_latest(conversation=conversation)
     context["messages_list"] = pages.transcript_order(messages_list)
     versions_annotate(messages=context["messages_list"])  # ‹ 1/2 › on edited and regenerated turns
+    context["boundary_seq"] = selectors.thread_folded_last_seq(
+        conversation=conversation, values=context["values"]
+    )
     context["saved_paths"] = selectors.thread_saved_results(conversation=conversation)
     # seq counts from 1 without gaps, so the first shown message says how many are older.
     context["earlier_count"] = messages_list[0].seq - 1 if messages_list else 0
@@ -255,12 +260,17 @@ def _command(request: HttpRequest, thread_id: uuid.UUID, call: Callable[[], obje
 @require_GET
 @_not_found_as_404
 def fragment_messages(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
-    """Transcript entries after ``?after=<seq>``, each a ``_message.html``."""
+    """Transcript entries after ``?after=<seq>``, each a ``_message.html``; ``?boundary=1`` marks where
+    the model's word-for-word view begins (a re-render after a compression; new messages never move it)."""
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
     try:
         after = max(0, int(request.GET.get("after", "0")))
     except ValueError:
         after = 0
+    boundary = None
+    if request.GET.get("boundary"):
+        values = selectors.thread_values(conversation=conversation)
+        boundary = selectors.thread_folded_last_seq(conversation=conversation, values=values)
     return render(
         request,
         "conversations/_messages.html",
@@ -271,6 +281,7 @@ def fragment_messages(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespons
                 messages=list(selectors.message_list(conversation=conversation, after_seq=after))
             ),
             "saved_paths": selectors.thread_saved_results(conversation=conversation),
+            "boundary_seq": boundary,
         },
     )
 
@@ -327,10 +338,17 @@ def workdir_file(request: HttpRequest, thread_id: uuid.UUID, path: str) -> HttpR
             response = HttpResponse(data, content_type="application/octet-stream")
             response["Content-Disposition"] = content_disposition_header(True, path.rsplit("/", 1)[-1])
         else:
+            file = pages.saved_file(path=path, text=text)
+            # A history file reads as a conversation; its numbered lines and plain text are a click away.
+            readable = file.path.startswith(CONVERSATION_HISTORY_DIR + "/") and not request.GET.get("lines")
             response = render(
                 request,
                 "conversations/workdir_file.html",
-                {"conversation": conversation, "file": pages.saved_file(path=path, text=text)},
+                {
+                    "conversation": conversation,
+                    "file": file,
+                    "history": history_read(file.text) if readable else None,
+                },
             )
     # User content: never let the browser sniff it into HTML.
     response["X-Content-Type-Options"] = "nosniff"

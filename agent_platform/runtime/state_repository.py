@@ -58,7 +58,6 @@ class AgentStateRepository:
             graph = graph.copy({"checkpointer": _Expecting(graph.checkpointer, expected_version)})
         return graph.update_state(self.config, values, as_node=as_node)
 
-
     def fork_before(self, message_id: str) -> str | None:
         """Fork the thread at the checkpoint from before ``message_id`` first entered the model's view
         (LangGraph time travel: ``update_state`` on a past config, ``__copy__``). The fork becomes the

@@ -23,7 +23,9 @@ from langchain_core.messages import ToolMessage
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import Command
 
-STOP_CHECK_CONFIG_KEY = "stop_requested"
+from context_engine.state import STOP_CHECK_CONFIG_KEY
+
+__all__ = ["STOP_CHECK_CONFIG_KEY", "STOP_POLL_SECONDS", "StopWaitingToolsMiddleware", "ToolStopped"]
 STOP_POLL_SECONDS = 0.1
 # The tools that wait on something else (a provider, the database's search, a sub-agent's model calls).
 # File tools are quick and must not be cut mid-write; ask_user waits through an interrupt instead.

@@ -133,7 +133,9 @@ def compression_record_from_event(*, run: AgentRun, event: Mapping[str, Any]) ->
         error_detail=str(event.get("error_detail") or ""),
         loss_report=dict(loss) if isinstance(loss := event.get("loss_report"), Mapping) else no_loss_report(),
         spend_guard=dict(guard) if isinstance(guard := event.get("spend_guard"), Mapping) else {},
-        reason=REASON_SPEND_GUARD if event.get("spend_guard") else str(event.get("reason") or ""),
+        reason=REASON_SPEND_GUARD
+        if event.get("spend_guard")
+        else str(event.get("reason") or event.get("failure_kind") or "")[:100],
         outcome=str(event.get("outcome") or ""),
         reason_detail=dict(why) if isinstance(why := event.get("reason_detail"), Mapping) else {},
         result={key: value for key, value in event.items() if key != "error_detail"},

@@ -10,9 +10,9 @@ from django import template
 from django.utils.translation import gettext as _
 
 from compression import panels
-from compression.selectors import compression_job_latest, compression_latest
+from compression.selectors import compression_job_latest, compression_latest, summary_failure_streak
 from context_engine.state import SUMMARY_EVENTS_KEY
-from conversations.selectors import thread_folded_last_seq
+from conversations.selectors import thread_folded_last_seq, thread_kept_pinned_seqs
 
 register = template.Library()
 
@@ -23,19 +23,42 @@ def compression_panels(context: template.Context) -> dict[str, Any]:
     ``state`` (busy flags) and ``token_usage``; ``can_act`` shows the owner's controls."""
     conversation, values = context["conversation"], context.get("values") or {}
     state, token_usage = context.get("state") or {}, context.get("token_usage") or {}
+    can_undo = bool(values.get(SUMMARY_EVENTS_KEY))
+    card = panels.compression_card(
+        compression_latest(conversation=conversation),
+        compressing=bool(state.get("compressing")),
+        can_undo=can_undo,
+        job=compression_job_latest(conversation=conversation),
+        failures=panels.failure_streak_from(summary_failure_streak(conversation=conversation)),
+    )
+    memory = panels.memory_from(
+        values,
+        summary_tokens=token_usage.get("summary_message_tokens"),
+        folded_last_seq=thread_folded_last_seq(conversation=conversation, values=values),
+        pinned_seqs=tuple(thread_kept_pinned_seqs(conversation=conversation, values=values)),
+    )
     return {
         **context.flatten(),
-        "compression": panels.compression_card(
-            compression_latest(conversation=conversation),
-            compressing=bool(state.get("compressing")),
-            can_undo=bool(values.get(SUMMARY_EVENTS_KEY)),
-            job=compression_job_latest(conversation=conversation),
-        ),
-        "memory": panels.memory_from(
-            values,
-            summary_tokens=token_usage.get("summary_message_tokens"),
-            folded_last_seq=thread_folded_last_seq(conversation=conversation, values=values),
-        ),
+        "compression": card,
+        "memory": memory,
+        # Undo lasts as long as the summary: offered beside it once a later compression took the card.
+        "undo_in_memory": can_undo and memory.active and not (card is not None and card.undoable),
+    }
+
+
+@register.inclusion_tag("compression/_auto_hint.html", takes_context=True)
+def auto_compression_hint(context: template.Context) -> dict[str, Any]:
+    """The hint at or above the trigger: it promises an automatic compression only while one can work
+    (not while the summary model keeps failing, nor when the latest could fold nothing more)."""
+    conversation = context["conversation"]
+    failures = panels.failure_streak_from(summary_failure_streak(conversation=conversation))
+    latest = compression_latest(conversation=conversation)
+    return {
+        "pressure": context.get("pressure"),
+        "can_act": context.get("can_act"),
+        "failures": failures,
+        "latest": latest,
+        "standing": panels.hint_standing(failures=failures, latest=latest),
     }
 
 

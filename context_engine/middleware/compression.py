@@ -21,7 +21,6 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langgraph.config import get_config
 
 from context_engine.compaction.clipping import clip_overflow_tail
 from context_engine.config import CompressionConfig
@@ -32,22 +31,18 @@ from context_engine.middleware.held_back import send_held_back
 from context_engine.middleware.measure import request_overhead
 from context_engine.middleware.memo import CompactionMemo, MessageTotals
 from context_engine.middleware.responses import send_fallback, send_fitting, with_ledger, with_update
+from context_engine.middleware.run_config import configured_pins, configured_stop
 from context_engine.outcomes import not_smaller_reason
 from context_engine.policy import trigger as policy
 from context_engine.policy.overflow import is_context_overflow, provider_limit
-from context_engine.state import PINNED_IDS_CONFIG_KEY, SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, CompressionState
+from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, CompressionState
 from context_engine.steps import Blocking, CallModel, Steps, run_async, run_sync
 from context_engine.store import ResultStore
 from context_engine.summary.call import ledger_update, summarize_span, summary_update
 from context_engine.summary.fold_plan import fold_split, view_lead
 from context_engine.summary.history import effective_messages, valid_event, without_index
 from context_engine.summary.pins import pinned_closure, restore_pinned
-from context_engine.summary.spend_guard import (
-    LedgerSource,
-    OwnState,
-    guard_check,
-    thread_ledger,
-)
+from context_engine.summary.spend_guard import LedgerSource, OwnState, guard_check, thread_ledger
 from context_engine.tokens.calibration import Calibration, CalibrationMemory, CalibrationSource
 from context_engine.tokens.messages import TokenProfile, estimate_message, messages_tokens, profile_for_model
 
@@ -87,10 +82,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         between a parent and its sub-agents otherwise (``spend_guard.SharedLedger``)."""
         super().__init__()
         self.ledger = ledger if ledger is not None else OwnState()
-        self.pins = pins
-        self.config = config
-        self.store = store
-        self.summary_model = summary_model
+        self.pins, self.config, self.store, self.summary_model = pins, config, store, summary_model
         self.profile = profile or profile_for_model(config.model_name)
         # The model's correction of our estimate, learned from reported usage by TokenUsageMiddleware
         # (the same source): every size compared with T or a budget here is a corrected one.
@@ -103,12 +95,16 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
     ) -> ModelResponse | ExtendedModelResponse:
-        return run_sync(self._steps(request), handler=handler, summary_model=self.summary_model)
+        stop = configured_stop()
+        return run_sync(self._steps(request), handler=handler, summary_model=self.summary_model, stop=stop)
 
     async def awrap_model_call(
         self, request: ModelRequest, handler: Any
     ) -> ModelResponse | ExtendedModelResponse:
-        return await run_async(self._steps(request), handler=handler, summary_model=self.summary_model)
+        stop = configured_stop()
+        return await run_async(
+            self._steps(request), handler=handler, summary_model=self.summary_model, stop=stop
+        )
 
     # --- the shared core ------------------------------------------------------------------------
 
@@ -143,13 +139,18 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             overhead_tokens=overhead,
             profile=self.profile,
         )
-        emitter.start(level=LEVEL_COMPACTION if overflowed_at is None else LEVEL_SUMMARY)
+        # ``started`` waits until there is something new to report: the same receipts shown again is
+        # not a compression (no event, no record, no card).
+        emitter.level = LEVEL_COMPACTION if overflowed_at is None else LEVEL_SUMMARY
         try:
             return (
                 yield from self._compress(
                     request, effective, previous, overhead, (overflowed_at, overflow_limit), emitter
                 )
             )
+        except GeneratorExit:  # the driver closed the steps: the user's Stop (``steps.run_sync``)
+            emitter.stop()
+            raise
         except Exception as exc:
             emitter.fail(exc)
             raise
@@ -204,6 +205,8 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             ):
                 continue
             emitter.after_tokens = after
+            if compacted.fresh or overflowed_at is not None:
+                emitter.start()
             try:
                 response = yield CallModel(request.override(messages=candidate))
             except Exception as exc:
@@ -211,7 +214,8 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                     raise
                 overflowed_at, overflow_limit = after, provider_limit(exc)
                 break
-            emitter.sent(level=LEVEL_COMPACTION, after_tokens=after, messages=candidate)
+            if emitter.started:
+                emitter.sent(level=LEVEL_COMPACTION, after_tokens=after, messages=candidate)
             return _Compacted(candidate, overflowed_at, response, pinned)
         emitter.after_tokens = self._calibration().corrected(overhead + total)
         return _Compacted(view, overflowed_at, None, pinned, overflow_limit)
@@ -227,6 +231,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         """Summarize the head of the compacted view (pinned messages taken out), keep a bounded tail
         verbatim, then send; or, when the spend guard holds the summary back, send without one."""
         config, view, overflowed_at = self.config, compacted.view, compacted.overflowed_at
+        emitter.start()
         # The kept tail stays within half the budget: half of T, or of what the provider just rejected.
         # In our estimate's units: the tail is cut to T (calibration may move it), not to the window.
         kept_cap = int(policy.tail_cap(config, overflowed_at=overflowed_at) / self._calibration().factor)
@@ -382,14 +387,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         return with_update(response, summary_update(state, outcome, previous, now=now), replacements)
 
     def _pinned_ids(self) -> Collection[str]:
-        if self.pins is not None:
-            return self.pins()
-        try:
-            configurable = get_config().get("configurable") or {}
-        except RuntimeError:  # outside a graph run
-            return ()
-        pinned = configurable.get(PINNED_IDS_CONFIG_KEY)
-        return pinned if isinstance(pinned, list | tuple | set | frozenset) else ()
+        return self.pins() if self.pins is not None else configured_pins()
 
     def _sizes(self, overhead: int, messages: Sequence[BaseMessage]) -> tuple[int, int]:
         """A request of ``messages``: our raw estimate, and the calibrated one."""

@@ -21,6 +21,8 @@ from context_engine.events import (
     compression_event,
     describe_error,
     describe_error_for_users,
+    failure_kind,
+    stopped_event,
 )
 from context_engine.tokens.messages import DEFAULT_PROFILE, TokenProfile
 
@@ -67,10 +69,10 @@ class Emitter:
         for record in failed:
             self.failed_files.append({"path": record.path, "tool": record.tool_name, "error": record.error})
 
-    def start(self, *, level: str) -> None:
+    def start(self, *, level: str | None = None) -> None:
         if self.started:
             return
-        self.started, self.level = True, level
+        self.started, self.level = True, level or self.level
         self._emit(STARTED)
 
     def complete(self, *, level: str, after_tokens: int, **extra: Any) -> None:
@@ -111,8 +113,19 @@ class Emitter:
             **self._files(),
             error=describe_error_for_users(exc),
             error_detail=describe_error(exc),
+            failure_kind=failure_kind(exc),
             **extra,
         )
+
+    def stop(self) -> None:
+        """The user's Stop ended the call (no model call follows): ``failed`` with ``stopped: true``,
+        in words, never an exception's name."""
+        if not self.started or self.finished:
+            return
+        self.finished = True
+        if self.writer is not None:
+            payload = stopped_event(level=self.level, before_tokens=self.before_tokens, **self._files())
+            self.writer({"type": EVENT_TYPE, **payload, "after_tokens": self.after_tokens})
 
     def _files(self) -> dict[str, Any]:
         return {"saved_files": list(self.saved_files), "failed_files": list(self.failed_files)}

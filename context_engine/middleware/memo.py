@@ -84,6 +84,8 @@ class Compacted:
     saved: tuple[SavedToolResult, ...]
     failed: tuple[FailedToolResult, ...]
     changed: bool
+    # This call wrote a file (or failed to): a new compaction, not the same receipts shown again.
+    fresh: bool = True
 
 
 @dataclass(frozen=True)
@@ -141,4 +143,6 @@ class CompactionMemo:
             tuple(r for r in records if isinstance(r, SavedToolResult)),
             tuple(r for r in records if isinstance(r, FailedToolResult)),
             changed,
+            fresh=any(r.written for r in (*result.saved, *result.media))
+            or bool(result.failed or result.media_failed),
         )

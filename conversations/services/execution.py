@@ -20,6 +20,8 @@ from agent_platform.runtime.graph import agent_graph_for, thread_config
 from agent_platform.runtime.public_errors import run_error_detail, run_error_public
 from agent_platform.runtime.state_repository import AgentStateRepository
 from agent_platform.runtime.stopping import STOP_CHECK_CONFIG_KEY, ToolStopped
+from context_engine.errors import Stopped
+from context_engine.events import stopped_event
 from context_engine.state import PINNED_IDS_CONFIG_KEY, TOKEN_USAGE_KEY, merge_token_usage
 from context_engine.text import clean_text
 from context_engine.tokens.messages import profile_for_model, with_estimate
@@ -36,6 +38,7 @@ from conversations.services.closing import (
 )
 from conversations.services.leases import run_is_orphaned, run_lease, run_reclaim, worker_name
 from conversations.services.pressure import conversation_pressure_update
+from conversations.services.run_reading import interrupt_question, message_text
 from conversations.services.streaming import ReplyStream
 from conversations.services.threads import conversation_lock, failure_notice_append, message_append
 from conversations.services.usage import usage_record_reply
@@ -141,19 +144,6 @@ def _finish(
     events.broadcast(run.conversation.thread_id, events.RUN_STATUS, **payload)
 
 
-def _text(message: BaseMessage) -> str:
-    return message.content if isinstance(message.content, str) else message.text
-
-
-def _interrupt_question(interrupts: Any) -> str:
-    for item in interrupts or ():
-        value = getattr(item, "value", item)
-        if isinstance(value, dict):
-            value = value.get("question", value)
-        return str(value)
-    return ""
-
-
 class _RunRelay:
     """One run's stream: tokens, custom events and new messages go to the group and the transcript."""
 
@@ -169,6 +159,7 @@ class _RunRelay:
         self.cancel_checked_at = 0.0
         self.tool_stop_checked_at = 0.0
         self.executor_thread = threading.get_ident()
+        self.open_compression: dict[str, Any] | None = None  # a compression started, not yet ended
 
     def execute(self) -> None:
         # Shared by the agent's runs in this language: this run's values travel in its config.
@@ -204,11 +195,13 @@ class _RunRelay:
                 if self._cancel_requested():  # between steps (a long tool), or a lost cache flag
                     cancelled = True
                     break
-        except (run_signals.RunCancelled, ToolStopped):
+        except (run_signals.RunCancelled, ToolStopped, Stopped):
             cancelled = True
         finally:
             stream.close()
         if cancelled:
+            if self.open_compression is not None:  # its end was lost with the stream that Stop closed
+                self._on_custom({"type": events.COMPRESSION, **stopped_event(**self.open_compression)})
             self._close_cancelled(repository)
             self._record_pressure()
             _finish(self.run, AgentRun.Status.CANCELLED)
@@ -217,7 +210,7 @@ class _RunRelay:
             interrupted = repository.snapshot().interrupts or None
         self._record_pressure()
         if interrupted:
-            question = _interrupt_question(interrupted)
+            question = interrupt_question(interrupted)
             self.run.events = [*self.run.events, {"type": "interrupt", "question": question}]
             _finish(self.run, AgentRun.Status.INTERRUPTED, question=question)
         else:
@@ -319,7 +312,7 @@ class _RunRelay:
             return
         if "|" in str(metadata.get("langgraph_checkpoint_ns", "")):
             return
-        if text := _text(message):
+        if text := message_text(message):
             self.reply.add(text)
 
     def _on_custom(self, chunk: Any) -> None:
@@ -327,6 +320,10 @@ class _RunRelay:
             return
         event = events.json_safe(chunk)
         kind = event.pop("type")
+        started = event.get("status") == "started"
+        self.open_compression = (
+            {"level": event.get("level"), "before_tokens": event.get("before_tokens")} if started else None
+        )
         self.run.events = [*self.run.events, {"type": kind, **event}]
         AgentRun.objects.filter(pk=self.run.pk).update(events=self.run.events)
         run_compression_event.send(sender=AgentRun, run=self.run, event=event)
@@ -382,7 +379,7 @@ class _RunRelay:
         with conversation_lock(conversation_id=self.conversation.pk):
             row = message_append(
                 conversation=self.conversation,
-                content=_text(message),
+                content=message_text(message),
                 run=self.run,
                 lc_message_id=message.id,
                 interrupted=interrupted,

@@ -11,12 +11,19 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from agent_platform.runtime.graph import state_repository_for
+from context_engine.state import PINNED_IDS_KEY, SUMMARY_EVENT_KEY
 from context_engine.summary.pins import pin_room, pinned_closure
 from context_engine.tokens.messages import estimate_message, messages_tokens, profile_for_model
 from conversations import events
-from conversations.errors import MessageNotFound, PinLimitExceeded
+from conversations.errors import MessageNotFound, PinFoldedWhileBusy, PinLimitExceeded
 from conversations.models import Conversation, Message, MessagePin
-from conversations.selectors import pinned_message_ids, thread_state_messages, visible_messages
+from conversations.selectors import (
+    pinned_message_ids,
+    thread_busy_flags,
+    thread_state_messages,
+    visible_messages,
+)
 from conversations.services.threads import thread_lock
 
 
@@ -52,6 +59,7 @@ def message_pin(*, thread_id: uuid.UUID | str, message_id: int, user: AbstractBa
                 room_tokens=room,
                 limit_tokens=limit,
             )
+        _bring_back_if_folded(conversation, message)
         MessagePin.objects.create(
             conversation=conversation, message=message, pinned_by=user, tokens=after - used
         )
@@ -73,6 +81,27 @@ def message_unpin(*, thread_id: uuid.UUID | str, message_id: int, user: Abstract
                 conversation.thread_id, events.PIN, message_id=message.pk, seq=message.seq, pinned=False
             )
         return PinState(message.pk, False, used, limit)
+
+
+def _bring_back_if_folded(conversation: Conversation, message: Message) -> None:
+    """A message the current summary already folded comes back into the model's view: its id (with its
+    tool-call partners) joins the summary event's kept ids, so the model reads it word for word right
+    after the summary (``effective_messages``), within the pin cap checked above. Only on an idle
+    thread: a run or a job in flight would write its own copy of the summary state back."""
+    repository = state_repository_for(conversation)
+    values = repository.get_values()
+    event = values.get(SUMMARY_EVENT_KEY)
+    cutoff = event.get("cutoff_index") if isinstance(event, dict) else None
+    if not isinstance(cutoff, int):
+        return
+    folded = list(values.get("messages") or [])[:cutoff]
+    if message.lc_message_id not in {m.id for m in folded}:
+        return
+    if thread_busy_flags(conversation=conversation)["busy"]:
+        raise PinFoldedWhileBusy()
+    kept = set(event.get(PINNED_IDS_KEY) or ()) | pinned_closure(folded, [message.lc_message_id])
+    event = {**event, PINNED_IDS_KEY: [m.id for m in folded if m.id in kept]}
+    repository.update({SUMMARY_EVENT_KEY: event})
 
 
 def _message(conversation: Conversation, message_id: int) -> Message:

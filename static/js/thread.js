@@ -154,7 +154,7 @@
   const refreshTranscript = serialized(async function () {
     const first = transcript.querySelector("[data-seq]");
     if (!first) return;
-    const html = await getHtml(`${root.dataset.messagesUrl}?after=${Number(first.dataset.seq) - 1}`);
+    const html = await getHtml(`${root.dataset.messagesUrl}?after=${Number(first.dataset.seq) - 1}&boundary=1`);
     for (const fresh of fragments(html)) {
       const current = fresh.id && document.getElementById(fresh.id);
       if (current && current.outerHTML !== fresh.outerHTML) current.replaceWith(fresh);
@@ -325,7 +325,9 @@
     if (slot) slot.replaceChildren();
   }
 
-  async function showPreview() {
+  // ``refreshed``: the thread changed under the open preview; it is fetched again and says so, and
+  // the focus stays where the reader left it.
+  async function showPreview({ refreshed = false } = {}) {
     const slot = previewSlot();
     if (!slot) return;
     try {
@@ -333,14 +335,36 @@
         headers: { "X-Requested-With": "fetch" },
         credentials: "same-origin",
       });
-      slot.replaceChildren(...fragments(await response.text()));
+      const html = await response.text();
+      if (refreshed && !$("compress-preview")) return; // closed meanwhile
+      slot.replaceChildren(...fragments(html));
       const panel = $("compress-preview");
       if (panel && panel.dataset.busy === "true") showNotice(root.dataset.msgBusy);
+      if (panel && refreshed) {
+        const note = document.createElement("p");
+        note.id = "compress-preview-refreshed";
+        note.className = "small notice";
+        note.setAttribute("role", "status");
+        note.textContent = root.dataset.msgPreviewRefreshed;
+        panel.querySelector("h3").after(note);
+        return;
+      }
       const apply = $("compress-apply");
       if (apply && !apply.disabled) apply.focus();
     } catch (_err) {
       showNotice(root.dataset.msgOffline);
     }
+  }
+
+  // A preview never goes stale: whatever changes the thread under it (a message, a run ending, a
+  // compression, a pin) fetches it again, once the burst of events has settled.
+  let previewTimer = null;
+  function refreshOpenPreview() {
+    if (!$("compress-preview") || compressPending) return;
+    window.clearTimeout(previewTimer);
+    previewTimer = window.setTimeout(() => {
+      if ($("compress-preview") && !compressPending) showPreview({ refreshed: true });
+    }, 400);
   }
 
   async function compress(button, previewId) {
@@ -633,6 +657,7 @@
       // The streamed reply is complete: the rendered message takes its place.
       if (event.message && event.message.role === "assistant" && streamOf(event.message.run_id)) clearStream();
       syncMessages();
+      refreshOpenPreview();
     },
     "run.status"(event) {
       if (event.run_id) markRun(event.run_id, event.status);
@@ -640,6 +665,7 @@
       if (event.status !== "running" && event.status !== "queued") compressing = false;
       refreshState();
       if (event.status !== "running" && event.status !== "queued") syncMessages();
+      refreshOpenPreview();
     },
     "compression.job"(event) {
       const job = event.job || {};
@@ -662,6 +688,7 @@
       } else {
         refreshState();
         if (event.status === "completed") refreshTranscript();
+        refreshOpenPreview();
       }
     },
     state() {
@@ -674,6 +701,7 @@
       const item = document.getElementById(`message-${event.seq}`);
       const button = item && item.querySelector(".pin-toggle");
       if (button) showPin(button, Boolean(event.pinned));
+      refreshOpenPreview();
     },
   };
 

@@ -74,3 +74,28 @@ def stub_agent_with(openai_stub, monkeypatch):
         )
 
     return make
+
+
+@pytest.fixture
+def summarized_thread(client, user, stub_agent_with, openai_stub):
+    """A thread of 3 seeded turns (in the checkpoint and the transcript) whose oldest messages a manual
+    compression folded into a summary, through the real client against the stub; ``client`` is logged in."""
+    from conversations.models import Message
+    from conversations.services import thread_create
+    from tests.compression._threads import seed_state
+    from tests.context_engine.chats import SUMMARY, conversation_messages
+
+    agent = stub_agent_with(summary_keep_messages=4)
+    thread = thread_create(user=user, agent_slug=agent.slug)
+    messages = conversation_messages(3)
+    seed_state(thread, messages)
+    role = {"human": "user", "ai": "assistant", "tool": "tool"}
+    for seq, message in enumerate(messages, start=1):  # the transcript holds what the state holds
+        Message.objects.create(
+            conversation=thread, seq=seq, role=role[message.type], content=message.text,
+            lc_message_id=message.id, tool_name=getattr(message, "name", "") or "",
+        )  # fmt: skip
+    openai_stub.reply(SUMMARY)
+    client.force_login(user)
+    assert client.post(f"/api/threads/{thread.thread_id}/compress?wait=true").status_code == 200
+    return thread

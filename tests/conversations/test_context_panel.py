@@ -182,7 +182,8 @@ def test_after_a_summary_the_memory_panel_shows_it_its_file_and_what_it_stands_f
     assert 'data-summary="true"' in panel
     assert "stands for 12 transcript messages (#1–#12)" in panel
     assert "followed by the 4 messages after it, word for word" in panel
-    assert "## SESSION INTENT" in panel  # the summary the model reads, in full
+    # The summary the model reads, in full, as Markdown and without its model-facing wrapper (issue 26.7).
+    assert "<h2>SESSION INTENT</h2>" in panel and "&lt;summary&gt;" not in panel
     assert f'href="{_file(thread, body["file_path"])}"' in panel
     # and the card of that compression offers its undo
     card = _section(html, "compression-status")

@@ -150,7 +150,7 @@ def test_the_thread_page_exports_markdown_and_json(open_page, e2e_server, lang, 
     )
     page = _page(open_page, e2e_server, lang, width)
     page.goto(f"/threads/{thread_id}/")
-    open_context(page)  # on a phone the export links sit in the context drawer, with the thread's other controls
+    open_context(page)  # on a phone the export links sit in the drawer, with the thread's controls
     links = page.locator("#export-links")
     links.scroll_into_view_if_needed()
     expect(links).to_be_visible()

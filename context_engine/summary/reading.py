@@ -1,0 +1,99 @@
+"""The engine's byte formats read back for people (``formats`` writes them): the summary message's own
+text without the wrapper the model reads, and a history file as sections of messages whose lines keep
+their numbers (so a ``path:L412`` pointer lands on the same line in the readable view)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from context_engine.formats import (
+    HISTORY_SECTION_TEMPLATE,
+    SUMMARY_MESSAGE_NO_FILE_TEMPLATE,
+    SUMMARY_MESSAGE_TEMPLATE,
+)
+from context_engine.lines import split_lines
+
+_WRAPPED_HEAD = SUMMARY_MESSAGE_TEMPLATE.split("{file_path}")[0]
+_WRAPPED_OPEN, _WRAPPED_CLOSE = "<summary>\n", "\n</summary>"
+_PLAIN_HEAD = SUMMARY_MESSAGE_NO_FILE_TEMPLATE.split("{summary}")[0]
+_SECTION_HEAD = HISTORY_SECTION_TEMPLATE.split("{timestamp}")[0]
+_OPEN = re.compile(r'^<message type="([^"]*)">')
+_CLOSE = "</message>"
+_CONTENT_OPEN, _CONTENT_CLOSE = "  <content>", "</content>"
+_CALL = re.compile(r'^  <tool_call id="[^"]*" name="([^"]*)">(.*)</tool_call>$')
+
+
+def summary_body(text: str) -> str:
+    """The summary the model wrote, without the sentences and ``<summary>`` tags around it."""
+    if text.startswith(_WRAPPED_HEAD) and _WRAPPED_OPEN in text:
+        body = text.split(_WRAPPED_OPEN, 1)[1]
+        return body.rpartition(_WRAPPED_CLOSE)[0] if _WRAPPED_CLOSE in body else body
+    if text.startswith(_PLAIN_HEAD):
+        return text[len(_PLAIN_HEAD) :]
+    return text
+
+
+@dataclass(frozen=True)
+class HistoryLine:
+    number: int
+    text: str
+    call: str = ""  # the tool a ``<tool_call>`` line calls (its text is then the arguments)
+
+
+@dataclass
+class HistoryMessage:
+    role: str  # as the file names it: human, ai, tool, system
+    lines: list[HistoryLine] = field(default_factory=list)
+
+
+@dataclass
+class HistorySection:
+    title: str  # the section's timestamp
+    number: int
+    messages: list[HistoryMessage] = field(default_factory=list)
+
+
+def history_read(text: str) -> list[HistorySection]:
+    """``text`` (a history file) as its sections and messages; text outside any section or message is
+    kept as a message of role ``""``, so nothing in the file is left out of the readable view."""
+    sections: list[HistorySection] = []
+    current: HistoryMessage | None = None
+    in_content = False
+    for number, line in enumerate(split_lines(text), start=1):
+        if current is None:
+            if line.startswith(_SECTION_HEAD):
+                sections.append(HistorySection(line[len(_SECTION_HEAD) :], number))
+                continue
+            if not line.strip():
+                continue
+            if not sections:
+                sections.append(HistorySection("", number))
+            opened = _OPEN.match(line)
+            current = HistoryMessage(opened.group(1) if opened else "")
+            sections[-1].messages.append(current)
+            if not opened:
+                current.lines.append(HistoryLine(number, line))
+                current = None
+                continue
+            line = line[opened.end() :]
+            if not line:  # the tool-call form: its parts follow, one per line
+                continue
+        if line == _CLOSE:
+            current = None
+            continue
+        call = _CALL.match(line)
+        if call and not in_content:
+            current.lines.append(HistoryLine(number, call.group(2), call=call.group(1)))
+            continue
+        if line.startswith(_CONTENT_OPEN) and not in_content:
+            line, in_content = line[len(_CONTENT_OPEN) :], True
+        if in_content and line.endswith(_CONTENT_CLOSE):
+            line, in_content = line[: -len(_CONTENT_CLOSE)], False
+        elif not in_content and line.endswith(_CLOSE):
+            line = line[: -len(_CLOSE)]
+            current.lines.append(HistoryLine(number, line))
+            current = None
+            continue
+        current.lines.append(HistoryLine(number, line))
+    return sections

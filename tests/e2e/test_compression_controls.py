@@ -1,0 +1,148 @@
+"""Issue 26, items 2, 4, 6 and 7 in Chromium at 1366 and 390 px, English and 简体中文: Stop during an
+automatic summary ends it and the card says "stopped"; a summary that is applied shows where the
+model's word-for-word view begins, numbered as the memory panel counts, the summary as Markdown, and
+its undo; a failing summary model is told in words, and the hint stops promising; the history file
+reads as a conversation."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = pytest.mark.browser
+
+AGENT = "controls"
+LONG = "Chapter one tells how the harbour was built, stone by stone, over many winters. " * 40
+WORDS = {
+    "en": {
+        "stopped": "Compression stopped",
+        "boundary": "The model sees from here word for word",
+        "failures": "The summary model failed 2 times since",
+        "kind": "(rate limit)",
+        "history": "Summarized at",
+    },
+    "zh-hans": {
+        "stopped": "压缩已停止",
+        "boundary": "模型从这里开始逐字阅读",
+        "failures": "起已失败 2 次",
+        "kind": "（速率限制）",
+        "history": "摘要于",
+    },
+}
+
+
+def _wait_idle(page) -> None:
+    page.wait_for_function(
+        """() => { const p = document.getElementById('state-panel');
+             return p && p.dataset.running === 'false' && p.dataset.queued === 'false'; }""",
+        timeout=30000,
+    )
+
+
+def _send(page, text: str, replies: int) -> None:
+    page.fill("#composer-input", text)
+    page.keyboard.press("Enter")
+    expect(page.locator("#transcript .message.role-assistant")).to_have_count(replies, timeout=30000)
+    _wait_idle(page)
+
+
+def _scroll_to(page, element_id: str) -> None:
+    """By id at the moment of the call: the panels are swapped whole when the state refreshes."""
+    page.evaluate("(id) => document.getElementById(id).scrollIntoView({block: 'center'})", element_id)
+
+
+def _no_sideways_scroll(page, width: int) -> None:
+    overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
+
+
+@pytest.mark.parametrize("width", [1366, 390])
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+def test_compression_controls_never_mislead(open_page, e2e_server, width, language, screenshot):
+    words = WORDS[language]
+    e2e_server.seed(
+        "agent", slug=AGENT, fields={"summary_threshold": 1, "summary_keep_messages": 2, "tools": []}
+    )
+    thread_id = e2e_server.seed("thread", title="Harbour chapters", agent=AGENT)["thread_id"]
+    page = open_page(width=width, height=844 if width < 500 else 900)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"/threads/{thread_id}/")
+    if language != "en":
+        page.click(f"button[name=language][value={language}]")
+        expect(page.locator("html")).to_have_attribute("lang", language)
+    expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+    _send(page, "Read my chapters, please.", replies=1)
+
+    # 2. Stop during an automatic summary: the card says stopped, in words; nothing is applied.
+    e2e_server.seed("slow_summary", delay=60)
+    try:
+        page.fill("#composer-input", LONG)
+        page.keyboard.press("Enter")
+        expect(page.locator("#compression-status")).to_have_attribute("data-status", "started", timeout=30000)
+        page.click("#stop-button")
+        expect(page.locator("#run-status")).to_have_attribute("data-status", "cancelled")
+        card = page.locator("#compression-status")
+        expect(card).to_have_attribute("data-status", "cancelled")
+        expect(card).to_contain_text(words["stopped"])
+        assert "RunCancelled" not in page.locator("body").inner_text()
+    finally:
+        e2e_server.seed("fast_model")
+    expect(page.locator("#memory-panel")).to_have_attribute("data-summary", "false")
+    _no_sideways_scroll(page, width)
+    _scroll_to(page, "compression-status")
+    screenshot(page, f"controls-stopped-{language}-{width}")
+
+    # 7 and 4. A summary that is applied: the marker, the numbers, the summary as Markdown, the undo.
+    _send(page, "Chapter two: the lighthouse. " * 30, replies=2)
+    records = e2e_server.seed("records", thread_id=thread_id)["records"]
+    assert any(r["level"] == "summary" and r["status"] == "completed" for r in records), records
+    page.reload()
+    marker = page.locator("#view-boundary")
+    expect(marker).to_contain_text(words["boundary"])
+    first_kept = page.locator("#transcript .message", has=marker)
+    seq = int(first_kept.get_attribute("data-seq"))
+    expect(first_kept.locator(".seq-number")).to_have_text(f"#{seq}")
+    expect(page.locator("#memory-panel")).to_contain_text(f"#1–#{seq - 1}")
+    page.locator("#memory-summary > summary").click()
+    expect(page.locator("#memory-summary .summary-text h2").first).to_be_visible()
+    assert "<summary>" not in page.locator("#memory-summary").inner_text()
+    expect(page.locator("#undo-button")).to_be_visible()
+    _no_sideways_scroll(page, width)
+    _scroll_to(page, "view-boundary")
+    screenshot(page, f"controls-boundary-{language}-{width}")
+
+    # 6. A summary model that keeps failing: words, a time and a kind; the hint stops promising.
+    for _ in range(2):
+        e2e_server.seed(
+            "record",
+            thread_id=thread_id,
+            fields={"trigger": "auto", "level": "summary", "status": "failed", "reason": "rate_limit",
+                    "error": "The summary call to the model failed."},
+        )  # fmt: skip
+    page.reload()
+    card = page.locator("#compression-status")
+    expect(card.locator("#summary-failures")).to_contain_text(words["failures"])
+    expect(card.locator("#summary-failures")).to_contain_text(words["kind"])
+    assert "Error" not in card.inner_text()
+    expect(page.locator("#undo-button")).to_be_visible()  # 4: still offered, now beside the summary
+    expect(page.locator("#memory-panel #undo-button")).to_have_count(1)
+    if page.locator("#compression-hint").count():
+        expect(page.locator("#compression-hint")).not_to_contain_text("compressed automatically")
+    _no_sideways_scroll(page, width)
+    _scroll_to(page, "compression-status")
+    screenshot(page, f"controls-failing-{language}-{width}")
+
+    # 7. The history file reads as a conversation, its raw forms one click away.
+    with page.expect_popup() as popup:
+        page.locator("#memory-panel .history-link").click()
+    history = popup.value
+    expect(history.locator("#history-read")).to_contain_text(words["history"])
+    expect(history.locator("#history-read .history-message").first).to_be_visible()
+    assert "<message" not in history.locator("#history-read").inner_text()
+    expect(history.locator("#file-raw")).to_be_visible()
+    _no_sideways_scroll(history, width)
+    screenshot(history, f"controls-history-{language}-{width}")
+    history.locator("#file-lines").click()
+    expect(history.locator("#file-text")).to_contain_text('<message type="human">')
+    assert errors == []

@@ -1,0 +1,61 @@
+"""Issue 26, item 5: a preview never goes stale. In Chromium at 1366 and 390 px, English and 简体中文:
+a message sent while the compression preview is open changes the thread under it; the preview fetches
+itself again, says so, and applying it then compresses (no "the thread changed" refusal)."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.conversations.page_support import usage_at
+from tests.e2e.test_context_coherence import _send
+
+pytestmark = pytest.mark.browser
+
+REFRESHED = {
+    "en": "The thread changed while this preview was open",
+    "zh-hans": "预览打开期间会话已有变化",
+}
+
+
+@pytest.mark.parametrize("width", [1366, 390])
+@pytest.mark.parametrize("language", ["en", "zh-hans"])
+def test_an_open_preview_refreshes_itself_when_the_thread_changes(
+    open_page, e2e_server, width, language, screenshot
+):
+    thread_id = e2e_server.seed("thread", title="Preview refresh")["thread_id"]
+    page = open_page(width=width, height=844 if width < 500 else 900)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"/threads/{thread_id}/")
+    if language != "en":
+        page.click(f"button[name=language][value={language}]")
+        expect(page.locator("html")).to_have_attribute("lang", language)
+    expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+    detail = " We want the old town, the museums, the coast and day trips by train." * 6
+    for text in ("We are planning a trip to Lisbon." + detail, "I prefer trains." + detail, "Budget."):
+        _send(page, text)
+    e2e_server.seed("usage", thread_id=thread_id, usage=usage_at(0.93))
+    page.reload()
+    expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+    page.click("#compress-button")
+    preview = page.locator("#compress-preview")
+    expect(preview).to_be_visible()
+    first_id = preview.get_attribute("data-preview-id")
+    assert first_id
+
+    _send(page, "One more thing: we travel in May.")  # the thread changes under the open preview
+
+    expect(page.locator("#compress-preview-refreshed")).to_contain_text(REFRESHED[language])
+    expect(preview).not_to_have_attribute("data-preview-id", first_id)
+    overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
+    assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
+    page.evaluate("document.getElementById('compress-preview').scrollIntoView({block: 'center'})")
+    screenshot(page, f"preview-refreshed-{language}-{width}")
+
+    page.click("#compress-apply")
+    expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed", timeout=30000)
+    expect(page.locator("#compress-notice")).to_be_hidden()
+    records = e2e_server.seed("records", thread_id=thread_id)["records"]
+    assert any(r["trigger"] == "manual" and r["status"] == "completed" for r in records), records
+    assert errors == []
