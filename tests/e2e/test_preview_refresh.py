@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
-from tests.e2e.test_context_coherence import _send
+from tests.e2e.chat_support import send_and_wait as _send
 
 pytestmark = pytest.mark.browser
 
