@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from playwright.sync_api import expect
 
@@ -91,6 +92,18 @@ def thread(server, title: str, messages: list[tuple[str, str]] | None = None) ->
 def open_thread(page, thread_id: str) -> None:
     page.goto(f"/threads/{thread_id}/")
     expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+
+
+def thread_in(open_page, thread_id: str, *, width: int, language: str) -> tuple[Any, list[str]]:
+    """Alice's page (from the ``open_page`` fixture) on the thread at ``width`` (a phone's height below
+    500 px), in ``language``, its socket open; and the list its uncaught script errors are added to."""
+    page = open_page(width=width, height=phone_height(width))
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"/threads/{thread_id}/")
+    switch_language(page, language)
+    expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+    return page, errors
 
 
 def send(page, text: str) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.chat_support import thread_in
+
 pytestmark = pytest.mark.browser
 
 AGENT = "controls"
@@ -64,14 +66,7 @@ def test_compression_controls_never_mislead(open_page, e2e_server, width, langua
         "agent", slug=AGENT, fields={"summary_threshold": 1, "summary_keep_messages": 2, "tools": []}
     )
     thread_id = e2e_server.seed("thread", title="Harbour chapters", agent=AGENT)["thread_id"]
-    page = open_page(width=width, height=844 if width < 500 else 900)
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(f"/threads/{thread_id}/")
-    if language != "en":
-        page.click(f"button[name=language][value={language}]")
-        expect(page.locator("html")).to_have_attribute("lang", language)
-    expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+    page, errors = thread_in(open_page, thread_id, width=width, language=language)
     _send(page, "Read my chapters, please.", replies=1)
 
     # 2. Stop during an automatic summary: the card says stopped, in words; nothing is applied.
