@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
-from tests.e2e.chat_support import plan_a_trip, send_and_wait, thread_in
+from tests.e2e.chat_support import close_context, open_context, plan_a_trip, send_and_wait, thread_in
 
 pytestmark = pytest.mark.browser
 
@@ -29,13 +29,16 @@ def test_an_open_preview_refreshes_itself_when_the_thread_changes(
     e2e_server.seed("usage", thread_id=thread_id, usage=usage_at(0.93))
     page.reload()
     expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+    open_context(page)  # on a phone the panel is a drawer
     page.click("#compress-button")
     preview = page.locator("#compress-preview")
     expect(preview).to_be_visible()
     first_id = preview.get_attribute("data-preview-id")
     assert first_id
 
+    close_context(page)
     send_and_wait(page, "One more thing: we travel in May.")  # the thread changes under the open preview
+    open_context(page)
 
     expect(page.locator("#compress-preview-refreshed")).to_contain_text(REFRESHED[language])
     expect(preview).not_to_have_attribute("data-preview-id", first_id)
