@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import thread_in
+from tests.e2e.chat_support import close_context, open_context, thread_in
 
 pytestmark = pytest.mark.browser
 
@@ -99,11 +99,13 @@ def test_compression_controls_never_mislead(open_page, e2e_server, width, langua
     seq = int(first_kept.get_attribute("data-seq"))
     expect(first_kept.locator(".seq-number")).to_have_text(f"#{seq}")
     expect(page.locator("#memory-panel")).to_contain_text(f"#1–#{seq - 1}")
+    open_context(page)  # on a phone the panels are a drawer
     page.locator("#memory-summary > summary").click()
     expect(page.locator("#memory-summary .summary-text h2").first).to_be_visible()
     assert "<summary>" not in page.locator("#memory-summary").inner_text()
     expect(page.locator("#undo-button")).to_be_visible()
     _no_sideways_scroll(page, width)
+    close_context(page)
     _scroll_to(page, "view-boundary")
     screenshot(page, f"controls-boundary-{language}-{width}")
 
@@ -116,6 +118,7 @@ def test_compression_controls_never_mislead(open_page, e2e_server, width, langua
                     "error": "The summary call to the model failed."},
         )  # fmt: skip
     page.reload()
+    open_context(page)
     card = page.locator("#compression-status")
     expect(card.locator("#summary-failures")).to_contain_text(words["failures"])
     expect(card.locator("#summary-failures")).to_contain_text(words["kind"])
