@@ -171,6 +171,7 @@ def open_context(page) -> None:
     if toggle.is_visible() and toggle.get_attribute("aria-expanded") != "true":
         toggle.click()
         expect(page.locator("#context-drawer")).to_have_attribute("role", "dialog")
+        _drawer_settled(page)
 
 
 def close_context(page) -> None:
@@ -178,3 +179,9 @@ def close_context(page) -> None:
     if page.locator("#context-toggle").get_attribute("aria-expanded") == "true":
         page.locator("#context-close").click()
         expect(page.locator("#context-toggle")).to_have_attribute("aria-expanded", "false")
+        _drawer_settled(page)
+
+
+def _drawer_settled(page) -> None:
+    """The drawer's slide has ended (a screenshot taken mid-slide shows it half open)."""
+    page.locator("#context-drawer").evaluate("(e) => Promise.all(e.getAnimations().map((a) => a.finished))")
