@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from importlib import metadata
+from pathlib import Path
 
 VERSIONED_PACKAGES = (
     "langchain-core",
@@ -95,3 +99,49 @@ def best_time(fn: Callable[[], object], repeat: int = 3) -> float:
         fn()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+# --- a benchmark measured in a fresh process per database (SQLite, then a throwaway PostgreSQL) ---
+
+ROOT = Path(__file__).resolve().parents[1]
+PG = ("-h", "127.0.0.1", "-p", "5432", "-U", "postgres")
+
+
+def django_child(database_url: str) -> None:
+    """Sets Django up in this (child) process on ``database_url``, without Redis."""
+    os.environ.update(DJANGO_SETTINGS_MODULE="config.settings", DATABASE_URL=database_url)
+    os.environ.pop("REDIS_URL", None)
+    import django
+
+    django.setup()
+
+
+def _child_json(module: str, database_url: str) -> dict:
+    done = subprocess.run(
+        [sys.executable, "-m", module, "--child", database_url],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def run_per_database(module: str, *, sqlite_name: str, pg_db: str, postgres: bool = True) -> list[dict]:
+    """``python -m module --child URL`` once on a temporary SQLite file and, when ``postgres``, once on a
+    PostgreSQL database made and dropped around it; each child prints its figures as JSON on its last
+    line. An unreachable PostgreSQL gives a row with a note instead."""
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        rows.append(_child_json(module, f"sqlite:///{tmp}/{sqlite_name}"))
+    if postgres:
+        subprocess.run(["dropdb", *PG, "--if-exists", pg_db], capture_output=True)
+        made = subprocess.run(["createdb", *PG, pg_db], capture_output=True, text=True)
+        if made.returncode == 0:
+            try:
+                rows.append(_child_json(module, f"postgres://postgres@127.0.0.1:5432/{pg_db}"))
+            finally:
+                subprocess.run(["dropdb", *PG, "--if-exists", pg_db], capture_output=True)
+        else:
+            rows.append({"database": "postgresql", "note": f"not reachable: {made.stderr.strip()[:120]}"})
+    return rows

@@ -31,11 +31,9 @@ from bench.common import markdown_table
 from context_engine.config import CompressionConfig
 from context_engine.manual.apply import force_summarize
 from context_engine.manual.exact_size import SummarySizer, sized_preview
-from context_engine.manual.preview import fold_preview
-from context_engine.policy.trigger import tail_cap
+from context_engine.manual.preview import fold_preview, forced_plan
 from context_engine.steps import run_sync
 from context_engine.store import MemoryStore, StagedStore
-from context_engine.summary.fold_plan import plan_fold
 from context_engine.tokens.messages import profile_for_model
 
 SETUP = peers.Setup(trigger_tokens=8192, keep_messages=10, context_window=32768)
@@ -101,13 +99,7 @@ def run_path(path: str, trajs: tuple[trajectories.Trajectory, ...] | None = None
             for round_ in (1, 2):
                 if round_ == 2:
                     values = {**values, "messages": list(traj.messages)}
-                plan = plan_fold(
-                    values,
-                    config=config,
-                    store=StagedStore(store),
-                    profile=profile,
-                    max_tail_tokens=tail_cap(config),
-                )
+                plan = forced_plan(values, config=config, store=StagedStore(store), profile=profile)
                 sizes = [s for _, s in history[-20:]]
                 hint = round(statistics.fmean(sizes)) if sizes else None
                 preview = fold_preview(plan, preview_id="bench", summary_hint=hint, summary_history=history)

@@ -15,28 +15,19 @@ import json
 import os
 import random
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-from bench.common import markdown_table, num
+from bench.common import django_child, markdown_table, num, run_per_database
 
-ROOT = Path(__file__).resolve().parents[1]
 PG_DB = os.environ.get("BENCH_RETUNE_DB", "bench_retune")
-PG = ("-h", "127.0.0.1", "-p", "5432", "-U", "postgres")
 THREADS = 10_000  # of the agent being retuned
 OTHER_THREADS = 10_000  # of other agents, which the query must skip
 REPEAT = 21
 
 
 def _child(database_url: str) -> dict:
-    os.environ.update(DJANGO_SETTINGS_MODULE="config.settings", DATABASE_URL=database_url)
-    os.environ.pop("REDIS_URL", None)
-    import django
-
-    django.setup()
+    django_child(database_url)
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connection
@@ -97,32 +88,8 @@ def _child(database_url: str) -> dict:
     }
 
 
-def _run_child(database_url: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.retune", "--child", database_url],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
 def run(*, postgres: bool = True) -> list[dict]:
-    rows = []
-    with tempfile.TemporaryDirectory() as tmp:
-        rows.append(_run_child(f"sqlite:///{tmp}/retune.sqlite3"))
-    if postgres:
-        subprocess.run(["dropdb", *PG, "--if-exists", PG_DB], capture_output=True)
-        made = subprocess.run(["createdb", *PG, PG_DB], capture_output=True, text=True)
-        if made.returncode == 0:
-            try:
-                rows.append(_run_child(f"postgres://postgres@127.0.0.1:5432/{PG_DB}"))
-            finally:
-                subprocess.run(["dropdb", *PG, "--if-exists", PG_DB], capture_output=True)
-        else:
-            rows.append({"database": "postgresql", "note": f"not reachable: {made.stderr.strip()[:120]}"})
-    return rows
+    return run_per_database("bench.retune", sqlite_name="retune.sqlite3", pg_db=PG_DB, postgres=postgres)
 
 
 def render(rows: list[dict]) -> str:

@@ -6,6 +6,7 @@ from typing import Any
 
 from agent_platform.calibration.services import calibration_record
 from compression.models import CompressionJob, CompressionRecord
+from compression.selectors import compression_record_fields
 from compression.services.dispatch import compress_jobs_recover
 from compression.services.records import compression_record_from_event
 from conversations.models import AgentRun, Conversation
@@ -38,18 +39,5 @@ def export_records(sender: Any, *, conversation: Conversation, **kwargs: Any) ->
     """A thread export's compression records, oldest first, as the thread's readers may see them."""
     rows = CompressionRecord.objects.filter(conversation_id=conversation.pk).order_by("created_at", "id")
     return [
-        {
-            "created_at": record.created_at.isoformat(),
-            "trigger": record.trigger,
-            "level": record.level,
-            "status": record.status,
-            "outcome": record.outcome,
-            "before_tokens": record.before_tokens,
-            "after_tokens": record.after_tokens,
-            "compressed_messages": record.compressed_messages,
-            "file_path": record.file_path,
-            "saved_files": record.saved_files,
-            "error": record.error,
-        }
-        for record in rows
+        {"created_at": record.created_at.isoformat(), **compression_record_fields(record)} for record in rows
     ]

@@ -123,22 +123,30 @@ def compression_latest(*, conversation: Conversation) -> dict[str, object] | Non
     if record is None:
         return None
     return {
-        "status": record.status,
-        "trigger": record.trigger,
+        **compression_record_fields(record),
         "level": LEVEL_UNDO if record.trigger == LEVEL_UNDO else record.level,
-        "outcome": record.outcome,
         "reason": record.reason,
         "reason_detail": record.reason_detail,
+        "loss_report": record.loss_report,
+        "created_at": record.created_at,
+        # An automatic compression the user's Stop ended: "stopped", in words, not a failure.
+        "stopped": record.status == CompressionRecord.Status.FAILED and record.reason == STOPPED,
+    }
+
+
+def compression_record_fields(record: CompressionRecord) -> dict[str, Any]:
+    """What a compression record tells a thread's readers, wherever they read it (the card, an export)."""
+    return {
+        "trigger": record.trigger,
+        "level": record.level,
+        "status": record.status,
+        "outcome": record.outcome,
         "before_tokens": record.before_tokens,
         "after_tokens": record.after_tokens,
         "compressed_messages": record.compressed_messages,
         "file_path": record.file_path,
         "saved_files": record.saved_files,
         "error": record.error,
-        "loss_report": record.loss_report,
-        "created_at": record.created_at,
-        # An automatic compression the user's Stop ended: "stopped", in words, not a failure.
-        "stopped": record.status == CompressionRecord.Status.FAILED and record.reason == STOPPED,
     }
 
 

@@ -181,30 +181,20 @@ def _work(job: CompressionJob, *, held: Callable[[], QuerySet[CompressionJob]]) 
     except Stopped:
         notice.fail(str(JobCancelled.default_message))
         return
-    except ApplicationError as exc:
-        # Plain words for the thread's users; the exception as raised stays for the admin and the log.
-        detail = describe_error(exc.__cause__ or exc)
-        logger.warning("Compression job %s failed: %s", job.pk, detail)
-        _fail(
-            job,
-            held=held,
-            error=exc,
-            detail=detail,
-            version=version,
-            spent=spent,
-            values=values,
-            started_at=started_at,
-        )
-        notice.fail(exc.message)
-        return
     except Exception as exc:  # noqa: BLE001 - recorded on the job; the worker goes on
-        logger.exception("Compression job %s failed", job.pk)
-        error = JobFailed(f"{JobFailed.default_message} ({run_error_public(exc)})")
+        if isinstance(exc, ApplicationError):
+            # Plain words for the thread's users; the exception as raised stays for the admin and the log.
+            error, detail = exc, describe_error(exc.__cause__ or exc)
+            logger.warning("Compression job %s failed: %s", job.pk, detail)
+        else:
+            logger.exception("Compression job %s failed", job.pk)
+            error = JobFailed(f"{JobFailed.default_message} ({run_error_public(exc)})")
+            detail = describe_error(exc)
         _fail(
             job,
             held=held,
             error=error,
-            detail=describe_error(exc),
+            detail=detail,
             version=version,
             spent=spent,
             values=values,

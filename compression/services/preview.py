@@ -20,12 +20,10 @@ from compression.errors import CapabilityMissing, StalePreview
 from compression.selectors import meter_tokens, summary_size_history, summary_tokens_hint
 from context_engine.config import COMPRESSION_CAPABILITY
 from context_engine.manual.exact_size import sized_preview
-from context_engine.manual.preview import FoldPreview, fold_preview, preview_fingerprint
+from context_engine.manual.preview import FoldPreview, fold_preview, forced_plan, preview_fingerprint
 from context_engine.policy.pressure import usage_overhead
-from context_engine.policy.trigger import tail_cap
 from context_engine.state import TOKEN_USAGE_KEY
 from context_engine.store import StagedStore
-from context_engine.summary.fold_plan import plan_fold
 from context_engine.tokens.messages import profile_for_model
 from conversations.models import Conversation
 from conversations.selectors import pinned_message_ids, thread_busy_flags, thread_get_owned
@@ -49,13 +47,13 @@ def conversation_compress_preview(*, conversation: Conversation) -> dict[str, An
     # The same plan and figures as applying it (``compression.services.compress``) would make.
     profile = profile_for_model(agent.resolved_model_name)
     calibration = calibration_for(agent=agent)
-    plan = plan_fold(
+    plan = forced_plan(
         values,
         config=config,
         store=StagedStore(workdir_for(conversation)),  # compaction is staged and never flushed
         profile=profile,
         pinned_ids=pinned,
-        max_tail_tokens=int(tail_cap(config) / calibration.factor),
+        calibration=calibration,
     )
     overhead = usage_overhead(values.get(TOKEN_USAGE_KEY), profile)
     preview = fold_preview(

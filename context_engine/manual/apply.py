@@ -19,12 +19,12 @@ from langchain_core.messages import BaseMessage
 from context_engine import outcomes
 from context_engine.config import CompressionConfig
 from context_engine.errors import NothingToUndo, SummaryNotSmaller
-from context_engine.policy.trigger import raw_within, summary_budget, tail_cap
+from context_engine.manual.preview import forced_plan
+from context_engine.policy.trigger import raw_within, summary_budget
 from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, SUMMARY_EVENTS_KEY
 from context_engine.steps import Blocking, Steps
 from context_engine.store import ResultStore, StagedStore
 from context_engine.summary.call import ledger_update, summarize_span, summary_update
-from context_engine.summary.fold_plan import plan_fold
 from context_engine.summary.history import effective_messages, valid_event
 from context_engine.summary.spend_guard import guard_check
 from context_engine.tokens.calibration import NEUTRAL, Calibration
@@ -108,13 +108,13 @@ def force_summarize(
     staged = StagedStore(store)
     plan = yield Blocking(
         partial(
-            plan_fold,
+            forced_plan,
             values,
             config=config,
             store=staged,
             profile=profile,
             pinned_ids=pinned_ids,
-            max_tail_tokens=int(tail_cap(config) / calibration.factor),
+            calibration=calibration,
         )
     )
     before = (

@@ -17,13 +17,21 @@ from langchain_core.messages import BaseMessage
 from context_engine.config import CompressionConfig
 from context_engine.formats import SUMMARY_MESSAGE_TEMPLATE
 from context_engine.manual.summary_size import SummarySize, summary_size
+from context_engine.policy.trigger import tail_cap
 from context_engine.state import PINNED_IDS_KEY, SUMMARY_EVENT_KEY
-from context_engine.summary.fold_plan import FoldPlan, fold_identifiers, message_text, receipt_paths
+from context_engine.store import StagedStore
+from context_engine.summary.fold_plan import (
+    FoldPlan,
+    fold_identifiers,
+    message_text,
+    plan_fold,
+    receipt_paths,
+)
 from context_engine.summary.history import without_index
 from context_engine.summary.indexing import preview_index_tokens
 from context_engine.summary.loss import fold_loss_report, read_saved_texts
 from context_engine.tokens.calibration import NEUTRAL, Calibration
-from context_engine.tokens.messages import estimate_text, messages_tokens
+from context_engine.tokens.messages import TokenProfile, estimate_text, messages_tokens
 
 PREVIEW_ID_CHARS = 32
 AT_RISK_LIST_MAX = 50
@@ -55,6 +63,28 @@ class FoldPreview:
     at_risk: tuple[str, ...] = ()
     identifiers_in_saved_files: int = 0  # one read away: in a saved file the view names
     extra: dict[str, Any] = field(default_factory=dict)
+
+
+def forced_plan(
+    values: Mapping[str, Any],
+    *,
+    config: CompressionConfig,
+    store: StagedStore,
+    profile: TokenProfile,
+    pinned_ids: Collection[str] = (),
+    calibration: Calibration = NEUTRAL,
+) -> FoldPlan:
+    """The fold a forced compression makes of ``values`` now, the one its preview shows and its apply
+    carries out: compaction goes to the staged ``store``; the kept tail's cap is in our estimate's units
+    (the provider's budget divided by ``calibration``)."""
+    return plan_fold(
+        values,
+        config=config,
+        store=store,
+        profile=profile,
+        pinned_ids=pinned_ids,
+        max_tail_tokens=int(tail_cap(config) / calibration.factor),
+    )
 
 
 def summary_estimate(

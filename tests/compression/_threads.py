@@ -4,16 +4,20 @@ bulk compression tests."""
 from __future__ import annotations
 
 import json
+import re
 from io import StringIO
 from typing import Any
 
 import httpx
 import openai
 from django.core.management import call_command
+from django.urls import reverse
 from langchain_core.messages import BaseMessage
 
 from agent_platform.runtime.state_repository import AgentStateRepository
 from compression.models import CompressionRecord
+from conversations.models import AgentRun
+from conversations.services import message_intake
 
 
 def repository_for(conversation) -> AgentStateRepository:
@@ -104,3 +108,19 @@ def without_ledger(values: dict) -> dict:
     from context_engine.state import SUMMARY_CALLS_KEY
 
     return {k: v for k, v in values.items() if k != SUMMARY_CALLS_KEY}
+
+
+def say(user, thread, content: str, capture) -> AgentRun:
+    """One user message, run to its end (``capture``: ``django_capture_on_commit_callbacks``); the run
+    must succeed."""
+    with capture(execute=True):
+        run = message_intake(thread_id=thread.thread_id, user=user, content=content).run
+    run.refresh_from_db()
+    assert run.status == AgentRun.Status.SUCCEEDED, run.error
+    return run
+
+
+def state_fragment(client, thread) -> str:
+    """The thread's state fragment as the page fetches it, white space folded."""
+    html = client.get(reverse("conversations:fragment-state", args=[thread.thread_id])).content.decode()
+    return re.sub(r"\s+", " ", html)

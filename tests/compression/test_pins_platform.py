@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from compression.models import CompressionRecord
-from conversations.models import AgentRun
-from conversations.services import message_intake, message_pin, thread_create
+from conversations.services import message_pin, thread_create
+from tests.compression._threads import say
 from tests.context_engine.chats import as_summary
 
 pytestmark = pytest.mark.django_db
@@ -25,14 +25,6 @@ def stub_agent(stub_agent_with):
     )
 
 
-def _say(user, thread, content, capture) -> AgentRun:
-    with capture(execute=True):
-        run = message_intake(thread_id=thread.thread_id, user=user, content=content).run
-    run.refresh_from_db()
-    assert run.status == AgentRun.Status.SUCCEEDED, run.error
-    return run
-
-
 def _is_summary_call(request: dict) -> bool:
     return "<messages>" in str(request["messages"][-1].get("content"))
 
@@ -44,7 +36,7 @@ def test_a_pinned_instruction_survives_five_summaries_verbatim_in_what_the_serve
     # A reply long enough that folding it into a summary makes the request smaller (issue 24: a
     # summary bigger than what it folds is never applied).
     openai_stub.reply("D'accord, OPS-4711. " + "Je lirai chaque chapitre avec attention. " * 60)
-    _say(user, thread, INSTRUCTION, django_capture_on_commit_callbacks)
+    say(user, thread, INSTRUCTION, django_capture_on_commit_callbacks)
     instruction = thread.messages.get(seq=1)
     message_pin(thread_id=thread.thread_id, message_id=instruction.pk, user=user)
 
@@ -52,7 +44,7 @@ def test_a_pinned_instruction_survives_five_summaries_verbatim_in_what_the_serve
         openai_stub.reply(as_summary(f"## SESSION INTENT\nChapitre {n} lu.")).reply(
             f"Chapitre {n}: lu (OPS-4711)."
         )
-        _say(
+        say(
             user,
             thread,
             f"Chapter {n}: " + "the quick brown fox jumps over the lazy dog " * 150,

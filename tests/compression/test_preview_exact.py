@@ -18,11 +18,9 @@ from agent_platform.runtime.offline import OfflineChatModel
 from context_engine.config import CompressionConfig
 from context_engine.manual.apply import force_summarize
 from context_engine.manual.exact_size import sized_preview
-from context_engine.manual.preview import fold_preview
-from context_engine.policy.trigger import tail_cap
+from context_engine.manual.preview import fold_preview, forced_plan
 from context_engine.steps import run_sync
 from context_engine.store import MemoryStore, StagedStore
-from context_engine.summary.fold_plan import plan_fold
 from context_engine.summary.history import new_session_id
 from context_engine.summary.indexing import stand_in_session_id
 from context_engine.tokens.messages import DEFAULT_PROFILE, estimate_text
@@ -64,13 +62,7 @@ def _sizer():
 
 
 def _preview_and_apply(values, config, store):
-    plan = plan_fold(
-        values,
-        config=config,
-        store=StagedStore(store),
-        profile=DEFAULT_PROFILE,
-        max_tail_tokens=tail_cap(config),
-    )
+    plan = forced_plan(values, config=config, store=StagedStore(store), profile=DEFAULT_PROFILE)
     estimate = fold_preview(plan, preview_id="p")
     files, writes = dict(store.files), store.writes
     preview = sized_preview(
@@ -122,13 +114,7 @@ def test_the_preview_writes_nothing_and_a_reply_that_is_no_summary_keeps_the_est
     config = CompressionConfig(trigger_tokens=6000, keep_messages=2)
     store = MemoryStore()
     values = {"messages": messages}
-    plan = plan_fold(
-        values,
-        config=config,
-        store=StagedStore(store),
-        profile=DEFAULT_PROFILE,
-        max_tail_tokens=tail_cap(config),
-    )
+    plan = forced_plan(values, config=config, store=StagedStore(store), profile=DEFAULT_PROFILE)
     estimate = fold_preview(plan, preview_id="p")
     assert estimate.foldable
     sized = sized_preview(

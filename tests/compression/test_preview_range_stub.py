@@ -14,11 +14,9 @@ from langchain_openai import ChatOpenAI
 from agent_platform.runtime.offline import extractive_summary
 from context_engine.config import CompressionConfig
 from context_engine.manual.apply import force_summarize
-from context_engine.manual.preview import fold_preview
-from context_engine.policy.trigger import tail_cap
+from context_engine.manual.preview import fold_preview, forced_plan
 from context_engine.steps import run_sync
 from context_engine.store import MemoryStore, StagedStore
-from context_engine.summary.fold_plan import plan_fold
 from context_engine.tokens.messages import profile_for_model
 from tests.compression.test_preview_exact import generated_thread
 from tests.support.openai_stub import ScriptedReply
@@ -43,13 +41,7 @@ def test_the_applied_size_is_inside_the_previews_range_for_nine_in_ten(openai_st
         for round_ in (1, 2):
             if round_ == 2:
                 values = {**values, "messages": messages}
-            plan = plan_fold(
-                values,
-                config=config,
-                store=StagedStore(store),
-                profile=profile,
-                max_tail_tokens=tail_cap(config),
-            )
+            plan = forced_plan(values, config=config, store=StagedStore(store), profile=profile)
             sizes = [size for _, size in history[-20:]]  # the agent's recent mean, as the service's hint
             hint = round(sum(sizes) / len(sizes)) if sizes else None
             preview = fold_preview(plan, preview_id="p", summary_hint=hint, summary_history=history)

@@ -5,15 +5,12 @@ automatic compression while it keeps failing, and says so again once a summary i
 
 from __future__ import annotations
 
-import re
-
 import pytest
-from django.urls import reverse
 from django.utils import timezone
 
 from compression.models import CompressionRecord
-from conversations.models import AgentRun
-from conversations.services import message_intake, thread_create
+from conversations.services import thread_create
+from tests.compression._threads import say, state_fragment
 from tests.context_engine.chats import as_summary
 
 pytestmark = pytest.mark.django_db
@@ -34,36 +31,23 @@ def stub_agent(stub_agent_with):
     return stub_agent_with(summary_threshold=1, summary_keep_messages=2)
 
 
-def _say(user, thread, content, capture) -> AgentRun:
-    with capture(execute=True):
-        run = message_intake(thread_id=thread.thread_id, user=user, content=content).run
-    run.refresh_from_db()
-    assert run.status == AgentRun.Status.SUCCEEDED, run.error
-    return run
-
-
-def _state(client, thread) -> str:
-    html = client.get(reverse("conversations:fragment-state", args=[thread.thread_id])).content.decode()
-    return re.sub(r"\s+", " ", html)
-
-
 def test_a_failing_summary_model_is_told_in_words_and_the_hint_stops_promising(
     client, user, stub_agent, openai_stub, django_capture_on_commit_callbacks
 ):
     thread = thread_create(user=user, agent_slug=stub_agent.slug)
     openai_stub.reply("Noted. " + "I will read every chapter with care. " * 60)
-    _say(user, thread, "Read my chapters.", django_capture_on_commit_callbacks)
+    say(user, thread, "Read my chapters.", django_capture_on_commit_callbacks)
     for n in (1, 2):
         for _attempt in range(ATTEMPTS):
             openai_stub.error(429, RATE_LIMITED)
         openai_stub.reply(f"Chapter {n} read.")
-        _say(user, thread, f"Chapter {n}: {LONG}", django_capture_on_commit_callbacks)
+        say(user, thread, f"Chapter {n}: {LONG}", django_capture_on_commit_callbacks)
 
     failed = CompressionRecord.objects.filter(conversation=thread, status="failed").order_by("created_at")
     assert [r.reason for r in failed] == ["rate_limit", "rate_limit"]
     since = timezone.localtime(failed[0].created_at).strftime("%H:%M")
     client.force_login(user)
-    page = _state(client, thread)
+    page = state_fragment(client, thread)
     assert (
         f"The summary model failed 2 times since {since} (rate limit). The next request will be sent "
         "compacted; try compressing later." in page
@@ -74,8 +58,8 @@ def test_a_failing_summary_model_is_told_in_words_and_the_hint_stops_promising(
     # A summary that is applied ends the streak. This one could not bring the request under the trigger
     # (the latest message alone is above it): the hint does not promise an automatic compression either.
     openai_stub.reply(as_summary("## SESSION INTENT\nRead chapters 1 to 3.")).reply("Chapter 3 read.")
-    _say(user, thread, f"Chapter 3: {LONG}", django_capture_on_commit_callbacks)
-    page = _state(client, thread)
+    say(user, thread, f"Chapter 3: {LONG}", django_capture_on_commit_callbacks)
+    page = state_fragment(client, thread)
     assert "The summary model failed" not in page and 'id="hint-failing"' not in page
     applied = CompressionRecord.objects.filter(conversation=thread, status="completed").latest("created_at")
     assert applied.level == "summary" and applied.outcome == "could_not_reach_budget"

@@ -5,17 +5,13 @@ the card, until it is used."""
 
 from __future__ import annotations
 
-import re
-
 import pytest
-from django.urls import reverse
 
 from compression.models import CompressionRecord
 from context_engine.formats import RECEIPT_HEADER
 from context_engine.state import SUMMARY_EVENT_KEY
-from conversations.models import AgentRun
-from conversations.services import message_intake, thread_create
-from tests.compression._threads import repository_for, seed_state
+from conversations.services import thread_create
+from tests.compression._threads import repository_for, say, seed_state, state_fragment
 from tests.context_engine.chats import SUMMARY, conversation_messages
 
 pytestmark = pytest.mark.django_db
@@ -26,19 +22,6 @@ LONG = "the quick brown fox jumps over the lazy dog " * 150  # over T = 1,024 to
 @pytest.fixture
 def stub_agent(stub_agent_with):
     return stub_agent_with(summary_threshold=1, summary_keep_messages=2, tools=[])
-
-
-def _say(user, thread, content, capture) -> AgentRun:
-    with capture(execute=True):
-        run = message_intake(thread_id=thread.thread_id, user=user, content=content).run
-    run.refresh_from_db()
-    assert run.status == AgentRun.Status.SUCCEEDED, run.error
-    return run
-
-
-def _state(client, thread) -> str:
-    html = client.get(reverse("conversations:fragment-state", args=[thread.thread_id])).content.decode()
-    return re.sub(r"\s+", " ", html)
 
 
 def _memory_panel(page: str) -> str:
@@ -52,7 +35,7 @@ def test_the_same_saved_result_shown_again_is_no_new_compression(
     seed_state(thread, conversation_messages(1))  # one large tool result: above T until it is saved
     for n in range(4):
         openai_stub.reply(f"Reply {n}.")
-        run = _say(user, thread, f"Continue {n}.", django_capture_on_commit_callbacks)
+        run = say(user, thread, f"Continue {n}.", django_capture_on_commit_callbacks)
         statuses = [e["status"] for e in run.events if e.get("type") == "compression"]
         assert statuses == (["started", "completed"] if n == 0 else []), n
     # Every request showed the model the receipt, not the result; only the first saved it.
@@ -69,18 +52,18 @@ def test_undo_stays_offered_until_the_summary_is_superseded(
     client.force_login(user)
     openai_stub.reply(SUMMARY)
     assert client.post(f"/api/threads/{thread.thread_id}/compress?wait=true").status_code == 200
-    page = _state(client, thread)
+    page = state_fragment(client, thread)
     assert page.count('id="undo-button"') == 1 and 'id="undo-button"' not in _memory_panel(page)
 
     # A later automatic summary fails: the card now tells that, and the undo moves beside the summary.
     openai_stub.error(400, {"error": {"message": "bad request", "type": "invalid_request_error"}})
     openai_stub.reply("Noted.")
-    _say(user, thread, f"Chapter 1: {LONG}", django_capture_on_commit_callbacks)
+    say(user, thread, f"Chapter 1: {LONG}", django_capture_on_commit_callbacks)
     assert CompressionRecord.objects.filter(conversation=thread).latest("created_at").status == "failed"
-    page = _state(client, thread)
+    page = state_fragment(client, thread)
     assert page.count('id="undo-button"') == 1 and 'id="undo-button"' in _memory_panel(page)
 
     response = client.post(f"/api/threads/{thread.thread_id}/compress/undo")
     assert response.status_code == 200, response.content
     assert repository_for(thread).get_values().get(SUMMARY_EVENT_KEY) is None
-    assert 'id="undo-button"' not in _state(client, thread)
+    assert 'id="undo-button"' not in state_fragment(client, thread)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from playwright.sync_api import expect
 
@@ -93,6 +94,18 @@ def open_thread(page, thread_id: str) -> None:
     expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
 
 
+def thread_in(open_page, thread_id: str, *, width: int, language: str) -> tuple[Any, list[str]]:
+    """Alice's page (from the ``open_page`` fixture) on the thread at ``width`` (a phone's height below
+    500 px), in ``language``, its socket open; and the list its uncaught script errors are added to."""
+    page = open_page(width=width, height=phone_height(width))
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"/threads/{thread_id}/")
+    switch_language(page, language)
+    expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+    return page, errors
+
+
 def send(page, text: str) -> None:
     page.fill("#composer-input", text)
     page.keyboard.press("Enter")
@@ -158,6 +171,7 @@ def open_context(page) -> None:
     if toggle.is_visible() and toggle.get_attribute("aria-expanded") != "true":
         toggle.click()
         expect(page.locator("#context-drawer")).to_have_attribute("role", "dialog")
+        _drawer_settled(page)
 
 
 def close_context(page) -> None:
@@ -165,3 +179,9 @@ def close_context(page) -> None:
     if page.locator("#context-toggle").get_attribute("aria-expanded") == "true":
         page.locator("#context-close").click()
         expect(page.locator("#context-toggle")).to_have_attribute("aria-expanded", "false")
+        _drawer_settled(page)
+
+
+def _drawer_settled(page) -> None:
+    """The drawer's slide has ended (a screenshot taken mid-slide shows it half open)."""
+    page.locator("#context-drawer").evaluate("(e) => Promise.all(e.getAnimations().map((a) => a.finished))")

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import open_thread, overflow
+from tests.e2e.chat_support import overflow, thread_in
 from tests.support.files import pdf_bytes, png_bytes
 
 pytestmark = pytest.mark.browser
@@ -33,14 +33,7 @@ WORDS = {
 )
 def test_attachments_say_what_happens_to_them(open_page, e2e_server, tmp_path, width, language, screenshot):
     thread_id = e2e_server.seed("thread", title="Files")["thread_id"]
-    page = open_page(width=width, height=844 if width < 500 else 900)
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    open_thread(page, thread_id)
-    if language != "en":
-        page.click("button[name=language][value=zh-hans]")
-        expect(page.locator("html")).to_have_attribute("lang", language)
-        open_thread(page, thread_id)
+    page, errors = thread_in(open_page, thread_id, width=width, language=language)
     words = WORDS[language]
 
     program = tmp_path / "tool.txt"

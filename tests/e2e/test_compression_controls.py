@@ -9,6 +9,8 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
+from tests.e2e.chat_support import close_context, open_context, thread_in
+
 pytestmark = pytest.mark.browser
 
 AGENT = "controls"
@@ -64,14 +66,7 @@ def test_compression_controls_never_mislead(open_page, e2e_server, width, langua
         "agent", slug=AGENT, fields={"summary_threshold": 1, "summary_keep_messages": 2, "tools": []}
     )
     thread_id = e2e_server.seed("thread", title="Harbour chapters", agent=AGENT)["thread_id"]
-    page = open_page(width=width, height=844 if width < 500 else 900)
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(f"/threads/{thread_id}/")
-    if language != "en":
-        page.click(f"button[name=language][value={language}]")
-        expect(page.locator("html")).to_have_attribute("lang", language)
-    expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+    page, errors = thread_in(open_page, thread_id, width=width, language=language)
     _send(page, "Read my chapters, please.", replies=1)
 
     # 2. Stop during an automatic summary: the card says stopped, in words; nothing is applied.
@@ -104,11 +99,13 @@ def test_compression_controls_never_mislead(open_page, e2e_server, width, langua
     seq = int(first_kept.get_attribute("data-seq"))
     expect(first_kept.locator(".seq-number")).to_have_text(f"#{seq}")
     expect(page.locator("#memory-panel")).to_contain_text(f"#1–#{seq - 1}")
+    open_context(page)  # on a phone the panels are a drawer
     page.locator("#memory-summary > summary").click()
     expect(page.locator("#memory-summary .summary-text h2").first).to_be_visible()
     assert "<summary>" not in page.locator("#memory-summary").inner_text()
     expect(page.locator("#undo-button")).to_be_visible()
     _no_sideways_scroll(page, width)
+    close_context(page)
     _scroll_to(page, "view-boundary")
     screenshot(page, f"controls-boundary-{language}-{width}")
 
@@ -121,6 +118,7 @@ def test_compression_controls_never_mislead(open_page, e2e_server, width, langua
                     "error": "The summary call to the model failed."},
         )  # fmt: skip
     page.reload()
+    open_context(page)
     card = page.locator("#compression-status")
     expect(card.locator("#summary-failures")).to_contain_text(words["failures"])
     expect(card.locator("#summary-failures")).to_contain_text(words["kind"])

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
-from tests.e2e.chat_support import send_and_wait as _send
+from tests.e2e.chat_support import close_context, open_context, plan_a_trip, send_and_wait, thread_in
 
 pytestmark = pytest.mark.browser
 
@@ -24,27 +24,21 @@ def test_an_open_preview_refreshes_itself_when_the_thread_changes(
     open_page, e2e_server, width, language, screenshot
 ):
     thread_id = e2e_server.seed("thread", title="Preview refresh")["thread_id"]
-    page = open_page(width=width, height=844 if width < 500 else 900)
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(f"/threads/{thread_id}/")
-    if language != "en":
-        page.click(f"button[name=language][value={language}]")
-        expect(page.locator("html")).to_have_attribute("lang", language)
-    expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
-    detail = " We want the old town, the museums, the coast and day trips by train." * 6
-    for text in ("We are planning a trip to Lisbon." + detail, "I prefer trains." + detail, "Budget."):
-        _send(page, text)
+    page, errors = thread_in(open_page, thread_id, width=width, language=language)
+    plan_a_trip(page, "Budget.")
     e2e_server.seed("usage", thread_id=thread_id, usage=usage_at(0.93))
     page.reload()
     expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+    open_context(page)  # on a phone the panel is a drawer
     page.click("#compress-button")
     preview = page.locator("#compress-preview")
     expect(preview).to_be_visible()
     first_id = preview.get_attribute("data-preview-id")
     assert first_id
 
-    _send(page, "One more thing: we travel in May.")  # the thread changes under the open preview
+    close_context(page)
+    send_and_wait(page, "One more thing: we travel in May.")  # the thread changes under the open preview
+    open_context(page)
 
     expect(page.locator("#compress-preview-refreshed")).to_contain_text(REFRESHED[language])
     expect(preview).not_to_have_attribute("data-preview-id", first_id)

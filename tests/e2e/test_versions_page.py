@@ -8,7 +8,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import open_thread, overflow, send
+from tests.e2e.chat_support import open_thread, overflow, send, thread_in
 
 pytestmark = pytest.mark.browser
 
@@ -45,14 +45,7 @@ def test_edit_and_regenerate_keep_earlier_versions_browsable(
     open_page, e2e_server, width, language, screenshot
 ):
     thread_id = e2e_server.seed("thread", title="Trip planning")["thread_id"]
-    page = open_page(width=width, height=844 if width < 500 else 900)
-    errors: list[str] = []
-    page.on("pageerror", lambda error: errors.append(str(error)))
-    open_thread(page, thread_id)
-    if language != "en":
-        page.click("button[name=language][value=zh-hans]")
-        expect(page.locator("html")).to_have_attribute("lang", language)
-        open_thread(page, thread_id)
+    page, errors = thread_in(open_page, thread_id, width=width, language=language)
     words = WORDS[language]
     send(page, "We are planning a trip to Lisbon.")
     _settled(page, 1)
