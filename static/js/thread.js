@@ -32,6 +32,19 @@
     return Array.from(template.content.children);
   }
 
+  // Swap a re-rendered fragment in, keeping what the reader opened (a summary, a long message) open:
+  // a <details> keeps its state by id, else by its place among the fragment's <details>.
+  function swap(current, fresh) {
+    const was = Array.from(current.querySelectorAll("details"));
+    const now = Array.from(fresh.querySelectorAll("details"));
+    was.forEach((old, index) => {
+      if (!old.open) return;
+      const match = old.id ? now.find((d) => d.id === old.id) : now[index];
+      if (match) match.open = true;
+    });
+    current.replaceWith(fresh);
+  }
+
   // Run fn at most once at a time; a call during a run schedules exactly one more.
   function serialized(fn) {
     let running = null;
@@ -157,7 +170,7 @@
     const html = await getHtml(`${root.dataset.messagesUrl}?after=${Number(first.dataset.seq) - 1}&boundary=1`);
     for (const fresh of fragments(html)) {
       const current = fresh.id && document.getElementById(fresh.id);
-      if (current && current.outerHTML !== fresh.outerHTML) current.replaceWith(fresh);
+      if (current && current.outerHTML !== fresh.outerHTML) swap(current, fresh);
     }
   });
 
@@ -269,7 +282,7 @@
       const answer = current.querySelector("#answer-input");
       if (answer && answer.value && fresh.dataset.status === current.dataset.status) continue;
       const notice = current.querySelector("#compress-notice");
-      current.replaceWith(fresh);
+      swap(current, fresh);
       const freshNotice = fresh.querySelector("#compress-notice");
       // A busy notice is stale once the thread is idle again; a kept one (throttled) is not.
       const keep = notice && notice.dataset.keep === "true";
