@@ -28,6 +28,19 @@ def _settled(page, replies: int) -> None:
     )
 
 
+def _quiet_switch(page) -> dict[str, bool]:
+    """While ``quiet["on"]``, a newly opened live-updates socket reaches no server (connection trouble):
+    the page stays as it was, so a retry is sent from the same form or button."""
+    quiet = {"on": False}
+
+    def handle(socket):
+        if not quiet["on"]:
+            socket.connect_to_server()
+
+    page.route_web_socket(re.compile(r"/ws/threads/"), handle)
+    return quiet
+
+
 def _lose_first_answer(page, suffix: str, bodies: list[dict]) -> None:
     """The first request ending in ``suffix`` reaches the server, but its answer never reaches the page."""
 
@@ -56,8 +69,11 @@ def test_a_resent_edit_or_regenerate_makes_one_version(open_page, e2e_server, wi
         expect(page.locator("html")).to_have_attribute("lang", language)
         open_thread(page, thread_id)
     words = WORDS[language]
+    quiet = _quiet_switch(page)
     send(page, "Which museums should we see?")
     _settled(page, 1)
+    quiet["on"] = True
+    page.reload()
 
     edits: list[dict] = []
     _lose_first_answer(page, "/edit", edits)
@@ -67,6 +83,7 @@ def test_a_resent_edit_or_regenerate_makes_one_version(open_page, e2e_server, wi
     first.get_by_role("button", name=words["send"]).click()
     expect(first.locator(".edit-error")).to_be_visible()  # the page saw no answer
     screenshot(page, f"versions-retry-lost-{language}-{width}")
+    quiet["on"] = False  # the page that opens after the retry is live again
     with page.expect_navigation(), page.expect_response(lambda r: r.url.endswith("/edit")) as answered:
         first.get_by_role("button", name=words["send"]).click()
     assert answered.value.status == 202
@@ -78,11 +95,14 @@ def test_a_resent_edit_or_regenerate_makes_one_version(open_page, e2e_server, wi
         "2/2"
     )
 
+    quiet["on"] = True
+    page.reload()
     regenerations: list[dict] = []
     _lose_first_answer(page, "/regenerate", regenerations)
     regenerate = page.get_by_role("button", name=words["regenerate"], exact=True)
     regenerate.click()
     expect(page.locator("#transcript .version-error")).to_be_visible()
+    quiet["on"] = False
     with page.expect_navigation(), page.expect_response(lambda r: r.url.endswith("/regenerate")) as answered:
         regenerate.click()
     assert answered.value.status == 202
