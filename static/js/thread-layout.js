@@ -165,6 +165,9 @@
     const fallback = heading.dataset.untitled || heading.textContent;
     heading.textContent = title || fallback;
     document.title = title || fallback;
+    // The sidebar (wide screens) names this thread too.
+    const entry = document.querySelector("#thread-sidebar a[aria-current=page] .sidebar-title");
+    if (entry) entry.textContent = title || fallback;
     const input = $("rename-input");
     if (input && document.activeElement !== input) input.value = title || "";
   });
