@@ -98,25 +98,14 @@ def test_a_bad_request_id_is_a_422_and_changes_nothing(
     assert thread.messages.count() == rows and not MessageFork.objects.exists()
 
 
-@pytest.mark.postgres
-@pytest.mark.django_db(transaction=True)
-def test_the_same_edit_sent_twice_at_once_makes_one_version(thread, user, settings):
-    settings.THREAD_LOCK_TIMEOUT_MS = 30_000
-    message = _said(thread, user, "The capital of France?")
+def _twice_at_once(action) -> list:
+    """Run ``action`` in two threads released together (two connections); every result, or fail."""
     start, results, errors = threading.Barrier(2, timeout=15), [], []
 
     def send():
         start.wait()
         try:
-            results.append(
-                message_edit(
-                    thread_id=thread.thread_id,
-                    message_id=message.pk,
-                    user=user,
-                    content="Of Italy?",
-                    request_id="same",
-                )
-            )
+            results.append(action())
         except BaseException as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
         finally:
@@ -128,6 +117,23 @@ def test_the_same_edit_sent_twice_at_once_makes_one_version(thread, user, settin
     for worker in workers:
         worker.join(60)
     assert errors == [] and len(results) == 2
+    return results
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_the_same_edit_sent_twice_at_once_makes_one_version(thread, user, settings):
+    settings.THREAD_LOCK_TIMEOUT_MS = 30_000
+    message = _said(thread, user, "The capital of France?")
+    results = _twice_at_once(
+        lambda: message_edit(
+            thread_id=thread.thread_id,
+            message_id=message.pk,
+            user=user,
+            content="Of Italy?",
+            request_id="same",
+        )
+    )
     assert {r.run.pk for r in results} == {results[0].run.pk}
     assert sorted(r.created for r in results) == [False, True]
     assert MessageFork.objects.filter(conversation=thread).count() == 1
@@ -140,23 +146,10 @@ def test_the_same_regenerate_sent_twice_at_once_starts_one_run(thread, user, set
     settings.THREAD_LOCK_TIMEOUT_MS = 30_000
     _said(thread, user, "hello")
     runs = thread.runs.count()
-    start, results, errors = threading.Barrier(2, timeout=15), [], []
-
-    def send():
-        start.wait()
-        try:
-            results.append(reply_regenerate(thread_id=thread.thread_id, user=user, request_id="same"))
-        except BaseException as exc:  # noqa: BLE001 - reported below
-            errors.append(exc)
-        finally:
-            connection.close()
-
-    workers = [threading.Thread(target=send, daemon=True) for _ in range(2)]
-    for worker in workers:
-        worker.start()
-    for worker in workers:
-        worker.join(60)
-    assert errors == [] and len(results) == 2
+    results = _twice_at_once(
+        lambda: reply_regenerate(thread_id=thread.thread_id, user=user, request_id="same")
+    )
     assert results[0].run.pk == results[1].run.pk
+    assert sorted(r.created for r in results) == [False, True]
     assert thread.runs.count() == runs + 1
     assert MessageFork.objects.filter(conversation=thread).count() == 1

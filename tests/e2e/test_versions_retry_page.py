@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import open_thread, overflow, send
+from tests.e2e.chat_support import overflow, send, thread_page
 
 pytestmark = pytest.mark.browser
 
@@ -58,17 +58,16 @@ def _lose_first_answer(page, suffix: str, bodies: list[dict]) -> None:
 @pytest.mark.parametrize(
     ("width", "language"), [(1366, "en"), (390, "en"), (1366, "zh-hans"), (390, "zh-hans")]
 )
-def test_a_resent_edit_or_regenerate_makes_one_version(open_page, e2e_server, width, language, screenshot):
+def test_a_resent_edit_or_regenerate_makes_one_version(browser, e2e_server, width, language, screenshot):
     thread_id = e2e_server.seed("thread", title="Retries")["thread_id"]
-    page = open_page(width=width, height=844 if width < 500 else 900)
+    height = 844 if width < 500 else 900
+    with thread_page(browser, e2e_server, thread_id, width=width, height=height, language=language) as page:
+        _resend_after_lost_answers(page, WORDS[language], f"{language}-{width}", screenshot)
+
+
+def _resend_after_lost_answers(page, words: dict[str, str], name: str, screenshot) -> None:
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    open_thread(page, thread_id)
-    if language != "en":
-        page.click("button[name=language][value=zh-hans]")
-        expect(page.locator("html")).to_have_attribute("lang", language)
-        open_thread(page, thread_id)
-    words = WORDS[language]
     quiet = _quiet_switch(page)
     send(page, "Which museums should we see?")
     _settled(page, 1)
@@ -82,7 +81,7 @@ def test_a_resent_edit_or_regenerate_makes_one_version(open_page, e2e_server, wi
     first.locator("form.edit-message textarea").fill("Which beaches should we see?")
     first.get_by_role("button", name=words["send"]).click()
     expect(first.locator(".edit-error")).to_be_visible()  # the page saw no answer
-    screenshot(page, f"versions-retry-lost-{language}-{width}")
+    screenshot(page, f"versions-retry-lost-{name}")
     quiet["on"] = False  # the page that opens after the retry is live again
     with page.expect_navigation(), page.expect_response(lambda r: r.url.endswith("/edit")) as answered:
         first.get_by_role("button", name=words["send"]).click()
@@ -112,8 +111,6 @@ def test_a_resent_edit_or_regenerate_makes_one_version(open_page, e2e_server, wi
     _settled(page, 1)
     reply = page.locator("#transcript li.message.role-assistant").last
     expect(reply.locator(".version-label")).to_have_text("2/2")
-    screenshot(page, f"versions-retry-{language}-{width}")
+    screenshot(page, f"versions-retry-{name}")
     assert overflow(page) <= 0
     assert errors == []
-    if language != "en":
-        page.click("button[name=language][value=en]")
