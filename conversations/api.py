@@ -6,7 +6,7 @@ import uuid
 
 from django.http import HttpRequest, HttpResponse
 from django.utils.http import content_disposition_header
-from ninja import Field, File, Form, Query, Router, Schema, Status, UploadedFile
+from ninja import Body, Field, File, Form, Query, Router, Schema, Status, UploadedFile
 
 from agent_platform.api_errors import error_responses
 from conversations import export, search, selectors, services
@@ -17,6 +17,7 @@ from conversations.schemas import (
     MessageOut,
     MessageVersionsOut,
     PinOut,
+    RegenerateIn,
     ResumeIn,
     RunOut,
     StateOut,
@@ -187,19 +188,27 @@ def message_unpin(request: HttpRequest, thread_id: uuid.UUID, message_id: int):
 def message_edit_send(request: HttpRequest, thread_id: uuid.UUID, message_id: int, payload: MessageEditIn):
     """Send a new version of a user message: it and what followed leave the current branch (kept as
     earlier versions); the model answers it on a fork from before the original. 409 while a run is
-    queued or running; 422 `message_not_editable` for a message that opened no turn."""
+    queued or running; 422 `message_not_editable` for a message that opened no turn. A retry with the
+    same `request_id` returns the first result and makes no second version."""
     with message_throttled(request, with_files=False):
         result = message_edit(
-            thread_id=thread_id, message_id=message_id, user=request.user, content=payload.content
+            thread_id=thread_id,
+            message_id=message_id,
+            user=request.user,
+            content=payload.content,
+            request_id=payload.request_id,
         )
     return Status(202, {"message": result.message, "run": result.run})
 
 
 @router.post("/{thread_id}/regenerate", response={202: IntakeOut, **error_responses(404, 409, 422, 429)})
-def thread_regenerate(request: HttpRequest, thread_id: uuid.UUID):
-    """Answer the last user message again; the earlier reply stays as an earlier version."""
+def thread_regenerate(request: HttpRequest, thread_id: uuid.UUID, payload: Body[RegenerateIn | None] = None):
+    """Answer the last user message again; the earlier reply stays as an earlier version. A retry with
+    the same `request_id` (optional body `{"request_id": ...}`) returns the first result and starts no
+    second run."""
+    request_id = payload.request_id if payload else None
     with message_throttled(request, with_files=False):
-        result = reply_regenerate(thread_id=thread_id, user=request.user)
+        result = reply_regenerate(thread_id=thread_id, user=request.user, request_id=request_id)
     return Status(202, {"message": result.message, "run": result.run})
 
 

@@ -127,6 +127,11 @@ class PinOut(Schema):
 
 class MessageEditIn(Schema):
     content: str = Field(..., min_length=1, max_length=MESSAGE_MAX_CHARS)
+    request_id: str | None = Field(None, min_length=1, max_length=REQUEST_ID_MAX_CHARS)
+
+
+class RegenerateIn(Schema):
+    request_id: str | None = Field(None, min_length=1, max_length=REQUEST_ID_MAX_CHARS)
 
 
 class VersionOut(Schema):

@@ -107,6 +107,12 @@ def message_list_latest(*, conversation: Conversation, limit: int = MESSAGE_PAGE
     return latest
 
 
+def messages_earlier_count(*, conversation: Conversation, before_seq: int) -> int:
+    """How many messages of the current branch come before ``before_seq`` (replaced versions are not
+    "earlier messages": they are browsed as versions of the rows that replaced them)."""
+    return visible_messages(conversation=conversation).filter(seq__lt=before_seq).count()
+
+
 def run_latest(*, conversation: Conversation) -> AgentRun | None:
     """The thread's latest turn. A queued message removed before its run started was never a turn: the
     run before it stays the latest (else a reply that finished normally would read "Stopped")."""

@@ -205,8 +205,11 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
         conversation=conversation, values=context["values"]
     )
     context["saved_paths"] = selectors.thread_saved_results(conversation=conversation)
-    # seq counts from 1 without gaps, so the first shown message says how many are older.
-    context["earlier_count"] = messages_list[0].seq - 1 if messages_list else 0
+    context["earlier_count"] = (
+        selectors.messages_earlier_count(conversation=conversation, before_seq=messages_list[0].seq)
+        if messages_list
+        else 0
+    )
     running_run = context["running_run"]
     # A reload or a second tab during a reply shows what was streamed so far, then goes on from there.
     context["streamed_text"] = run_signals.stream_text(run_id=running_run.pk) if running_run else ""

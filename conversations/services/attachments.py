@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Sum
 from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
 
@@ -111,8 +110,11 @@ def attachments_save(
     """
     if not checked:
         return []
-    used = Attachment.objects.filter(conversation=conversation).aggregate(total=Sum("size"))["total"] or 0
-    adding = sum(len(item.data) for item in checked)
+    # A file counts once however many rows name it (an edit's copy, the same file sent again): rows
+    # with one stored path are one file in the workdir.
+    stored = dict(Attachment.objects.filter(conversation=conversation).values_list("path", "size").distinct())
+    used = sum(stored.values())
+    adding = sum(len(item.data) for item in {i.path: i for i in checked if i.path not in stored}.values())
     if used + adding > settings.ATTACHMENT_MAX_THREAD_BYTES:
         raise AttachmentTooLarge(
             _("This thread's attachments would exceed %(limit)s (%(used)s used).")

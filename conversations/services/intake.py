@@ -31,6 +31,50 @@ class IntakeResult:
     created: bool  # False when a retried request_id returned the first result
 
 
+def request_id_checked(request_id: str | None) -> str | None:
+    """A client's idempotency key, checked (empty means none)."""
+    if request_id:
+        text_checked(request_id, field="request_id", max_length=REQUEST_ID_MAX_CHARS)
+    return request_id or None
+
+
+def run_retried(*, conversation: Conversation, request_id: str | None) -> IntakeResult | None:
+    """The first result of a request retried with the same ``request_id`` (under the thread's lock)."""
+    if not request_id:
+        return None
+    first = conversation.runs.filter(request_id=request_id).select_related("input_message").first()
+    return None if first is None else IntakeResult(message=first.input_message, run=first, created=False)
+
+
+def run_open(
+    *,
+    conversation: Conversation,
+    kind: str,
+    content: str,
+    request_id: str | None,
+    resume_value: object = None,
+    version_of: Message | None = None,
+) -> AgentRun:
+    """A run and the user message it answers (``run.input_message``), under the thread's lock."""
+    run = AgentRun.objects.create(
+        conversation=conversation,
+        kind=kind,
+        request_id=request_id,
+        resume_value=resume_value,
+        language=get_language() or "",  # the page's: the offline model answers in it
+    )
+    run.input_message = message_append(
+        conversation=conversation,
+        role=Message.Role.USER,
+        content=content,
+        run=run,
+        lc_message_id=f"user-{uuid.uuid4()}",
+        version_of=version_of,
+    )
+    run.save(update_fields=["input_message"])
+    return run
+
+
 def _enqueue(
     *,
     conversation: Conversation,
@@ -44,23 +88,15 @@ def _enqueue(
     # a message is refused openly (409) rather than queued behind it or waited for.
     if thread_in_maintenance(conversation=conversation):
         raise ThreadBusy(_("The thread's context is being compressed; send your message when it is done."))
-    run = AgentRun.objects.create(
+    run = run_open(
         conversation=conversation,
         kind=kind,
+        content=content,
         request_id=request_id,
         resume_value=resume_value,
-        language=get_language() or "",  # the page's: the offline model answers in it
     )
-    message = message_append(
-        conversation=conversation,
-        role=Message.Role.USER,
-        content=content,
-        run=run,
-        lc_message_id=f"user-{uuid.uuid4()}",
-    )
+    message = run.input_message
     attachments_save(conversation=conversation, message=message, checked=attachments)
-    run.input_message = message
-    run.save(update_fields=["input_message"])
     changes: dict[str, object] = {"last_activity_at": timezone.now()}
     if not conversation.title:  # an untitled thread is named after its first message
         changes["title"] = conversation.title = title_from_message(content)
@@ -93,13 +129,10 @@ def message_intake(
         raise EmptyMessage()
     checked = attachments_check(uploads=attachments)
     text_checked(content, field="message", max_length=MESSAGE_MAX_CHARS)
-    if request_id:
-        text_checked(request_id, field="request_id", max_length=REQUEST_ID_MAX_CHARS)
+    request_id = request_id_checked(request_id)
     with thread_lock(thread_id=thread_id, user=user) as conversation:
-        if request_id:
-            first = conversation.runs.filter(request_id=request_id).select_related("input_message").first()
-            if first is not None:
-                return IntakeResult(message=first.input_message, run=first, created=False)
+        if (first := run_retried(conversation=conversation, request_id=request_id)) is not None:
+            return first
         return _enqueue(
             conversation=conversation,
             content=content,

@@ -16,6 +16,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
+from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from agent_platform.runtime.graph import state_repository_for
@@ -24,66 +25,75 @@ from conversations.errors import EmptyMessage, MessageNotEditable, MessageNotFou
 from conversations.models import AgentRun, Conversation, Message, MessageFork
 from conversations.selectors import thread_busy_flags, visible_messages
 from conversations.services.dispatch import run_dispatch_next
-from conversations.services.intake import MESSAGE_MAX_CHARS, IntakeResult
-from conversations.services.threads import message_append, text_checked, thread_lock
+from conversations.services.intake import (
+    MESSAGE_MAX_CHARS,
+    IntakeResult,
+    request_id_checked,
+    run_open,
+    run_retried,
+)
+from conversations.services.threads import text_checked, thread_lock
 
 
 def message_edit(
-    *, thread_id: uuid.UUID | str, message_id: int, user: AbstractBaseUser, content: str
+    *,
+    thread_id: uuid.UUID | str,
+    message_id: int,
+    user: AbstractBaseUser,
+    content: str,
+    request_id: str | None = None,
 ) -> IntakeResult:
     """Send ``content`` as a new version of the user message ``message_id`` (its attachments kept):
     the message and everything after it leave the current branch, and a run answers the new version
-    on the fork from before the original. 409 while a run is queued or running."""
+    on the fork from before the original. 409 while a run is queued or running. With ``request_id``,
+    a retry returns the first result and makes no second version."""
     content = (content or "").strip()
     if not content:
         raise EmptyMessage()
     text_checked(content, field="message", max_length=MESSAGE_MAX_CHARS)
+    request_id = request_id_checked(request_id)
     with thread_lock(thread_id=thread_id, user=user) as conversation:
+        if (first := run_retried(conversation=conversation, request_id=request_id)) is not None:
+            return first
         original = _turn_message(conversation, message_id)
-        run = AgentRun.objects.create(conversation=conversation, kind=AgentRun.Kind.CHAT)
-        hidden_from = original.seq
-        edited = message_append(
+        run = run_open(
             conversation=conversation,
-            role=Message.Role.USER,
+            kind=AgentRun.Kind.CHAT,
             content=content,
-            run=run,
-            lc_message_id=f"user-{uuid.uuid4()}",
+            request_id=request_id,
             version_of=original.version_of or original,
         )
+        edited = run.input_message
         for attachment in original.attachments.all():  # same saved file, a row for the new version
             attachment.pk, attachment.message = None, edited
             attachment.save()
-        run.input_message = edited
-        run.save(update_fields=["input_message"])
-        return _fork(
-            conversation,
-            user=user,
-            kind=MessageFork.Kind.EDIT,
-            message=original,
-            run=run,
-            hidden=(hidden_from, edited.seq),
-        )
+        return _fork(conversation, user, MessageFork.Kind.EDIT, original, run, (original.seq, edited.seq))
 
 
-def reply_regenerate(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> IntakeResult:
+def reply_regenerate(
+    *, thread_id: uuid.UUID | str, user: AbstractBaseUser, request_id: str | None = None
+) -> IntakeResult:
     """Answer the thread's last user message again: its reply leaves the current branch and a run
-    answers the same message on the fork from before it. 409 while a run is queued or running."""
+    answers the same message on the fork from before it. 409 while a run is queued or running. With
+    ``request_id``, a retry returns the first result and starts no second run."""
+    request_id = request_id_checked(request_id)
     with thread_lock(thread_id=thread_id, user=user) as conversation:
+        if (first := run_retried(conversation=conversation, request_id=request_id)) is not None:
+            return first
         last = visible_messages(conversation=conversation).filter(role=Message.Role.USER).last()
         if last is None:
             raise MessageNotEditable(_("There is no reply to regenerate yet."))
         message = _turn_message(conversation, last.pk)
         next_seq = (conversation.messages.aggregate(last=Max("seq"))["last"] or 0) + 1
         run = AgentRun.objects.create(
-            conversation=conversation, kind=AgentRun.Kind.CHAT, input_message=message
+            conversation=conversation,
+            kind=AgentRun.Kind.CHAT,
+            input_message=message,
+            request_id=request_id,
+            language=get_language() or "",
         )
         return _fork(
-            conversation,
-            user=user,
-            kind=MessageFork.Kind.REGENERATE,
-            message=message,
-            run=run,
-            hidden=(message.seq + 1, next_seq),
+            conversation, user, MessageFork.Kind.REGENERATE, message, run, (message.seq + 1, next_seq)
         )
 
 
@@ -109,7 +119,6 @@ def _turn_message(conversation: Conversation, message_id: int) -> Message:
 
 def _fork(
     conversation: Conversation,
-    *,
     user: AbstractBaseUser,
     kind: str,
     message: Message,

@@ -1,6 +1,7 @@
 // The thread page's layout and keys: on narrow screens the context panel is a drawer opened from a
-// compact meter in the header (which repeats the panel's hint); keyboard shortcuts (Esc stops the reply,
-// "/" focuses the message box, Alt+Shift+N starts a new thread); the skip link lands on the composer;
+// compact meter in the header (which repeats the panel's hint); keyboard shortcuts (Esc closes the
+// compression preview or the drawer, else stops the reply; "/" focuses the message box, Alt+Shift+N
+// starts a new thread); the skip link lands on the composer;
 // a title changed over the socket (thread.js dispatches "thread:title") is shown at once.
 (function () {
   "use strict";
@@ -91,9 +92,18 @@
       || element.isContentEditable;
   }
 
-  // Esc closes what is open around the focus first (the drawer, an open <details> such as Rename);
-  // only then does it stop the running reply.
+  // Esc closes what is open first: the compression preview (in view: on narrow screens only inside
+  // the open drawer), then the drawer, then an open <details> around the focus such as Rename; only
+  // then does it stop the running reply.
   function escape(event) {
+    const preview = $("compress-preview");
+    if (preview && (!narrow.matches || isOpen())) {
+      const focusInside = preview.contains(document.activeElement);
+      document.dispatchEvent(new CustomEvent("thread:close-preview"));
+      const opener = $("compress-button");
+      if (opener && (focusInside || document.activeElement === document.body)) opener.focus();
+      return true;
+    }
     if (isOpen()) {
       setOpen(false);
       return true;
@@ -155,6 +165,9 @@
     const fallback = heading.dataset.untitled || heading.textContent;
     heading.textContent = title || fallback;
     document.title = title || fallback;
+    // The sidebar (wide screens) names this thread too.
+    const entry = document.querySelector("#thread-sidebar a[aria-current=page] .sidebar-title");
+    if (entry) entry.textContent = title || fallback;
     const input = $("rename-input");
     if (input && document.activeElement !== input) input.value = title || "";
   });

@@ -337,6 +337,7 @@
     const slot = previewSlot();
     if (slot) slot.replaceChildren();
   }
+  document.addEventListener("thread:close-preview", closePreview); // Esc (thread-layout.js)
 
   // ``refreshed``: the thread changed under the open preview; it is fetched again and says so, and
   // the focus stays where the reader left it.

@@ -29,6 +29,19 @@
     return { ok: response.ok, status: response.status, data };
   }
 
+  // An idempotency key per attempt: a resent request (a retry after a lost answer, a double click)
+  // names the same attempt, so the server makes one version and one run. A new one after success.
+  function newRequestId() {
+    if (window.crypto && typeof window.crypto.randomUUID === "function") return window.crypto.randomUUID();
+    const bytes = window.crypto.getRandomValues(new Uint8Array(16));
+    return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+  }
+
+  function requestIdOf(element) {
+    if (!element.dataset.requestId) element.dataset.requestId = newRequestId();
+    return element.dataset.requestId;
+  }
+
   // --- the switcher: show version n of a turn in place of the current one ---------------------------
   function showVersion(item, switcher, number) {
     const current = Number(switcher.dataset.current);
@@ -110,7 +123,7 @@
     if (regenerate && !regenerate.disabled) {
       regenerate.disabled = true;
       try {
-        const result = await post(regenerate.dataset.regenerateUrl);
+        const result = await post(regenerate.dataset.regenerateUrl, { request_id: requestIdOf(regenerate) });
         if (result.ok) {
           window.location.reload();
           return;
@@ -123,6 +136,11 @@
     }
   });
 
+  document.addEventListener("input", (event) => {
+    const form = event.target.closest && event.target.closest("form.edit-message");
+    if (form) delete form.dataset.requestId; // another text is another attempt
+  });
+
   document.addEventListener("submit", async (event) => {
     const form = event.target.closest("form.edit-message");
     if (!form) return;
@@ -132,7 +150,10 @@
     error.hidden = true;
     button.disabled = true;
     try {
-      const result = await post(form.dataset.editUrl, { content: form.querySelector("textarea").value });
+      const result = await post(form.dataset.editUrl, {
+        content: form.querySelector("textarea").value,
+        request_id: requestIdOf(form),
+      });
       if (result.ok) {
         window.location.reload();
         return;

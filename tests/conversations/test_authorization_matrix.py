@@ -126,7 +126,9 @@ MATRIX: dict[str, Route] = {
     "api:message_edit_send": Route(
         "POST", f"{API_THREAD}/messages/{{message}}/edit", _api_write(422), data={"content": "x"}, json=True
     ),
-    "api:thread_regenerate": Route("POST", f"{API_THREAD}/regenerate", _api_write(422)),
+    "api:thread_regenerate": Route(
+        "POST", f"{API_THREAD}/regenerate", _api_write(422), data={"request_id": "r-1"}, json=True
+    ),
     "api:message_versions_get": Route("GET", f"{API_THREAD}/messages/{{message}}/versions", API_READ),
     # Usage: everyone signed in gets their own figures (none of them carries a thread's text).
     "api:usage": Route("GET", "/api/usage", _roles(401, 200, 200)),

@@ -216,7 +216,7 @@ def test_refusals_leave_the_thread_as_it_was(owner_client, client, other_user, t
     AgentRun.objects.create(conversation=thread, status=AgentRun.Status.RUNNING)
     busy = owner_client.post(url, {"content": "edited"}, content_type="application/json")
     assert busy.status_code == 409 and busy.json()["code"] == "thread_busy"
-    busy = owner_client.post(f"/api/threads/{thread.thread_id}/regenerate")
+    busy = owner_client.post(f"/api/threads/{thread.thread_id}/regenerate", content_type="application/json")
     assert busy.status_code == 409
     client.force_login(other_user)
     assert client.post(url, {"content": "edited"}, content_type="application/json").status_code == 404
