@@ -15,7 +15,7 @@ pytestmark = pytest.mark.browser
 @pytest.mark.parametrize(("width", "height"), [(1366, 900), (390, 844)])
 @pytest.mark.parametrize("language", ["en", "zh-hans"])
 def test_an_opened_summary_stays_open_when_the_panels_are_rendered_again(
-    browser, e2e_server, width, height, language
+    browser, e2e_server, width, height, language, screenshot
 ):
     thread_id = e2e_server.seed("thread", title="Open summary")["thread_id"]
     with thread_page(browser, e2e_server, thread_id, width=width, height=height, language=language) as page:
@@ -35,3 +35,7 @@ def test_an_opened_summary_stays_open_when_the_panels_are_rendered_again(
         open_context(page)
         expect(page.locator("#memory-summary")).to_have_attribute("open", "")
         expect(page.locator("#memory-summary .summary-text h2").first).to_be_visible()
+        # The panel may be rendered again meanwhile: scroll whichever element is current.
+        page.evaluate("document.getElementById('memory-summary').scrollIntoView()")
+        expect(page.locator("#memory-summary")).to_have_attribute("open", "")
+        screenshot(page, f"summary-stays-open-{language}-{width}")
