@@ -155,7 +155,9 @@ def agent_graph_for(agent: Agent, *, language: str = "") -> CompiledStateGraph:
         *_configuration_version(agent),
         id(checkpointer),
         id(calibration),
-        language,
+        # Only the offline model (an agent with no endpoint) answers in the page's language: a provider's
+        # agent keeps one graph for every language.
+        language if agent.endpoint_id is None else "",
     )
 
     def build() -> CompiledStateGraph:

@@ -112,6 +112,23 @@ def test_the_cached_graph_is_rebuilt_when_the_agents_endpoint_changes(agent, ope
     assert runtime_graph.agent_graph_for(agent) is not first
 
 
+def test_the_offline_agent_has_a_graph_per_language_a_providers_agent_one_for_all(agent, openai_stub):
+    from agent_platform.models import ModelEndpoint
+
+    runtime_graph.agent_graphs_clear()
+    assert runtime_graph.agent_graph_for(agent, language="zh-hans") is not runtime_graph.agent_graph_for(
+        agent, language="en"
+    )
+    agent.endpoint = ModelEndpoint.objects.create(
+        name="Stub", base_url=openai_stub.base_url, default_model="m1"
+    )
+    agent.save()
+    agent.refresh_from_db()
+    assert runtime_graph.agent_graph_for(agent, language="zh-hans") is runtime_graph.agent_graph_for(
+        agent, language="en"
+    )
+
+
 def test_runs_that_start_together_build_the_graph_once(agent):
     from django.db import connection
 
