@@ -107,6 +107,7 @@ class Workdir:
         self.thread_id = str(thread_id)
         self.storage = storage if storage is not None else thread_storage(self.thread_id)
         self._object_storage = is_object_storage(self.storage)
+        self._real_root_of: tuple[Path, str] | None = None
 
     def __repr__(self) -> str:
         return f"<Workdir thread={self.thread_id}>"
@@ -207,13 +208,20 @@ class Workdir:
             return Path(self.storage.location)
         return None
 
+    def _real_root(self, root: Path) -> str:
+        """The root's real path, resolved once per instance: the operator's directory, not one a tool can
+        change (a compression checks a hundred saved files against it)."""
+        if self._real_root_of is None or self._real_root_of[0] != root:
+            self._real_root_of = (root, os.path.realpath(root))
+        return self._real_root_of[1]
+
     def _check_local_real_path(self, name: str) -> None:
         """On local disk, refuse ``name`` when its real path (symbolic links resolved) leaves the workdir.
         Other storages have no links: ``resolve`` is their boundary."""
         root = self._local_root()
         if root is None:
             return
-        real_root = os.path.realpath(root)
+        real_root = self._real_root(root)
         real = os.path.realpath(root / name)
         if real != real_root and not real.startswith(real_root + os.sep):
             raise WorkdirPathError(f"{name or '.'} leads outside the workdir (through a symbolic link).")

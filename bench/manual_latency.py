@@ -277,7 +277,7 @@ def _patched(recorder: Recorder):
     from context_engine.store import StagedStore
     from context_engine.summary import call as summary
     from context_engine.summary import fold_plan as folding
-    from context_engine.summary import identifiers, reference_index
+    from context_engine.summary import identifiers
     from conversations.services import threads
 
     seams = [
@@ -314,11 +314,6 @@ def _patched(recorder: Recorder):
             "extract_identifiers",
             recorder.wrap("identifier extraction", identifiers.extract_identifiers),
         ),
-        (
-            reference_index,
-            "extract_identifiers",
-            recorder.wrap("identifier extraction", reference_index.extract_identifiers),
-        ),
     ]
     with ExitStack() as stack:
         gc.callbacks.append(recorder.on_gc)
@@ -353,12 +348,13 @@ def _hold_lock(thread_id, user, locked: threading.Event, hold_s: float) -> None:
 def _sample(recorder: Recorder, conversation, user, *, contended: bool) -> dict[str, Any]:
     from compression.services import thread_compress
     from context_engine.compaction import tool_results as compaction
-    from context_engine.summary import identifiers
+    from context_engine.summary import identifiers, reference_index
     from context_engine.tokens import messages as tokens
 
     tokens.clear_cache()
     compaction.clear_caches()
     identifiers.clear_cache()
+    reference_index.clear_cache()
     holder = None
     if contended:
         locked = threading.Event()

@@ -142,12 +142,13 @@ def force_summarize(
             reason_detail=why or {"code": outcomes.INSUFFICIENT_HISTORY},
         )
     split = plan.split
+    folded_tokens = messages_tokens(split.folded, profile)
     budget = raw_within(summary_budget(config), factor=calibration.factor)
     decision = guard_check(
         values.get(SUMMARY_CALLS_KEY),
         limits=config.spend,
         now=now,
-        input_tokens=min(messages_tokens(split.folded, profile), budget),
+        input_tokens=min(folded_tokens, budget),
     )
     if not decision.allowed:
         return ManualCompression(
@@ -222,7 +223,7 @@ def force_summarize(
         saved_files=saved,
         pinned_messages=len(split.kept_pinned),
         summary_tokens=outcome.summary_tokens,
-        folded_tokens=messages_tokens(split.folded, profile),
+        folded_tokens=folded_tokens,
         loss_report=outcome.loss_report(),
     )
 

@@ -169,8 +169,9 @@ def message_text(message: BaseMessage) -> str:
     if is_saved(message):
         return receipt_body(text)
     if isinstance(message, AIMessage) and message.tool_calls:
-        text += "\n" + json.dumps(
-            [c.get("args") for c in message.tool_calls], ensure_ascii=False, default=str
+        # One line per call, as the history section renders its arguments: the same lines, read once.
+        text += "".join(
+            "\n" + json.dumps(c.get("args", {}), ensure_ascii=False, default=str) for c in message.tool_calls
         )
     return text
 

@@ -9,12 +9,14 @@ history file the view names), unreachable. Pure: text in, counts out.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from context_engine.lines import split_lines
 from context_engine.lru import LRU
 
 KIND_URL = "url"
@@ -296,23 +298,63 @@ def _count(value: Any) -> int:
 NO_LOSS: dict[str, Any] = {**LossReport().as_dict(), "repair_calls": 0, "repaired": False}
 
 
-# Identifiers per text (by its digest): a manual compression extracts what its preview just did.
-_extracted = LRU(4096)
+# Identifiers per line and per text: the loss report, the reference index and a preview before the
+# apply all read the same lines, and a history section repeats its folded messages' lines, so each
+# distinct line is extracted once. A short line is its own key (``functools.lru_cache``: no lock to
+# take, tens of thousands of lookups per compression); a longer one is keyed by its digest, so the
+# cache keeps no copy of it.
+_LINE_KEY_CHARS = 256
+_by_long_line = LRU(4096)
+_by_text = LRU(4096)
+
+
+@functools.lru_cache(maxsize=32768)
+def _short_line_identifiers(line: str) -> dict[str, str]:
+    return extract_identifiers(line)
 
 
 def clear_cache() -> None:
-    _extracted.clear()
+    _short_line_identifiers.cache_clear()
+    _by_long_line.clear()
+    _by_text.clear()
+
+
+def _digest(text: str) -> bytes:
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+def line_identifiers(line: str) -> dict[str, str]:
+    """The identifiers of one line (``extract_identifiers``, cached). Treat as read-only."""
+    if len(line) < MIN_IDENTIFIER_CHARS:
+        return {}
+    if len(line) <= _LINE_KEY_CHARS:
+        return _short_line_identifiers(line)
+    key = _digest(line)
+    found = _by_long_line.get(key)
+    if found is None:
+        found = extract_identifiers(line)
+        _by_long_line.put(key, found)
+    return found
+
+
+def text_identifiers(text: str) -> dict[str, str]:
+    """The identifiers of ``text``, line by line: an identifier lies within one line (so a reference
+    index can point at the line that holds it whole), in order of first appearance. Treat as read-only."""
+    key = _digest(text)
+    found = _by_text.get(key)
+    if found is None:
+        found = {}
+        for line in split_lines(text):
+            for value, kind in line_identifiers(line).items():
+                found.setdefault(value, kind)
+        _by_text.put(key, found)
+    return found
 
 
 def identifiers_of(texts: Iterable[str]) -> dict[str, str]:
     found: dict[str, str] = {}
     for text in texts:
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        extracted = _extracted.get(key)
-        if extracted is None:
-            extracted = extract_identifiers(text)
-            _extracted.put(key, extracted)
-        for value, kind in extracted.items():
+        for value, kind in text_identifiers(text).items():
             found.setdefault(value, kind)
     return found
 

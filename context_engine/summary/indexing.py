@@ -59,7 +59,10 @@ def index_inputs(
     return IndexInputs(
         identifiers={**identifiers_of(saved.values()), **fold_identifiers(folded)},
         kept=[message_text(m) for m in kept],
-        sources=[Source(file_path, section, first_line), *(Source(p, t) for p, t in saved.items())],
+        sources=[
+            Source(file_path, section, first_line, transcript=True),
+            *(Source(p, t) for p, t in saved.items()),
+        ],
     )
 
 

@@ -28,7 +28,8 @@ from context_engine.formats import (
 )
 from context_engine.lines import READ_DEFAULT_LIMIT, READ_MAX_CHARS, split_lines
 from context_engine.lru import LRU
-from context_engine.summary.identifiers import MIN_IDENTIFIER_CHARS, Haystack, extract_identifiers
+from context_engine.summary.identifiers import Haystack, line_identifiers
+from context_engine.summary.rendering import transcript_line_text
 
 OMITTED_RANGES_MAX = 10  # line ranges the index names for what it left out, each one read_file call
 _ROW_OVERHEAD = 16  # read_file's line-number column and line break, with room for continuation rows
@@ -42,6 +43,7 @@ class Source:
     path: str
     text: str
     first_line: int = 1
+    transcript: bool = False  # a rendered transcript (the history section): its lines are read unframed
 
 
 @dataclass(frozen=True)
@@ -101,21 +103,22 @@ class _Seen:
 _located = LRU(256)
 
 
-def _line_identifiers(text: str, memo: dict[str, dict[str, str]]) -> list[tuple[int, dict[str, str]]]:
+def clear_cache() -> None:
+    _located.clear()
+
+
+def _line_identifiers(text: str, *, framed: bool) -> list[tuple[int, dict[str, str]]]:
     """``(line index, identifiers on that line)`` for the lines of ``text`` that hold any. Extracted line
-    by line, so an identifier found here is on that line whole. ``memo``: identifiers per line already
-    extracted (a history section and the saved results it folded share many lines; half of a long
-    thread's lines are repeats). A line shorter than the shortest identifier holds none."""
-    key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+    by line (``line_identifiers``, cached per line: a history section and the saved results it folded
+    share many lines, and the loss report read them already), so an identifier found here is on that
+    line whole. ``framed``: ``text`` is a rendered transcript (the history section), whose lines are read
+    without the frame our templates put around the conversation's text."""
+    key = (framed, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest())
     found = _located.get(key)
     if found is None:
         found = []
         for n, line in enumerate(split_lines(text)):
-            if len(line) < MIN_IDENTIFIER_CHARS:
-                continue
-            ids = memo.get(line)
-            if ids is None:
-                ids = memo[line] = extract_identifiers(line)
+            ids = line_identifiers(transcript_line_text(line) if framed else line)
             if ids:
                 found.append((n, ids))
         _located.put(key, found)
@@ -124,9 +127,8 @@ def _line_identifiers(text: str, memo: dict[str, dict[str, str]]) -> list[tuple[
 
 def _locate(wanted: Mapping[str, str], sources: Sequence[Source]) -> dict[str, _Seen]:
     seen: dict[str, _Seen] = {}
-    memo: dict[str, dict[str, str]] = {}
     for number, source in enumerate(sources):
-        for index, ids in _line_identifiers(source.text, memo):
+        for index, ids in _line_identifiers(source.text, framed=source.transcript):
             for value in ids:
                 if value not in wanted:
                     continue

@@ -4,6 +4,7 @@ URL's ``&`` stays ``&``), in the ``<message type="...">`` frame of ``context_eng
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -26,6 +27,25 @@ from context_engine.formats import (
 )
 
 _MEDIA_KINDS = frozenset({"image", "audio", "video", "file"})
+
+
+def _frame(template: str, field: str) -> tuple[str, str]:
+    """The frame before and after ``{field}`` in ``template`` as regex sources, any attribute allowed."""
+    head, tail = template.split("{" + field + "}")
+    attribute = re.escape("{role}"), re.escape("{id}"), re.escape("{name}")
+    head, tail = re.escape(head), re.escape(tail)
+    for name in attribute:
+        head = head.replace(name, '[^"]*')
+    return head, tail
+
+
+_FRAMES = [
+    _frame(TRANSCRIPT_MESSAGE_TEMPLATE, "content"),
+    _frame(TRANSCRIPT_CONTENT_TEMPLATE, "content"),
+    _frame(TRANSCRIPT_TOOL_CALL_TEMPLATE, "args"),
+]
+_FRAME_OPEN = re.compile("^(?:" + "|".join(head for head, _ in _FRAMES) + ")")
+_FRAME_CLOSE = re.compile("(?:" + "|".join(tail for _, tail in _FRAMES) + ")$")
 
 
 def message_role(message: BaseMessage) -> str:
@@ -84,6 +104,12 @@ def render_message(message: BaseMessage) -> str:
         for call in calls
     ]
     return TRANSCRIPT_CALLS_TEMPLATE.format(role=role, parts="\n".join(parts))
+
+
+def transcript_line_text(line: str) -> str:
+    """The conversation's own text on one line of a rendered transcript: the frame our templates put
+    around it (message, content and tool-call tags, whose attributes are ours) taken off."""
+    return _FRAME_CLOSE.sub("", _FRAME_OPEN.sub("", line, count=1), count=1)
 
 
 def render_messages(messages: Sequence[BaseMessage]) -> str:
