@@ -104,10 +104,16 @@ def test_the_model_follows_the_endpoint_and_a_name_it_lacks_is_refused(
     page.fill("#id_name", f"Agent {tag}")
     page.fill("#id_slug", f"agent-{tag}")
     page.fill("#id_model_name", "gpt-4o-typo")
-    page.click("input[name=_save]")
+    with page.expect_navigation(wait_until="load"):
+        page.click("input[name=_save]")
     expect(page.locator(".field-model_name .errorlist")).to_contain_text(words["refused"])
+    # Only once the page has loaded: the admin form autofocuses its first field (the name), and a fill
+    # racing that focus typed the model name into the name field on a loaded machine.
     page.fill("#id_model_name", "qwen3-32b")
-    page.click("input[name=_save]")
+    expect(page.locator("#id_model_name")).to_have_value("qwen3-32b")
+    expect(page.locator("#id_name")).to_have_value(f"Agent {tag}")
+    with page.expect_navigation(wait_until="load"):
+        page.click("input[name=_save]")
     expect(page.locator(".messagelist .success")).to_be_visible()
     assert overflow(page) == 0
 
