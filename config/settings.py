@@ -165,7 +165,7 @@ SOCKET_ACCESS_RECHECK_SECONDS = env.float("SOCKET_ACCESS_RECHECK_SECONDS", defau
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "config.redis_pool.SharedClientRedisCache",
             "LOCATION": REDIS_URL,
             # One pool per process, not per thread: run signals are read from the graph's threads.
             "OPTIONS": {"pool_class": "config.redis_pool.SharedConnectionPool"},
