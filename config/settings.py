@@ -181,6 +181,12 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# A pool process keeps its database connection between tasks for this many seconds (config.celery),
+# checked before each; 0: a new connection per task, as web processes open one per request.
+WORKER_DB_CONN_MAX_AGE = env.int("WORKER_DB_CONN_MAX_AGE", default=300)
+# Celery's Django fixup closes a worker's connections after every task unless this is set; it then
+# closes them after this many tasks (and close_old_connections, around each task, by age or error).
+CELERY_DB_REUSE_MAX = 1000 if WORKER_DB_CONN_MAX_AGE else None
 
 # "celery": runs go to Celery workers; "inprocess": a thread in the web process (embedded default).
 RUN_EXECUTION = env.str("RUN_EXECUTION", default="celery" if REDIS_URL else "inprocess")
