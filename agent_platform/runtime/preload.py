@@ -10,7 +10,7 @@ import logging
 logger = logging.getLogger(__name__)
 
 RUN_MODULES = (
-    "langchain_openai",
+    "agent_platform.runtime.provider_model",  # langchain_openai
     "openai.resources.chat",
     "httpcore",
     "langgraph.checkpoint.postgres",
