@@ -33,7 +33,11 @@ def keep_database_connections(**_kwargs) -> None:
 
 @task_prerun.connect
 @task_postrun.connect
-def close_old_database_connections(**_kwargs) -> None:
+def close_old_database_connections(*, task=None, **_kwargs) -> None:
+    """Around a task in a worker, as around a request: not around one applied eagerly in its caller's
+    process (a test's, whose connection holds its transaction)."""
+    if task is not None and getattr(task.request, "is_eager", False):
+        return
     from django.db import close_old_connections
 
     close_old_connections()

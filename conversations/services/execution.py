@@ -57,20 +57,26 @@ def run_claim(*, run_id: int, conversation_id: int | None = None) -> bool:
         if run is None or run.status != AgentRun.Status.QUEUED:
             return False
         conversation_id = run.conversation_id
+    return _claim(run_id=run_id, conversation_id=conversation_id) is not None
+
+
+def _claim(*, run_id: int, conversation_id: int) -> dict[str, Any] | None:
+    """``run_claim``'s part under the lock: the fields it wrote (``attempts`` went up by one), or None."""
     with conversation_lock(conversation_id=conversation_id):
         head = run_queue_head(conversation_id=conversation_id)
         if head is None or head.pk != run_id or head.status != AgentRun.Status.QUEUED:
-            return False
+            return None
         now = timezone.now()
-        return bool(
-            AgentRun.objects.filter(pk=run_id, status=AgentRun.Status.QUEUED).update(
-                status=AgentRun.Status.RUNNING,
-                started_at=now,
-                heartbeat_at=now,
-                worker=worker_name(),
-                attempts=F("attempts") + 1,
-            )
+        claimed = {
+            "status": AgentRun.Status.RUNNING,
+            "started_at": now,
+            "heartbeat_at": now,
+            "worker": worker_name(),
+        }
+        updated = AgentRun.objects.filter(pk=run_id, status=AgentRun.Status.QUEUED).update(
+            **claimed, attempts=F("attempts") + 1
         )
+        return claimed if updated else None
 
 
 def run_perform(*, run_id: int) -> int | None:
@@ -80,13 +86,22 @@ def run_perform(*, run_id: int) -> int | None:
     A run still ``running`` under a lost worker (the task redelivered after its process died) is
     reclaimed first: re-queued and executed here, or failed if it was already claimed twice.
     """
-    found = AgentRun.objects.filter(pk=run_id).select_related("conversation").first()
-    if found is None:
+    run = (
+        AgentRun.objects.filter(pk=run_id)
+        .select_related("conversation__agent__endpoint", "input_message")
+        .first()
+    )
+    if run is None:
         return None
-    if run_is_orphaned(found):
-        run_reclaim(run=found)
-    if run_claim(run_id=run_id, conversation_id=found.conversation_id):
-        run = AgentRun.objects.select_related("conversation__agent__endpoint", "input_message").get(pk=run_id)
+    if run_is_orphaned(run):
+        run_reclaim(run=run)
+    # The row as read is the run's from here, with what the claim wrote: a queued run changes only
+    # through a claim (or a Stop, which cancels it and fails the claim).
+    claimed = _claim(run_id=run_id, conversation_id=run.conversation_id)
+    if claimed is not None:
+        for field, value in claimed.items():
+            setattr(run, field, value)
+        run.attempts += 1
         events.broadcast(run.conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
         relay = _RunRelay(run)
         with (
@@ -104,7 +119,7 @@ def run_perform(*, run_id: int) -> int | None:
             finally:
                 relay.reply.flush()  # no timer of this run's reply outlives it
                 run_signals.run_signals_clear(run_id=run_id)
-    return found.conversation_id
+    return run.conversation_id
 
 
 def _finish(

@@ -27,7 +27,7 @@ TOOL_STOP_DB_CHECK_SECONDS = 0.5
 class RunStopChecks:
     def __init__(self, run: AgentRun) -> None:
         self.run_id = run.pk
-        # The executor read the row just after its claim: as fresh a word as a database check.
+        # The executor read the row at its claim (a queued run has no Stop to record: Stop cancels it).
         self.stopped = run.cancel_requested_at is not None
         self.db_checked_at = time.monotonic()
         self.flag_checked_at = float("-inf")
