@@ -175,6 +175,10 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")
+# A process sends tasks over at most this many broker connections, shared by its threads (a run is
+# sent as one LPUSH of its id): with Celery's default of 10, a web process with many requests at
+# once opened up to ten, and more Redis connections than messages in a short burst.
+CELERY_BROKER_POOL_LIMIT = env.int("CELERY_BROKER_POOL_LIMIT", default=2)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True

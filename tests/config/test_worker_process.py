@@ -1,5 +1,6 @@
-"""A Celery pool process: it keeps its database connection from one task to the next, and starts
-with the modules a run imports on first use already loaded (imported by its main process)."""
+"""A Celery pool process keeps its database connection from one task to the next and starts with the
+modules a run imports on first use already loaded (by its main process); any process sends tasks over
+a small shared pool of broker connections."""
 
 from __future__ import annotations
 
@@ -48,3 +49,9 @@ def test_the_worker_main_process_preloads_what_a_run_imports_on_first_use():
     env = {"DJANGO_SETTINGS_MODULE": "config.test_settings", "PATH": ""}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_process_sends_tasks_over_two_shared_broker_connections_at_most():
+    # Celery's default (10) let a burst of requests open a broker connection each.
+    assert app.conf.broker_pool_limit == 2
+    assert app.pool.limit == 2
