@@ -166,6 +166,7 @@ class _RunRelay:
         self.reply = ReplyStream(run_id=run.pk, thread_id=self.thread_id)
         self.stop_checks = RunStopChecks(run)
         self.open_compression: dict[str, Any] | None = None  # a compression started, not yet ended
+        self.open_calls: set[str] = set()  # the last reply's tool calls this run has no answer to yet
 
     def execute(self) -> None:
         # Shared by the agent's runs in this language: this run's values travel in its config.
@@ -215,7 +216,7 @@ class _RunRelay:
             self._record_pressure()
             _finish(self.run, AgentRun.Status.CANCELLED)
             return
-        if interrupted is None:
+        if interrupted is None and self.open_calls:  # only a tool call can wait on the user (ask_user)
             interrupted = repository.snapshot().interrupts or None
         self._record_pressure()
         if interrupted:
@@ -341,6 +342,7 @@ class _RunRelay:
             return  # same id again: a compaction replaced a message in place, not a new one
         self.seen.add(message.id)
         if isinstance(message, AIMessage):
+            self.open_calls = {call.get("id") or "" for call in message.tool_calls}
             if not interrupted:  # this model call's reply is complete: the next one streams afresh
                 self.reply.reset()
             fields = {
@@ -351,6 +353,7 @@ class _RunRelay:
                 ],
             }
         else:
+            self.open_calls.discard(message.tool_call_id)
             fields = {
                 "role": Message.Role.TOOL,
                 "tool_call_id": message.tool_call_id,
