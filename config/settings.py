@@ -165,7 +165,7 @@ SOCKET_ACCESS_RECHECK_SECONDS = env.float("SOCKET_ACCESS_RECHECK_SECONDS", defau
 if REDIS_URL:
     CACHES = {
         "default": {
-            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "BACKEND": "config.redis_pool.SharedClientRedisCache",
             "LOCATION": REDIS_URL,
             # One pool per process, not per thread: run signals are read from the graph's threads.
             "OPTIONS": {"pool_class": "config.redis_pool.SharedConnectionPool"},
@@ -175,12 +175,22 @@ else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")
+# A process sends tasks over at most this many broker connections, shared by its threads (a run is
+# sent as one LPUSH of its id): with Celery's default of 10, a web process with many requests at
+# once opened up to ten, and more Redis connections than messages in a short burst.
+CELERY_BROKER_POOL_LIMIT = env.int("CELERY_BROKER_POOL_LIMIT", default=2)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
+# A pool process keeps its database connection between tasks for this many seconds (config.celery),
+# checked before each; 0: a new connection per task, as web processes open one per request.
+WORKER_DB_CONN_MAX_AGE = env.int("WORKER_DB_CONN_MAX_AGE", default=300)
+# Celery's Django fixup closes a worker's connections after every task unless this is set; it then
+# closes them after this many tasks (and close_old_connections, around each task, by age or error).
+CELERY_DB_REUSE_MAX = 1000 if WORKER_DB_CONN_MAX_AGE else None
 
 # "celery": runs go to Celery workers; "inprocess": a thread in the web process (embedded default).
 RUN_EXECUTION = env.str("RUN_EXECUTION", default="celery" if REDIS_URL else "inprocess")

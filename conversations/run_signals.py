@@ -8,6 +8,7 @@ see it on every streamed chunk without a query per token.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.core.cache import cache
@@ -57,9 +58,11 @@ class StopOnCancel(BaseCallbackHandler):
 
     raise_error = True
 
-    def __init__(self, run_id: int) -> None:
+    def __init__(self, run_id: int, *, stopped: Callable[[], bool] | None = None) -> None:
         self.run_id = run_id
+        # ``stopped``: the run's own check of the flag (``RunStopChecks.flag``: not a read per token).
+        self.stopped = stopped or (lambda: cancel_flag_is_set(run_id=run_id))
 
     def on_llm_new_token(self, token: str, **kwargs: Any) -> None:
-        if cancel_flag_is_set(run_id=self.run_id):
+        if self.stopped():
             raise RunCancelled()

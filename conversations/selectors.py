@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.core.validators import slug_re
-from django.db.models import Count, Exists, F, FloatField, Func, OuterRef, Q, QuerySet, Value
+from django.db.models import Case, Count, Exists, F, FloatField, Func, OuterRef, Q, QuerySet, Value, When
 from django.db.models.functions import Floor, Greatest, Least
 
 from agent_platform.models import Agent
@@ -129,10 +129,16 @@ def runs_active_count(*, user: AbstractBaseUser) -> int:
     return AgentRun.objects.filter(conversation__owner=user, status__in=AgentRun.ACTIVE_STATUSES).count()
 
 
-def run_next_queued(*, conversation_id: int) -> AgentRun | None:
+def run_queue_head(*, conversation_id: int) -> AgentRun | None:
+    """The thread's running run if one is, else its oldest queued run (None: neither), in one query:
+    what a claim and a dispatch decide on. Only ``pk`` and ``status`` are loaded."""
+    running_first = Case(When(status=AgentRun.Status.RUNNING, then=0), default=1)
     return (
-        AgentRun.objects.filter(conversation_id=conversation_id, status=AgentRun.Status.QUEUED)
-        .order_by("created_at", "id")
+        AgentRun.objects.filter(
+            conversation_id=conversation_id, status__in=(AgentRun.Status.RUNNING, AgentRun.Status.QUEUED)
+        )
+        .order_by(running_first, "created_at", "id")
+        .only("pk", "status")
         .first()
     )
 
@@ -216,8 +222,15 @@ def thread_state_messages(*, conversation: Conversation) -> list:
 def pinned_message_ids(*, conversation: Conversation) -> list[str]:
     """The checkpoint ids of the thread's pinned messages on its current branch, in transcript order
     (a pin on a replaced version stays with it and does not bind the fork)."""
-    visible = set(visible_messages(conversation=conversation).values_list("lc_message_id", flat=True))
-    return [i for i in MessagePin.objects.checkpoint_ids(conversation_id=conversation.pk) if i in visible]
+    pinned = MessagePin.objects.checkpoint_ids(conversation_id=conversation.pk)
+    if not pinned:  # most threads, at every run's start: one query, not a read of the whole transcript
+        return []
+    visible = set(
+        visible_messages(conversation=conversation)
+        .filter(lc_message_id__in=pinned)
+        .values_list("lc_message_id", flat=True)
+    )
+    return [i for i in pinned if i in visible]
 
 
 def thread_folded_last_seq(*, conversation: Conversation, values: dict) -> int | None:

@@ -32,3 +32,25 @@ def test_cache_objects_of_many_threads_share_one_pool_and_its_connections():
     assert len({id(pool) for pool in pools}) == 1
     pool = pools[0]
     assert len(pool._available_connections) + len(pool._in_use_connections) == 1
+
+
+@pytest.mark.redis
+def test_cache_objects_of_many_threads_share_one_client_object():
+    """Django's own backend builds a ``redis.Redis`` per call; the project's builds one per pool."""
+    from config.redis_pool import SharedClientRedisCache
+
+    options = {"OPTIONS": {"pool_class": "config.redis_pool.SharedConnectionPool"}}
+    clients = []
+
+    def use() -> None:
+        own = SharedClientRedisCache(os.environ["REDIS_URL"], options)
+        own.set("redis-client-test", 2, 10)
+        assert own.get("redis-client-test") == 2
+        clients.extend([own._cache.get_client(write=True), own._cache.get_client()])
+
+    threads = [threading.Thread(target=use) for _ in range(10)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(clients) == 20 and len({id(client) for client in clients}) == 1

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING
 
 from django.conf import settings
@@ -96,13 +97,18 @@ _sources = LRU(SOURCES_PER_PROCESS)
 
 def calibration_source_for(*, agent: Agent) -> CalibrationMemory:
     """The process's calibration of ``agent``'s endpoint and model (one object per endpoint, model and
-    profile, shared by every middleware on them), set from the table: called when a graph is built."""
-    key = tuple(calibration_key(agent=agent).values())
-    source = _sources.get(key)
-    if source is None:
-        source = CalibrationMemory()
-        _sources.put(key, source)
+    profile, shared by every middleware on them), set from the table at most every
+    ``CALIBRATION_FLUSH_SECONDS`` (every run asks): other processes store their readings no more often,
+    and this process's own are in the object already (the middleware applies each one at once)."""
+    row_key = calibration_key(agent=agent)
+    key = tuple(row_key.values())
+    entry = _sources.get(key)
+    now = time.monotonic()
+    if entry is not None and now - entry[1] < settings.CALIBRATION_FLUSH_SECONDS:
+        return entry[0]
+    source = entry[0] if entry is not None else CalibrationMemory()
+    _sources.put(key, (source, now))
     with _pending_lock:  # readings of this process not stored yet count too
-        waiting = list(_pending.get(tuple(calibration_key(agent=agent).items()), ()))
+        waiting = list(_pending.get(tuple(row_key.items()), ()))
     source.set(_applied(calibration_for(agent=agent), waiting))
     return source

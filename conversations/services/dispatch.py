@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 
 from conversations.models import AgentRun
-from conversations.selectors import run_next_queued
+from conversations.selectors import run_queue_head
 from conversations.services.execution import run_perform
 
 logger = logging.getLogger(__name__)
@@ -27,10 +27,8 @@ def run_dispatch_next(*, conversation_id: int) -> int | None:
 
     Call outside a transaction (on commit). Starting the same run twice is harmless: only one claim wins.
     """
-    if AgentRun.objects.filter(conversation_id=conversation_id, status=AgentRun.Status.RUNNING).exists():
-        return None
-    run = run_next_queued(conversation_id=conversation_id)
-    if run is None:
+    run = run_queue_head(conversation_id=conversation_id)
+    if run is None or run.status == AgentRun.Status.RUNNING:
         return None
     run_start(run_id=run.pk)
     return run.pk

@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import logging
-import threading
-import time
 import uuid
 from typing import Any
 
-from django.db import connection
 from django.db.models import F
 from django.utils import timezone
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
@@ -27,7 +24,7 @@ from context_engine.text import clean_text
 from context_engine.tokens.messages import profile_for_model, with_estimate
 from conversations import events, run_signals
 from conversations.models import AgentRun, Conversation, Message
-from conversations.selectors import pinned_message_ids, run_next_queued
+from conversations.selectors import pinned_message_ids, run_queue_head
 from conversations.services.attachments import message_model_content
 from conversations.services.closing import (
     EARLIER_ATTEMPT_STOPPED,
@@ -39,6 +36,7 @@ from conversations.services.closing import (
 from conversations.services.leases import run_is_orphaned, run_lease, run_reclaim, worker_name
 from conversations.services.pressure import conversation_pressure_update
 from conversations.services.run_reading import interrupt_question, message_text
+from conversations.services.stop_checks import RunStopChecks
 from conversations.services.streaming import ReplyStream
 from conversations.services.threads import conversation_lock, failure_notice_append, message_append
 from conversations.services.usage import usage_record_reply
@@ -46,38 +44,39 @@ from conversations.signals import run_compression_event, run_usage_reported
 
 logger = logging.getLogger(__name__)
 
-# The cache flag is read on every chunk; the database (the source of truth) at most this often.
-CANCEL_DB_CHECK_SECONDS = 1.0
-# A waiting tool has no chunks to check between: its watcher asks the database this often (Stop ≤ 1 s).
-TOOL_STOP_DB_CHECK_SECONDS = 0.5
 
-
-def run_claim(*, run_id: int) -> bool:
+def run_claim(*, run_id: int, conversation_id: int | None = None) -> bool:
     """Move the run from ``queued`` to ``running`` if it is its thread's next run and none is running.
 
     Under the thread's row lock, so two workers never run one thread at once; the conditional UPDATE
-    makes a duplicate delivery of the same run a no-op.
+    makes a duplicate delivery of the same run a no-op. ``conversation_id``: the run's thread, when the
+    caller has read the run already (its status is decided under the lock either way).
     """
-    run = AgentRun.objects.filter(pk=run_id).only("conversation_id", "status").first()
-    if run is None or run.status != AgentRun.Status.QUEUED:
-        return False
-    with conversation_lock(conversation_id=run.conversation_id):
-        siblings = AgentRun.objects.filter(conversation_id=run.conversation_id)
-        if siblings.filter(status=AgentRun.Status.RUNNING).exists():
+    if conversation_id is None:
+        run = AgentRun.objects.filter(pk=run_id).only("conversation_id", "status").first()
+        if run is None or run.status != AgentRun.Status.QUEUED:
             return False
-        next_run = run_next_queued(conversation_id=run.conversation_id)
-        if next_run is None or next_run.pk != run_id:
-            return False
+        conversation_id = run.conversation_id
+    return _claim(run_id=run_id, conversation_id=conversation_id) is not None
+
+
+def _claim(*, run_id: int, conversation_id: int) -> dict[str, Any] | None:
+    """``run_claim``'s part under the lock: the fields it wrote (``attempts`` went up by one), or None."""
+    with conversation_lock(conversation_id=conversation_id):
+        head = run_queue_head(conversation_id=conversation_id)
+        if head is None or head.pk != run_id or head.status != AgentRun.Status.QUEUED:
+            return None
         now = timezone.now()
-        return bool(
-            siblings.filter(pk=run_id, status=AgentRun.Status.QUEUED).update(
-                status=AgentRun.Status.RUNNING,
-                started_at=now,
-                heartbeat_at=now,
-                worker=worker_name(),
-                attempts=F("attempts") + 1,
-            )
+        claimed = {
+            "status": AgentRun.Status.RUNNING,
+            "started_at": now,
+            "heartbeat_at": now,
+            "worker": worker_name(),
+        }
+        updated = AgentRun.objects.filter(pk=run_id, status=AgentRun.Status.QUEUED).update(
+            **claimed, attempts=F("attempts") + 1
         )
+        return claimed if updated else None
 
 
 def run_perform(*, run_id: int) -> int | None:
@@ -87,13 +86,22 @@ def run_perform(*, run_id: int) -> int | None:
     A run still ``running`` under a lost worker (the task redelivered after its process died) is
     reclaimed first: re-queued and executed here, or failed if it was already claimed twice.
     """
-    found = AgentRun.objects.filter(pk=run_id).select_related("conversation").first()
-    if found is None:
+    run = (
+        AgentRun.objects.filter(pk=run_id)
+        .select_related("conversation__agent__endpoint", "input_message")
+        .first()
+    )
+    if run is None:
         return None
-    if run_is_orphaned(found):
-        run_reclaim(run=found)
-    if run_claim(run_id=run_id):
-        run = AgentRun.objects.select_related("conversation__agent__endpoint", "input_message").get(pk=run_id)
+    if run_is_orphaned(run):
+        run_reclaim(run=run)
+    # The row as read is the run's from here, with what the claim wrote: a queued run changes only
+    # through a claim (or a Stop, which cancels it and fails the claim).
+    claimed = _claim(run_id=run_id, conversation_id=run.conversation_id)
+    if claimed is not None:
+        for field, value in claimed.items():
+            setattr(run, field, value)
+        run.attempts += 1
         events.broadcast(run.conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
         relay = _RunRelay(run)
         with (
@@ -111,7 +119,7 @@ def run_perform(*, run_id: int) -> int | None:
             finally:
                 relay.reply.flush()  # no timer of this run's reply outlives it
                 run_signals.run_signals_clear(run_id=run_id)
-    return found.conversation_id
+    return run.conversation_id
 
 
 def _finish(
@@ -156,10 +164,9 @@ class _RunRelay:
         self.recorded_usage: dict[str, Any] | None = None  # the token_usage last copied to the row
         self.repository: Any = None
         self.reply = ReplyStream(run_id=run.pk, thread_id=self.thread_id)
-        self.cancel_checked_at = 0.0
-        self.tool_stop_checked_at = 0.0
-        self.executor_thread = threading.get_ident()
+        self.stop_checks = RunStopChecks(run)
         self.open_compression: dict[str, Any] | None = None  # a compression started, not yet ended
+        self.open_calls: set[str] = set()  # the last reply's tool calls this run has no answer to yet
 
     def execute(self) -> None:
         # Shared by the agent's runs in this language: this run's values travel in its config.
@@ -179,10 +186,13 @@ class _RunRelay:
         self.token_usage = snapshot.values.get(TOKEN_USAGE_KEY)
         payload = self._input(pending_interrupt=bool(snapshot.interrupts))
         interrupted: Any = None
-        cancelled = self._cancel_requested(force=True)
-        config = {**config, "callbacks": [run_signals.StopOnCancel(self.run.pk)]}
-        # A tool that waits (search, sub-agent) watches the cache flag too: Stop ends it, not its return.
-        config["configurable"][STOP_CHECK_CONFIG_KEY] = self._stop_requested_in_tool
+        cancelled = self.stop_checks.flag()  # the row read at the claim said whether Stop came first
+        config = {
+            **config,
+            "callbacks": [run_signals.StopOnCancel(self.run.pk, stopped=self.stop_checks.flag)],
+        }
+        # A tool that waits (search, sub-agent) watches too: Stop ends it, not its return.
+        config["configurable"][STOP_CHECK_CONFIG_KEY] = self.stop_checks.in_tool
         stream = graph.stream(payload, config, stream_mode=["messages", "custom", "updates"])
         try:
             for mode, chunk in () if cancelled else stream:
@@ -192,7 +202,7 @@ class _RunRelay:
                     self._on_custom(chunk)
                 elif mode == "updates":
                     interrupted = self._on_updates(chunk) or interrupted
-                if self._cancel_requested():  # between steps (a long tool), or a lost cache flag
+                if self.stop_checks.by_executor():  # between steps (a long tool), or a lost cache flag
                     cancelled = True
                     break
         except (run_signals.RunCancelled, ToolStopped, Stopped):
@@ -206,7 +216,7 @@ class _RunRelay:
             self._record_pressure()
             _finish(self.run, AgentRun.Status.CANCELLED)
             return
-        if interrupted is None:
+        if interrupted is None and self.open_calls:  # only a tool call can wait on the user (ask_user)
             interrupted = repository.snapshot().interrupts or None
         self._record_pressure()
         if interrupted:
@@ -252,35 +262,6 @@ class _RunRelay:
         # The user's message enters the state carrying its estimate (SPEC 4): estimated once, ever.
         profile = profile_for_model(self.run.conversation.agent.resolved_model_name)
         return {"messages": [with_estimate(HumanMessage(content=content, id=message.lc_message_id), profile)]}
-
-    def _cancel_requested(self, *, force: bool = False) -> bool:
-        if run_signals.cancel_flag_is_set(run_id=self.run.pk):
-            return True
-        now = time.monotonic()
-        if not force and now - self.cancel_checked_at < CANCEL_DB_CHECK_SECONDS:
-            return False
-        self.cancel_checked_at = now
-        if not AgentRun.objects.filter(pk=self.run.pk, cancel_requested_at__isnull=False).exists():
-            return False
-        # The flag was lost or lives in another process's cache: set it where this model call sees it.
-        run_signals.cancel_flag_set(run_id=self.run.pk)
-        return True
-
-    def _stop_requested_in_tool(self) -> bool:
-        """Stop, as a waiting tool's watcher sees it: the cache flag, and (a flag lost or in another
-        process's cache) the database at most every ``TOOL_STOP_DB_CHECK_SECONDS``, on that graph
-        thread's own connection, closed right after so it never outlives the check."""
-        if run_signals.cancel_flag_is_set(run_id=self.run.pk):
-            return True
-        now = time.monotonic()
-        if now - self.tool_stop_checked_at < TOOL_STOP_DB_CHECK_SECONDS:
-            return False
-        self.tool_stop_checked_at = now
-        try:
-            return AgentRun.objects.filter(pk=self.run.pk, cancel_requested_at__isnull=False).exists()
-        finally:
-            if threading.get_ident() != self.executor_thread:
-                connection.close()
 
     def _close_cancelled(self, repository: Any) -> None:
         """Leave transcript and checkpoint consistent after Stop.
@@ -361,6 +342,7 @@ class _RunRelay:
             return  # same id again: a compaction replaced a message in place, not a new one
         self.seen.add(message.id)
         if isinstance(message, AIMessage):
+            self.open_calls = {call.get("id") or "" for call in message.tool_calls}
             if not interrupted:  # this model call's reply is complete: the next one streams afresh
                 self.reply.reset()
             fields = {
@@ -371,6 +353,7 @@ class _RunRelay:
                 ],
             }
         else:
+            self.open_calls.discard(message.tool_call_id)
             fields = {
                 "role": Message.Role.TOOL,
                 "tool_call_id": message.tool_call_id,
