@@ -58,10 +58,10 @@ class StopOnCancel(BaseCallbackHandler):
 
     raise_error = True
 
-    def __init__(self, run_id: int, *, stopped: Callable[[], bool] | None = None) -> None:
+    def __init__(self, run_id: int, *, stopped: Callable[[], bool]) -> None:
         self.run_id = run_id
         # ``stopped``: the run's own check of the flag (``RunStopChecks.flag``: not a read per token).
-        self.stopped = stopped or (lambda: cancel_flag_is_set(run_id=run_id))
+        self.stopped = stopped
 
     def on_llm_new_token(self, token: str, **kwargs: Any) -> None:
         if self.stopped():

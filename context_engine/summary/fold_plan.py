@@ -168,12 +168,17 @@ def message_text(message: BaseMessage) -> str:
     text = content if isinstance(content, str) else tool_result_text(content)
     if is_saved(message):
         return receipt_body(text)
-    if isinstance(message, AIMessage) and message.tool_calls:
-        # One line per call, as the history section renders its arguments: the same lines, read once.
-        text += "".join(
-            "\n" + json.dumps(c.get("args", {}), ensure_ascii=False, default=str) for c in message.tool_calls
-        )
-    return text
+    return text + tool_call_args_text(message)
+
+
+def tool_call_args_text(message: BaseMessage) -> str:
+    """An AI message's tool-call arguments as identifiers are read in them: one line per call, as the
+    history section renders them (the same lines, read once); empty for any other message."""
+    if not isinstance(message, AIMessage) or not message.tool_calls:
+        return ""
+    return "".join(
+        "\n" + json.dumps(c.get("args", {}), ensure_ascii=False, default=str) for c in message.tool_calls
+    )
 
 
 def receipt_body(text: str) -> str:

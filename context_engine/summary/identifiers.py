@@ -319,7 +319,8 @@ def clear_cache() -> None:
     _by_text.clear()
 
 
-def _digest(text: str) -> bytes:
+def text_digest(text: str) -> bytes:
+    """A text's cache key (lone surrogates included: a tool may return them)."""
     return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
@@ -329,7 +330,7 @@ def line_identifiers(line: str) -> dict[str, str]:
         return {}
     if len(line) <= _LINE_KEY_CHARS:
         return _short_line_identifiers(line)
-    key = _digest(line)
+    key = text_digest(line)
     found = _by_long_line.get(key)
     if found is None:
         found = extract_identifiers(line)
@@ -340,7 +341,7 @@ def line_identifiers(line: str) -> dict[str, str]:
 def text_identifiers(text: str) -> dict[str, str]:
     """The identifiers of ``text``, line by line: an identifier lies within one line (so a reference
     index can point at the line that holds it whole), in order of first appearance. Treat as read-only."""
-    key = _digest(text)
+    key = text_digest(text)
     found = _by_text.get(key)
     if found is None:
         found = {}

@@ -7,11 +7,10 @@ it, counts as two reads (a whole transcript), and so does a saved file only the 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import BaseMessage
 
 from context_engine.compaction.tool_results import tool_result_text
 from context_engine.formats import (
@@ -22,7 +21,7 @@ from context_engine.formats import (
     REPAIR_PROMPT_TEMPLATE,
 )
 from context_engine.store import ResultStore
-from context_engine.summary.fold_plan import fold_identifiers, message_text
+from context_engine.summary.fold_plan import fold_identifiers, message_text, tool_call_args_text
 from context_engine.summary.history import render_history_section
 from context_engine.summary.identifiers import LOST_LIST_MAX, LossReport, loss_report
 from context_engine.summary.reference_index import NO_INDEX, ReferenceIndex
@@ -53,11 +52,7 @@ def view_text(message: BaseMessage) -> str:
     with its tool calls' arguments (``read_file(path)`` in the tail names ``path``)."""
     content = message.content
     text = content if isinstance(content, str) else tool_result_text(content)
-    if isinstance(message, AIMessage) and message.tool_calls:
-        text += "\n" + json.dumps(
-            [c.get("args") for c in message.tool_calls], ensure_ascii=False, default=str
-        )
-    return text
+    return text + tool_call_args_text(message)
 
 
 def named_paths(paths: Iterable[str], view: Sequence[str]) -> list[str]:

@@ -11,7 +11,6 @@ in the summary nor in the kept messages.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -28,7 +27,7 @@ from context_engine.formats import (
 )
 from context_engine.lines import READ_DEFAULT_LIMIT, READ_MAX_CHARS, split_lines
 from context_engine.lru import LRU
-from context_engine.summary.identifiers import Haystack, line_identifiers
+from context_engine.summary.identifiers import Haystack, line_identifiers, text_digest
 from context_engine.summary.rendering import transcript_line_text
 
 OMITTED_RANGES_MAX = 10  # line ranges the index names for what it left out, each one read_file call
@@ -113,7 +112,7 @@ def _line_identifiers(text: str, *, framed: bool) -> list[tuple[int, dict[str, s
     share many lines, and the loss report read them already), so an identifier found here is on that
     line whole. ``framed``: ``text`` is a rendered transcript (the history section), whose lines are read
     without the frame our templates put around the conversation's text."""
-    key = (framed, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest())
+    key = (framed, text_digest(text))
     found = _located.get(key)
     if found is None:
         found = []

@@ -53,8 +53,6 @@ class RunStopChecks:
         connection, closed right after so it never outlives the check."""
         if self.flag():
             return True
-        if time.monotonic() - self.db_checked_at < TOOL_STOP_DB_CHECK_SECONDS:
-            return False
         try:
             return self._recorded(every=TOOL_STOP_DB_CHECK_SECONDS)
         finally:
