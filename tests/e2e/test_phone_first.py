@@ -6,9 +6,11 @@ automatic title) and the keyboard (Esc, "/", Alt+Shift+N, the skip link)."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 from tests.e2e.chat_support import LONG_REPLY, send, send_and_wait, thread_page, usage
@@ -46,8 +48,15 @@ def _latest_and_composer_in_view(page) -> None:
     assert box["y"] + box["height"] <= page.locator("#composer").bounding_box()["y"] + 1
 
 
+_SIDEWAYS = "document.scrollingElement.scrollWidth - window.innerWidth"
+
+
 def _no_sideways_scroll(page, width: int) -> None:
-    overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
+    """Measured once the layout settles (a re-render in flight, as a rename's, overflowed for a moment on
+    a loaded machine: 22 px once in a CI run); an overflow that stays fails as before."""
+    with contextlib.suppress(PlaywrightTimeoutError):
+        page.wait_for_function(f"({_SIDEWAYS}) <= 0", timeout=2000)
+    overflow = page.evaluate(_SIDEWAYS)
     assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
 
 
