@@ -10,11 +10,14 @@ runs' statuses every 20 ms for all of them), then sends the next, all 20 at once
 ``<DATABASE_URL's name>_bench`` is created, migrated and dropped.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/agents REDIS_URL=redis://127.0.0.1:6379/0 \
-        python -m bench.throughput [--compare OTHER_CHECKOUT]
+        python -m bench.throughput [--repeat N] [--compare OTHER_CHECKOUT]
 
-``--compare`` measures another checkout of the project (e.g. a worktree of an earlier commit) in the
-same run, first, with this file's measuring code and that checkout's platform code, and prints both
-rows in one table.
+Each measurement runs in a process of its own, ``--repeat`` times (default 3), and each figure is
+reported as the median of its runs, with every run listed: one run of 200 messages moved by a quarter
+from run to run on an idle two-core machine, so a single one says little. ``--compare`` measures another
+checkout of the project (e.g. a worktree of an earlier commit) in the same session, with this file's
+measuring code and that checkout's platform code, the two codes' runs alternating, and prints both
+median rows in one table.
 """
 
 from __future__ import annotations
@@ -284,55 +287,110 @@ def _label(root: Path) -> str:
     return f"`{commit or root.name}`"
 
 
-def markdown(rows: list[tuple[str, dict[str, float | int]]]) -> str:
+def _measured(root: Path) -> dict[str, float | int]:
+    """One measurement of ``root``'s platform with this file's measuring code, in a fresh process (each
+    gets its own database, workers and stub)."""
+    env = {**os.environ, "BENCH_ROOT": str(root)}
+    out = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--row"], cwd=root, env=env, capture_output=True,
+        text=True, check=True,
+    ).stdout  # fmt: skip
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _median_row(runs: list[dict[str, float | int]]) -> dict[str, float | int]:
+    """Each figure's median over the runs (loads: the lowest start and the highest end)."""
+    row: dict[str, float | int] = {
+        key: statistics.median(run[key] for run in runs) for key in runs[0] if not key.startswith("load_")
+    }
+    row["messages"], row["failed"] = sum(r["messages"] for r in runs), sum(r["failed"] for r in runs)
+    row["load_start"], row["load_end"] = min(r["load_start"] for r in runs), max(r["load_end"] for r in runs)
+    row["runs"], row["cores"] = len(runs), runs[0]["cores"]
+    row["rate_min"], row["rate_max"] = (
+        min(r["messages_per_s"] for r in runs),
+        max(r["messages_per_s"] for r in runs),
+    )
+    return row
+
+
+def markdown(
+    rows: list[tuple[str, dict[str, float | int]]], runs: list[tuple[str, dict[str, float | int]]]
+) -> str:
+    """``rows``: one median row per code; ``runs``: every run, in the order they ran."""
+    repeat = rows[0][1]["runs"]
     lines = [
         f"{SECTION}\n",
         f"{THREADS} threads × {MESSAGES} messages sent at once (each thread waits for its run before the next "
         f"message), PostgreSQL, {WORKERS} Celery workers of one process each, a local OpenAI-protocol stub "
-        f"(`python -m bench.throughput`). Latency is from the send to the run's end, as one watcher reading "
-        f"every pending run's status every 20 ms sees it. CPU is the workers' "
+        f"(`python -m bench.throughput --repeat {repeat}`). Latency is from the send to the run's end, as one "
+        f"watcher reading every pending run's status every 20 ms sees it. CPU is the workers' "
         f"processes' CPU-seconds per message; Redis is connections opened per message (the server's count "
         f"less its background rate, measured idle just before; raw count beside it). Load is the machine's "
         f"1-minute load average at the start and the end of the messages, on {rows[0][1]['cores']} cores: "
-        f"wall-clock figures move with it, CPU per message less (still by tens of percent at a high load).\n",
-        "| code | messages | failed | wall | messages/s | p50 | p95 | CPU-s / message | Redis conn. / message "
-        "(raw) | load start → end |",
+        f"wall-clock figures move with it, CPU per message less (still by tens of percent at a high load). "
+        f"Each row is the median of {repeat} runs of {THREADS * MESSAGES} messages (messages and failures: "
+        f"their sum; load: the lowest start and the highest end); with `--compare` the two codes' runs "
+        f"alternate, so drift in the machine's load falls on both. Every run is listed below.\n",
+        "| code | runs | messages | failed | messages/s (median, min–max) | p50 | p95 | CPU-s / message | "
+        "Redis conn. / message (raw) | load start → end |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for label, row in rows:
         lines.append(
-            f"| {label} | {row['messages']} | {row['failed']} | {row['wall_s']:.1f} s | "
-            f"{row['messages_per_s']:.2f} | {row['p50_s']:.2f} s | {row['p95_s']:.2f} s | "
-            f"{row['cpu_per_message']:.3f} | {row['redis_per_message']:.2f} ({row['redis_raw_per_message']:.2f}) | "
+            f"| {label} | {row['runs']} | {row['messages']} | {row['failed']} | "
+            f"{row['messages_per_s']:.2f} ({row['rate_min']:.2f}–{row['rate_max']:.2f}) | {row['p50_s']:.2f} s | "
+            f"{row['p95_s']:.2f} s | {row['cpu_per_message']:.3f} | "
+            f"{row['redis_per_message']:.2f} ({row['redis_raw_per_message']:.2f}) | "
             f"{row['load_start']:.1f} → {row['load_end']:.1f} |"
         )
     if len(rows) == 2:
         (before_label, before), (after_label, after) = rows
         lines += [
             "",
-            f"{after_label} against {before_label}, same run: CPU-s per message ×"
+            f"{after_label} against {before_label}, medians of the same session: CPU-s per message ×"
             f"{after['cpu_per_message'] / before['cpu_per_message']:.2f}, Redis connections per message ×"
             f"{after['redis_per_message'] / max(before['redis_per_message'], 1e-9):.2f}, messages/s ×"
             f"{after['messages_per_s'] / before['messages_per_s']:.2f}, p95 ×{after['p95_s'] / before['p95_s']:.2f}.",
         ]
+    lines += [
+        "",
+        "## Every run",
+        "",
+        "| # | code | messages | failed | wall | messages/s | p50 | p95 | CPU-s / message | "
+        "Redis conn. / message (raw) | load start → end |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for number, (label, run) in enumerate(runs, 1):
+        lines.append(
+            f"| {number} | {label} | {run['messages']} | {run['failed']} | {run['wall_s']:.1f} s | "
+            f"{run['messages_per_s']:.2f} | {run['p50_s']:.2f} s | {run['p95_s']:.2f} s | "
+            f"{run['cpu_per_message']:.3f} | {run['redis_per_message']:.2f} ({run['redis_raw_per_message']:.2f}) | "
+            f"{run['load_start']:.1f} → {run['load_end']:.1f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
+def _option(name: str, default: str | None = None) -> str | None:
+    return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
+
+
 def main() -> None:
-    if "--row" in sys.argv:  # one measurement, as JSON, for a --compare parent
+    if "--row" in sys.argv:  # one measurement, as JSON, for the parent that repeats and tabulates
         print(json.dumps(measure()))
         return
-    rows: list[tuple[str, dict[str, float | int]]] = []
-    if "--compare" in sys.argv:
-        other = Path(sys.argv[sys.argv.index("--compare") + 1]).resolve()
-        env = {**os.environ, "BENCH_ROOT": str(other)}
-        out = subprocess.run(
-            [sys.executable, str(Path(__file__).resolve()), "--row"], cwd=other, env=env, capture_output=True,
-            text=True, check=True,
-        ).stdout  # fmt: skip
-        rows.append((_label(other), json.loads(out.strip().splitlines()[-1])))
-    rows.append((_label(ROOT), measure()))
-    table = markdown(rows)
+    repeat = int(_option("--repeat", "3"))
+    roots = [ROOT]
+    if (other := _option("--compare")) is not None:
+        roots.insert(0, Path(other).resolve())
+    runs: list[tuple[str, dict[str, float | int]]] = []
+    by_root: dict[Path, list[dict[str, float | int]]] = {root: [] for root in roots}
+    for _ in range(repeat):
+        for root in roots:  # alternating: the older code first in each round
+            measured = _measured(root)
+            by_root[root].append(measured)
+            runs.append((_label(root), measured))
+            print(f"{_label(root)}: {measured['messages_per_s']:.2f} messages/s", file=sys.stderr)
+    table = markdown([(_label(root), _median_row(by_root[root])) for root in roots], runs)
     print(table)
     if ROOT == HERE:
         DOC.write_text(table, encoding="utf-8")
