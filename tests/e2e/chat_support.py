@@ -4,9 +4,10 @@ threads, opening and sending, geometry."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
@@ -144,6 +145,19 @@ def in_viewport(page, selector: str) -> bool:
            return r.top >= 0 && r.bottom <= window.innerHeight + 1; }""",
         selector,
     )
+
+
+_SIDEWAYS = "document.scrollingElement.scrollWidth - window.innerWidth"
+
+
+def assert_no_sideways_scroll(page, width: int) -> None:
+    """The page does not scroll sideways at ``width``, measured once the layout settles: a re-render in
+    flight (a rename's) overflowed for a moment on a loaded machine, 22 px once in a CI run. An overflow
+    that stays (2 s) fails."""
+    with suppress(PlaywrightTimeoutError):
+        page.wait_for_function(f"({_SIDEWAYS}) <= 0", timeout=2000)
+    overflow = page.evaluate(_SIDEWAYS)
+    assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
 
 
 def overflow(page) -> int:

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
-from tests.e2e.chat_support import open_context, plan_a_trip, thread_page
+from tests.e2e.chat_support import assert_no_sideways_scroll, open_context, plan_a_trip, thread_page
 
 pytestmark = pytest.mark.browser
 
@@ -44,8 +44,7 @@ def test_the_card_shows_the_job_in_progress_and_stop_ends_it_with_nothing_applie
             running, stopped = WORDS[language]
             expect(progress).to_contain_text(running)
             expect(page.locator("#compress-button")).to_be_disabled()
-            overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
-            assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
+            assert_no_sideways_scroll(page, width)
             page.evaluate("document.getElementById('compression-job').scrollIntoView({block: 'center'})")
             screenshot(page, f"compress-job-{language}-{width}")
             # A reload (or a second tab) shows the same job with its Stop.

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
-from tests.e2e.chat_support import open_context, plan_a_trip, thread_page
+from tests.e2e.chat_support import assert_no_sideways_scroll, open_context, plan_a_trip, thread_page
 
 pytestmark = pytest.mark.browser
 
@@ -32,8 +32,7 @@ def test_the_preview_shows_the_computed_size_with_the_offline_summarizer(
         expect(page.locator("#compress-preview-range")).to_have_count(0)
         shown_after = int(preview.get_attribute("data-after"))
         preview.scroll_into_view_if_needed()
-        overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
-        assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
+        assert_no_sideways_scroll(page, width)
         if (language, width) == ("zh-hans", 390):
             screenshot(page, "compress-preview-zh-hans-390")
         if (language, width) == ("en", 1366):

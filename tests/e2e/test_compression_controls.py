@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import close_context, open_context, thread_in
+from tests.e2e.chat_support import assert_no_sideways_scroll, close_context, open_context, thread_in
 
 pytestmark = pytest.mark.browser
 
@@ -53,11 +53,6 @@ def _scroll_to(page, element_id: str) -> None:
     page.evaluate("(id) => document.getElementById(id).scrollIntoView({block: 'center'})", element_id)
 
 
-def _no_sideways_scroll(page, width: int) -> None:
-    overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
-    assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
-
-
 @pytest.mark.parametrize("width", [1366, 390])
 @pytest.mark.parametrize("language", ["en", "zh-hans"])
 def test_compression_controls_never_mislead(open_page, e2e_server, width, language, screenshot):
@@ -84,7 +79,7 @@ def test_compression_controls_never_mislead(open_page, e2e_server, width, langua
     finally:
         e2e_server.seed("fast_model")
     expect(page.locator("#memory-panel")).to_have_attribute("data-summary", "false")
-    _no_sideways_scroll(page, width)
+    assert_no_sideways_scroll(page, width)
     _scroll_to(page, "compression-status")
     screenshot(page, f"controls-stopped-{language}-{width}")
 
@@ -104,7 +99,7 @@ def test_compression_controls_never_mislead(open_page, e2e_server, width, langua
     expect(page.locator("#memory-summary .summary-text h2").first).to_be_visible()
     assert "<summary>" not in page.locator("#memory-summary").inner_text()
     expect(page.locator("#undo-button")).to_be_visible()
-    _no_sideways_scroll(page, width)
+    assert_no_sideways_scroll(page, width)
     close_context(page)
     _scroll_to(page, "view-boundary")
     screenshot(page, f"controls-boundary-{language}-{width}")
@@ -127,7 +122,7 @@ def test_compression_controls_never_mislead(open_page, e2e_server, width, langua
     expect(page.locator("#memory-panel #undo-button")).to_have_count(1)
     if page.locator("#compression-hint").count():
         expect(page.locator("#compression-hint")).not_to_contain_text("compressed automatically")
-    _no_sideways_scroll(page, width)
+    assert_no_sideways_scroll(page, width)
     _scroll_to(page, "compression-status")
     screenshot(page, f"controls-failing-{language}-{width}")
 
@@ -139,7 +134,7 @@ def test_compression_controls_never_mislead(open_page, e2e_server, width, langua
     expect(history.locator("#history-read .history-message").first).to_be_visible()
     assert "<message" not in history.locator("#history-read").inner_text()
     expect(history.locator("#file-raw")).to_be_visible()
-    _no_sideways_scroll(history, width)
+    assert_no_sideways_scroll(history, width)
     screenshot(history, f"controls-history-{language}-{width}")
     history.locator("#file-lines").click()
     expect(history.locator("#file-text")).to_contain_text('<message type="human">')

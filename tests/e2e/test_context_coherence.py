@@ -10,7 +10,13 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import compress_now, open_context, send_and_wait, thread_page
+from tests.e2e.chat_support import (
+    assert_no_sideways_scroll,
+    compress_now,
+    open_context,
+    send_and_wait,
+    thread_page,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -198,8 +204,7 @@ def test_the_context_panel_reads_well_at_desktop_and_phone_widths(
         compress_now(page, thread_id)
         open_context(page)  # a drawer on a phone
         expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed")
-        overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
-        assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
+        assert_no_sideways_scroll(page, width)
         page.locator("#memory-summary summary").click()
         page.locator("aside.side").scroll_into_view_if_needed()
         if scheme == "dark":  # the card follows the theme: light text on a dark ground

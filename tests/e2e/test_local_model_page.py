@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import thread_page
+from tests.e2e.chat_support import assert_no_sideways_scroll, thread_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.local_model]
 
@@ -32,7 +32,6 @@ def test_a_real_reply_from_the_local_model(
         reply = page.locator("#transcript .message.role-assistant").last
         expect(reply).to_be_visible()
         assert reply.inner_text().strip(), "the local model's reply is empty"
-        overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
-        assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
+        assert_no_sideways_scroll(page, width)
         reply.scroll_into_view_if_needed()
         screenshot(page, f"local-model-{language}-{width}")

@@ -6,14 +6,19 @@ automatic title) and the keyboard (Esc, "/", Alt+Shift+N, the skip link)."""
 
 from __future__ import annotations
 
-import contextlib
 import re
 
 import pytest
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import LONG_REPLY, send, send_and_wait, thread_page, usage
+from tests.e2e.chat_support import (
+    LONG_REPLY,
+    assert_no_sideways_scroll,
+    send,
+    send_and_wait,
+    thread_page,
+    usage,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -48,18 +53,6 @@ def _latest_and_composer_in_view(page) -> None:
     assert box["y"] + box["height"] <= page.locator("#composer").bounding_box()["y"] + 1
 
 
-_SIDEWAYS = "document.scrollingElement.scrollWidth - window.innerWidth"
-
-
-def _no_sideways_scroll(page, width: int) -> None:
-    """Measured once the layout settles (a re-render in flight, as a rename's, overflowed for a moment on
-    a loaded machine: 22 px once in a CI run); an overflow that stays fails as before."""
-    with contextlib.suppress(PlaywrightTimeoutError):
-        page.wait_for_function(f"({_SIDEWAYS}) <= 0", timeout=2000)
-    overflow = page.evaluate(_SIDEWAYS)
-    assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
-
-
 @pytest.mark.parametrize(("width", "height"), SIZES)
 @pytest.mark.parametrize("language", LANGUAGES)
 @pytest.mark.parametrize("scheme", ["light", "dark"])
@@ -76,7 +69,7 @@ def test_a_thread_opens_and_stays_on_its_latest_message_and_the_panel_is_a_drawe
         page.reload()  # opened in the chosen language
         expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
         _latest_and_composer_in_view(page)
-        _no_sideways_scroll(page, width)
+        assert_no_sideways_scroll(page, width)
         toggle = page.locator("#context-toggle")
         if not phone:  # wide screens keep today's side panel, no drawer
             expect(toggle).to_be_hidden()
@@ -106,7 +99,7 @@ def test_a_thread_opens_and_stays_on_its_latest_message_and_the_panel_is_a_drawe
                 "() => Math.abs(document.getElementById('context-drawer').getBoundingClientRect().right"
                 " - window.innerWidth) < 1"
             )
-            _no_sideways_scroll(page, width)
+            assert_no_sideways_scroll(page, width)
             screenshot(page, f"thread-drawer-{language}-{width}-{scheme}")
             # Tab stays inside the open drawer.
             for _ in range(12):
@@ -126,7 +119,7 @@ def test_a_thread_opens_and_stays_on_its_latest_message_and_the_panel_is_a_drawe
             # The thread's head: title, new thread, live status, then the compact meter.
             page.evaluate("window.scrollTo(0, 0)")
             expect(page.locator("#new-thread-button")).to_be_visible()
-            _no_sideways_scroll(page, width)
+            assert_no_sideways_scroll(page, width)
             screenshot(page, f"thread-head-{language}-{width}-{scheme}")
 
         send_and_wait(page, "One more question about the night trains, please.")
@@ -174,7 +167,7 @@ def test_status_tells_the_truth_title_live_and_empty_rename(
         page.fill("#rename-input", "")
         page.locator(".rename-form button").click()
         expect(page.locator("#thread-title")).to_have_text("Plan a weekend in Porto")
-        _no_sideways_scroll(page, width)
+        assert_no_sideways_scroll(page, width)
         screenshot(page, f"thread-title-{language}-{width}")
 
 
@@ -226,4 +219,4 @@ def test_keys_stop_focus_new_thread_and_the_skip_link(
         page.wait_for_url(lambda url: thread_id not in url and re.search(r"/threads/[0-9a-f-]{36}/$", url))
         expect(page.locator("#thread-title")).to_have_text(WORDS[language]["untitled"])
         expect(page.locator("#transcript-empty")).to_be_visible()
-        _no_sideways_scroll(page, width)
+        assert_no_sideways_scroll(page, width)

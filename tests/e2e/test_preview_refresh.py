@@ -8,7 +8,14 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
-from tests.e2e.chat_support import close_context, open_context, plan_a_trip, send_and_wait, thread_in
+from tests.e2e.chat_support import (
+    assert_no_sideways_scroll,
+    close_context,
+    open_context,
+    plan_a_trip,
+    send_and_wait,
+    thread_in,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -42,8 +49,7 @@ def test_an_open_preview_refreshes_itself_when_the_thread_changes(
 
     expect(page.locator("#compress-preview-refreshed")).to_contain_text(REFRESHED[language])
     expect(preview).not_to_have_attribute("data-preview-id", first_id)
-    overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
-    assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
+    assert_no_sideways_scroll(page, width)
     page.evaluate("document.getElementById('compress-preview').scrollIntoView({block: 'center'})")
     screenshot(page, f"preview-refreshed-{language}-{width}")
 

@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import close_context, open_context, restore_language, switch_language
+from tests.e2e.chat_support import (
+    assert_no_sideways_scroll,
+    close_context,
+    open_context,
+    restore_language,
+    switch_language,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -44,8 +50,7 @@ def test_a_viewer_reads_the_owners_thread_without_its_controls(
     owner.fill("#composer-input", "I prefer trains to planes.")
     owner.press("#composer-input", "Enter")
     expect(viewer.locator("#transcript")).to_contain_text("I prefer trains to planes.", timeout=20_000)
-    overflow = viewer.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
-    assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
+    assert_no_sideways_scroll(viewer, width)
     assert errors == []
     screenshot(viewer, f"thread-read-only-{language}-{width}")
     restore_language(viewer, language)

@@ -7,7 +7,13 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import compress_now, open_context, send_and_wait, thread_page
+from tests.e2e.chat_support import (
+    assert_no_sideways_scroll,
+    compress_now,
+    open_context,
+    send_and_wait,
+    thread_page,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -48,8 +54,7 @@ def test_the_memory_panel_shows_what_the_agent_can_look_up_and_a_pointer_opens_i
         expect(page.locator("#compression-status .loss-report")).to_contain_text(
             "reference index" if language == "en" else "引用索引"
         )
-        overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
-        assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
+        assert_no_sideways_scroll(page, width)
         index.scroll_into_view_if_needed()
         name = f"reference-index-{'zh-hans' if language != 'en' else 'en'}-{width}"
         keep = (language, width) in (("en", 1366), ("zh-hans", 390))  # the README's two

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import restore_language, switch_language
+from tests.e2e.chat_support import assert_no_sideways_scroll, restore_language, switch_language
 
 pytestmark = pytest.mark.browser
 
@@ -44,8 +44,7 @@ def test_a_failed_run_shows_plain_words_and_no_internals(
     text = page.locator("body").inner_text()
     for internal in ("VLLM_API_KEY", "llm.internal", "Internal vLLM", "ModelConfigurationError", "Error:"):
         assert internal not in text, internal
-    overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
-    assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
+    assert_no_sideways_scroll(page, width)
     assert errors == []
     screenshot(page, f"run-failed-{language}-{width}")
     restore_language(page, language)

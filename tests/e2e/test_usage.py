@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import send_and_wait
+from tests.e2e.chat_support import assert_no_sideways_scroll, restore_language, send_and_wait, switch_language
 
 pytestmark = pytest.mark.browser
 
@@ -17,17 +17,6 @@ LABELS = {
 }
 
 
-def _language(page, language: str) -> None:
-    if language != "en":
-        page.click(f"button[name=language][value={language}]")
-        expect(page.locator("html")).to_have_attribute("lang", language)
-
-
-def _no_sideways_scroll(page, width: int) -> None:
-    overflow = page.evaluate("document.scrollingElement.scrollWidth - window.innerWidth")
-    assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
-
-
 @pytest.mark.parametrize(("width", "language"), WIDTHS_AND_LANGUAGES)
 def test_a_replys_usage_shows_on_demand(open_page, e2e_server, width, language, screenshot):
     thread_id = e2e_server.seed("thread", title="Usage")["thread_id"]
@@ -35,7 +24,7 @@ def test_a_replys_usage_shows_on_demand(open_page, e2e_server, width, language, 
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
     page.goto(f"/threads/{thread_id}/")
-    _language(page, language)
+    switch_language(page, language)
     expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
     # Waits for the written answer itself: the run's status can read "succeeded" before the page has
     # fetched that answer, when the last usage on the page is still the tool-calling reply's (a CI run
@@ -54,11 +43,10 @@ def test_a_replys_usage_shows_on_demand(open_page, e2e_server, width, language, 
     prompt_tokens = int(usage.locator("dd").first.inner_text())
     assert prompt_tokens > 0
     usage.scroll_into_view_if_needed()
-    _no_sideways_scroll(page, width)
+    assert_no_sideways_scroll(page, width)
     assert errors == []
     screenshot(page, f"thread-usage-{language}-{width}")
-    if language != "en":
-        page.click("button[name=language][value=en]")
+    restore_language(page, language)
 
 
 @pytest.mark.parametrize(("width", "language"), [(1366, "en"), (390, "zh-hans")])
@@ -74,17 +62,15 @@ def test_the_admin_shows_usage_per_user(open_page, e2e_server, width, language, 
     )
 
     admin = open_page(staff=True, width=width, height=844 if width < 500 else 900)
-    _language(admin, language)
+    switch_language(admin, language)
     admin.goto("/admin/usage/?group=user")
     expect(admin.locator("#content h1")).to_have_text(LABELS[language]["title"])
     row = admin.locator("#usage-table tbody tr", has_text="alice")
     expect(row).to_have_count(1)
     replies = int(row.locator("td").nth(1).inner_text())
     assert replies >= 1
-    _no_sideways_scroll(admin, width)
+    assert_no_sideways_scroll(admin, width)
     screenshot(admin, f"admin-usage-{language}-{width}")
     admin.goto("/admin/usage/?group=day")
     expect(admin.locator("#usage-table tfoot td").first).to_have_text("Total" if language == "en" else "合计")
-    if language != "en":
-        admin.goto("/")
-        admin.click("button[name=language][value=en]")
+    restore_language(admin, language)
