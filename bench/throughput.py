@@ -298,19 +298,36 @@ def _measured(root: Path) -> dict[str, float | int]:
     return json.loads(out.strip().splitlines()[-1])
 
 
+MEDIAN_FIGURES = (
+    "messages_per_s", "p50_s", "p95_s", "cpu_per_message", "redis_per_message", "redis_raw_per_message"
+)  # fmt: skip
+
+
 def _median_row(runs: list[dict[str, float | int]]) -> dict[str, float | int]:
     """Each figure's median over the runs (loads: the lowest start and the highest end)."""
-    row: dict[str, float | int] = {
-        key: statistics.median(run[key] for run in runs) for key in runs[0] if not key.startswith("load_")
+    rates = [run["messages_per_s"] for run in runs]
+    return {
+        **{key: statistics.median(run[key] for run in runs) for key in MEDIAN_FIGURES},
+        "messages": sum(run["messages"] for run in runs),
+        "failed": sum(run["failed"] for run in runs),
+        "load_start": min(run["load_start"] for run in runs),
+        "load_end": max(run["load_end"] for run in runs),
+        "runs": len(runs),
+        "cores": runs[0]["cores"],
+        "rate_min": min(rates),
+        "rate_max": max(rates),
     }
-    row["messages"], row["failed"] = sum(r["messages"] for r in runs), sum(r["failed"] for r in runs)
-    row["load_start"], row["load_end"] = min(r["load_start"] for r in runs), max(r["load_end"] for r in runs)
-    row["runs"], row["cores"] = len(runs), runs[0]["cores"]
-    row["rate_min"], row["rate_max"] = (
-        min(r["messages_per_s"] for r in runs),
-        max(r["messages_per_s"] for r in runs),
-    )
-    return row
+
+
+def _tabulated(
+    labels: list[str], runs: list[tuple[int, dict[str, float | int]]]
+) -> tuple[list[tuple[str, dict[str, float | int]]], list[tuple[str, dict[str, float | int]]]]:
+    """``markdown``'s arguments from the runs as they ran, each tagged with its code's place in
+    ``labels``: one median row per code, of that code's runs only (two checkouts may share a label)."""
+    medians = [
+        (label, _median_row([run for of, run in runs if of == place])) for place, label in enumerate(labels)
+    ]
+    return medians, [(labels[place], run) for place, run in runs]
 
 
 def markdown(
@@ -382,15 +399,13 @@ def main() -> None:
     roots = [ROOT]
     if (other := _option("--compare")) is not None:
         roots.insert(0, Path(other).resolve())
-    runs: list[tuple[str, dict[str, float | int]]] = []
-    by_root: dict[Path, list[dict[str, float | int]]] = {root: [] for root in roots}
+    labels = [_label(root) for root in roots]
+    runs: list[tuple[int, dict[str, float | int]]] = []  # (the code's place in roots, its run)
     for _ in range(repeat):
-        for root in roots:  # alternating: the older code first in each round
-            measured = _measured(root)
-            by_root[root].append(measured)
-            runs.append((_label(root), measured))
-            print(f"{_label(root)}: {measured['messages_per_s']:.2f} messages/s", file=sys.stderr)
-    table = markdown([(_label(root), _median_row(by_root[root])) for root in roots], runs)
+        for place, root in enumerate(roots):  # alternating: the older code first in each round
+            runs.append((place, measured := _measured(root)))
+            print(f"{labels[place]}: {measured['messages_per_s']:.2f} messages/s", file=sys.stderr)
+    table = markdown(*_tabulated(labels, runs))
     print(table)
     if ROOT == HERE:
         DOC.write_text(table, encoding="utf-8")
