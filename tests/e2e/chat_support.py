@@ -3,11 +3,11 @@ threads, opening and sending, geometry."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from typing import Any
 
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
@@ -148,20 +148,22 @@ def in_viewport(page, selector: str) -> bool:
 
 
 _SIDEWAYS = "document.scrollingElement.scrollWidth - window.innerWidth"
+BEYOND_CLIENT = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
 
 
-def assert_no_sideways_scroll(page, width: int) -> None:
+def assert_no_sideways_scroll(page, width: int, *, measure: str = _SIDEWAYS) -> None:
     """The page does not scroll sideways at ``width``, measured once the layout settles: a re-render in
     flight (a rename's) overflowed for a moment on a loaded machine, 22 px once in a CI run. An overflow
-    that stays (2 s) fails."""
-    with suppress(PlaywrightTimeoutError):
-        page.wait_for_function(f"({_SIDEWAYS}) <= 0", timeout=2000)
-    overflow = page.evaluate(_SIDEWAYS)
+    that stays (2 s) fails. Polled with ``evaluate`` from here: ``wait_for_function`` compiles its
+    expression in the page, which the pages' CSP (no 'unsafe-eval') refuses."""
+    deadline = time.monotonic() + 2.0
+    while (overflow := page.evaluate(measure)) > 0 and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
     assert overflow <= 0, f"the page scrolls sideways by {overflow}px at {width}px"
 
 
 def overflow(page) -> int:
-    return page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    return page.evaluate(BEYOND_CLIENT)
 
 
 def usage(ratio: float) -> dict:

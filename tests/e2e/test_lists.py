@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import open_context, overflow, thread
+from tests.e2e.chat_support import BEYOND_CLIENT, assert_no_sideways_scroll, open_context, thread
 
 pytestmark = pytest.mark.browser
 
@@ -73,7 +73,7 @@ def test_search_inside_messages_and_the_sidebar(open_page, e2e_server, guide, la
     expect(rows.first).to_contain_text(f"Airships {lang} {width}")
     expect(rows.first.locator(".search-snippet mark").first).to_have_text(word)
     expect(page.locator("#search-summary")).to_contain_text(WORDS[lang]["matches"])
-    assert overflow(page) <= 0
+    assert_no_sideways_scroll(page, width, measure=BEYOND_CLIENT)
     _shot(page, f"lists-search-{lang}-{width}")
 
     rows.first.locator("a").click()
@@ -94,7 +94,7 @@ def test_search_inside_messages_and_the_sidebar(open_page, e2e_server, guide, la
     else:
         expect(sidebar).to_be_hidden()  # narrow screens switch threads on the list page
         assert found in page.url
-        assert overflow(page) <= 0
+        assert_no_sideways_scroll(page, width, measure=BEYOND_CLIENT)
 
 
 @pytest.mark.parametrize(("lang", "width"), VARIANTS)
@@ -109,7 +109,7 @@ def test_an_empty_thread_explains_the_agent_and_a_starter_sends_in_the_page_lang
     expect(intro).to_be_visible()
     expect(intro).to_contain_text("Explains the handbook")
     expect(intro.locator("button.starter")).to_have_count(2)
-    assert overflow(page) <= 0
+    assert_no_sideways_scroll(page, width, measure=BEYOND_CLIENT)
     _shot(page, f"lists-starters-{lang}-{width}")
     intro.get_by_role("button", name=STARTER).click()
     expect(page.locator("#transcript .message.role-user")).to_contain_text(STARTER)
@@ -137,7 +137,7 @@ def test_shared_with_me_lists_others_threads_for_a_viewer_only(open_page, e2e_se
     expect(root.locator("table.threads")).to_contain_text(title)
     if width >= 600:
         expect(root.locator("table.threads")).to_contain_text("alice")
-    assert overflow(root) <= 0
+    assert_no_sideways_scroll(root, width, measure=BEYOND_CLIENT)
     _shot(root, f"lists-shared-{lang}-{width}")
     root.get_by_role("link", name=title).click()
     expect(root.locator("#read-only")).to_be_visible()
