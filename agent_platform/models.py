@@ -26,7 +26,7 @@ from context_engine.config import (
 )
 from context_engine.formats import DEFAULT_SUMMARY_PROMPT
 from context_engine.summary.history import validate_summary_prompt
-from context_engine.summary.spend_guard import SpendLimits
+from context_engine.config import SpendLimits
 
 TOOL_CHOICES = [
     ("query_kb", "query_kb: search the knowledge bases"),

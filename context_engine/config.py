@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from context_engine.formats import DEFAULT_SUMMARY_PROMPT
-from context_engine.summary.spend_guard import SpendLimits
+from context_engine.tokens.profiles import TokenProfile, profile_for_model
 
 DEFAULT_TOOL_ARG_MAX_LENGTH = 2000
 DEFAULT_TOOL_RESULT_TOKEN_LIMIT = 300
@@ -21,6 +21,18 @@ MAX_INDEX_PERCENT = 50  # the admin's ceiling: the index never takes the room th
 PINNED_SHARE_OF_TRIGGER = 0.25  # pinned messages never take more than this share of T, whatever the field
 TOKENS_PER_K = 1024
 WINDOW_CAP_RATIO = 0.9
+
+
+@dataclass(frozen=True)
+class SpendLimits:
+    """The spend guard's limits on summary calls (``summary.spend_guard``), per thread and hour."""
+
+    max_calls_per_hour: int = 0  # 0: no limit
+    max_input_tokens_per_hour: int = 0  # 0: no limit
+
+    @property
+    def active(self) -> bool:
+        return self.max_calls_per_hour > 0 or self.max_input_tokens_per_hour > 0
 
 
 def effective_trigger(*, summary_threshold_k: int, context_window: int | None) -> int:
@@ -47,6 +59,11 @@ class CompressionConfig:
     repair_pass: bool = False  # one more summary call when the first lost identifiers
     spend: SpendLimits = field(default_factory=SpendLimits)  # the spend guard on summary calls
     index_percent: int = DEFAULT_INDEX_PERCENT  # reference index budget, % of T; 0 turns the index off
+
+    @property
+    def profile(self) -> TokenProfile:
+        """The token estimator's profile for this agent's model (``tokens.profiles``)."""
+        return profile_for_model(self.model_name)
 
     @property
     def pinned_cap(self) -> int:

@@ -25,12 +25,11 @@ from context_engine.events import (
     STARTED,
     compression_event,
 )
-from context_engine.manual.apply import ManualCompression, force_summarize
+from context_engine.manual.apply import ManualCompression, Reading, force_summarize
 from context_engine.policy.pressure import usage_overhead
 from context_engine.state import TOKEN_USAGE_KEY
 from context_engine.steps import run_sync
 from context_engine.tokens.calibration import Calibration
-from context_engine.tokens.messages import profile_for_model
 from conversations import events
 from conversations.errors import ThreadBusy
 from conversations.models import Conversation
@@ -120,18 +119,20 @@ def run_forced(
     becomes ``SummaryFailed``; ``stop`` (asked between steps and during the summary call) ends it with
     ``Stopped``."""
     agent = conversation.agent
+    config = agent.compression_config()
+    reading = Reading(
+        pinned_ids=pinned_message_ids(conversation=conversation),
+        calibration=calibration,
+        overhead_tokens=usage_overhead(values.get(TOKEN_USAGE_KEY), config.profile),
+        before_tokens=meter_tokens(agent=agent, values=values),
+    )
     steps = force_summarize(
         values,
-        config=agent.compression_config(),
+        config=config,
         store=workdir_for(conversation),
-        profile=profile_for_model(agent.resolved_model_name),
+        profile=config.profile,
         now=datetime.now(UTC),
-        calibration=calibration,
-        pinned_ids=pinned_message_ids(conversation=conversation),
-        overhead_tokens=usage_overhead(
-            values.get(TOKEN_USAGE_KEY), profile_for_model(agent.resolved_model_name)
-        ),
-        before_tokens=meter_tokens(agent=agent, values=values),
+        reading=reading,
         spent=spent,
     )
     try:

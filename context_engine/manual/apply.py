@@ -20,13 +20,13 @@ from context_engine import outcomes
 from context_engine.config import CompressionConfig
 from context_engine.errors import NothingToUndo, SummaryNotSmaller
 from context_engine.manual.preview import forced_plan
-from context_engine.policy.trigger import raw_within, summary_budget
+from context_engine.policy.plan import Fold, HeldBack, Measure, Sizes, Summarize, plan
 from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, SUMMARY_EVENTS_KEY
 from context_engine.steps import Blocking, Steps
 from context_engine.store import ResultStore, StagedStore
-from context_engine.summary.call import ledger_update, summarize_span, summary_update
+from context_engine.summary.call import Span, SummaryOutcome, ledger_update, summarize_span, summary_update
+from context_engine.summary.fold_plan import FoldPlan
 from context_engine.summary.history import effective_messages, valid_event
-from context_engine.summary.spend_guard import guard_check
 from context_engine.tokens.calibration import NEUTRAL, Calibration
 from context_engine.tokens.messages import TokenProfile, messages_tokens
 
@@ -80,150 +80,178 @@ class ManualCompression:
         return body
 
 
-def force_summarize(
+@dataclass(frozen=True)
+class Reading:
+    """What the caller read of the thread besides its state: its pinned ids, the model's calibration,
+    the request's fixed part (system prompt, tool schemas: ``pressure.usage_overhead``) and, when the
+    meter has one, its own figure for the request now (it may be anchored on reported usage)."""
+
+    pinned_ids: Collection[str] = ()
+    calibration: Calibration = NEUTRAL
+    overhead_tokens: int = 0
+    before_tokens: int | None = None
+
+
+def force_summarize(  # noqa: PLR0913 (the five a call needs and two optional ones)
     values: Mapping[str, Any],
     *,
     config: CompressionConfig,
     store: ResultStore,
     profile: TokenProfile,
     now: datetime | None = None,
-    pinned_ids: Collection[str] = (),
-    calibration: Calibration = NEUTRAL,
-    overhead_tokens: int = 0,
-    before_tokens: int | None = None,
+    reading: Reading = Reading(),
     spent: list[int] | None = None,
 ) -> Steps[ManualCompression]:
-    """Fold what ``plan_fold`` says (the preview shows the same plan), unless the spend guard holds the
-    summary back (a ``no_op`` with reason ``spend_guard``). Token figures are corrected by the model's
-    ``calibration``; budgets compared with our own estimates are converted back to their units.
-    ``overhead_tokens`` (system prompt, tool schemas: ``pressure.usage_overhead``) is counted in the
-    before/after figures, so they are the request sizes the meter shows; ``before_tokens``, when given,
-    is the meter's own figure for the request now (it may be anchored on reported usage). ``spent``
-    receives the input tokens of each summary call made, so a caller can bill a failed one.
+    """Fold what ``plan_fold`` says (the preview shows the same plan), as ``policy.plan`` decides: a
+    ``no_op`` when there is nothing to fold or the spend guard holds the summary back. Token figures are
+    request sizes as the meter shows them (``reading``), corrected by the model's calibration; budgets
+    compared with our own estimates are converted back to their units. ``spent`` receives the input
+    tokens of each summary call made, so a caller can bill a failed one.
 
     A compression never makes the request bigger: a summary that would not be smaller than what it
     folds is not applied (a ``no_op`` with reason ``summary_not_smaller``; only the spend guard's
     ledger records the call)."""
     now = now or datetime.now(UTC)
     staged = StagedStore(store)
-    plan = yield Blocking(
+    calibration = reading.calibration
+    fold_plan = yield Blocking(
         partial(
             forced_plan,
             values,
             config=config,
             store=staged,
             profile=profile,
-            pinned_ids=pinned_ids,
+            pinned_ids=reading.pinned_ids,
             calibration=calibration,
         )
     )
-    before = (
-        before_tokens
-        if before_tokens is not None
-        else calibration.corrected(overhead_tokens + plan.before_tokens)
+    raw = reading.overhead_tokens + fold_plan.before_tokens
+    before = reading.before_tokens if reading.before_tokens is not None else calibration.corrected(raw)
+    folded_tokens = messages_tokens(fold_plan.split.folded, profile)
+    fold = Fold(fold_plan.split.cutoff, folded_tokens, values.get(SUMMARY_CALLS_KEY), now)
+    measure = Measure(Sizes(raw, before), factor=calibration.factor, fold=fold, forced=True)
+    match plan(config, measure):
+        case Summarize(budget=budget):
+            # The summarized span's receipts point at these files: they must exist before the history does.
+            saved = tuple((yield Blocking(staged.flush)))
+            applying = _Applying(values, fold_plan, reading, before, now)
+            spent = spent if spent is not None else []
+            return (
+                yield from _summarize(applying, budget, config=config, store=store, saved=saved, spent=spent)
+            )
+        case HeldBack(guard=guard):
+            return _no_op(
+                before,
+                REASON_SPEND_GUARD,
+                spend_guard=guard.as_dict(),
+                outcome=outcomes.outcome_of(
+                    folded=None, after_tokens=before, trigger_tokens=config.trigger_tokens
+                ),
+                reason_detail={"code": outcomes.SPEND_GUARD},
+            )
+    # Nothing to fold: no change needed, unless the request is at the trigger with nothing to fold.
+    ended, why = outcomes.ended(
+        folded=None,
+        after_tokens=before,
+        sent=fold_plan.view,
+        overhead_tokens=reading.overhead_tokens,
+        trigger_tokens=config.trigger_tokens,
+        profile=profile,
     )
-    trigger = config.trigger_tokens
-    if not plan.foldable:
-        # Nothing to fold: no change needed, unless the request is at the trigger with nothing to fold.
-        ended, why = outcomes.ended(
-            folded=None,
-            after_tokens=before,
-            sent=plan.view,
-            overhead_tokens=overhead_tokens,
-            trigger_tokens=trigger,
-            profile=profile,
-        )
-        return ManualCompression(
-            status=STATUS_NO_OP,
-            before_tokens=before,
-            after_tokens=before,
-            reason=REASON_INSUFFICIENT_HISTORY,
-            outcome=ended,
-            reason_detail=why or {"code": outcomes.INSUFFICIENT_HISTORY},
-        )
-    split = plan.split
-    folded_tokens = messages_tokens(split.folded, profile)
-    budget = raw_within(summary_budget(config), factor=calibration.factor)
-    decision = guard_check(
-        values.get(SUMMARY_CALLS_KEY),
-        limits=config.spend,
-        now=now,
-        input_tokens=min(folded_tokens, budget),
-    )
-    if not decision.allowed:
-        return ManualCompression(
-            status=STATUS_NO_OP,
-            before_tokens=before,
-            after_tokens=before,
-            reason=REASON_SPEND_GUARD,
-            spend_guard=decision.as_dict(),
-            outcome=outcomes.outcome_of(folded=None, after_tokens=before, trigger_tokens=trigger),
-            reason_detail={"code": outcomes.SPEND_GUARD},
-        )
+    reason_detail = why or {"code": outcomes.INSUFFICIENT_HISTORY}
+    return _no_op(before, REASON_INSUFFICIENT_HISTORY, outcome=ended, reason_detail=reason_detail)
 
-    # The summarized span's receipts point at these files: they must exist before the history does.
-    saved = tuple((yield Blocking(staged.flush)))
-    raw_kept = [m for m in plan.effective[: split.cutoff] if m.id in plan.pinned_ids] + plan.effective[
-        split.cutoff :
-    ]
-    spent = spent if spent is not None else []
+
+@dataclass(frozen=True)
+class _Applying:
+    """A forced summary about to be made: the state, its plan, what the caller read, the size now."""
+
+    values: Mapping[str, Any]
+    plan: FoldPlan
+    reading: Reading
+    before: int
+    now: datetime
+
+
+def _no_op(before: int, reason: str, **extra: Any) -> ManualCompression:
+    return ManualCompression(
+        status=STATUS_NO_OP, before_tokens=before, after_tokens=before, reason=reason, **extra
+    )
+
+
+def _summarize(
+    applying: _Applying,
+    budget: int,
+    *,
+    config: CompressionConfig,
+    store: ResultStore,
+    saved: tuple[str, ...],
+    spent: list[int],
+) -> Steps[ManualCompression]:
+    fold_plan, values, now = applying.plan, applying.values, applying.now
+    split, effective, pinned_ids = fold_plan.split, fold_plan.effective, fold_plan.pinned_ids
+    profile = fold_plan.profile
+    span = Span(
+        split.folded,
+        state=values,
+        previous=fold_plan.previous,
+        local_cutoff=split.cutoff,
+        budget=budget,
+        now=now,
+        kept=[m for m in effective[: split.cutoff] if m.id in pinned_ids] + effective[split.cutoff :],
+        pinned=split.kept_pinned,
+        lead=fold_plan.lead,
+        # The request holds the folded messages uncompacted (compaction is view-only).
+        fold_limit=messages_tokens([m for m in effective[: split.cutoff] if m.id not in pinned_ids], profile),
+    )
     try:
-        outcome = yield from summarize_span(
-            split.folded,
-            state=values,
-            previous=plan.previous,
-            local_cutoff=split.cutoff,
-            config=config,
-            store=store,
-            profile=profile,
-            budget=budget,
-            now=now,
-            kept=raw_kept,
-            pinned=split.kept_pinned,
-            lead=plan.lead,
-            spent=spent,
-            # The request holds the folded messages uncompacted (compaction is view-only).
-            fold_limit=messages_tokens(
-                [m for m in plan.effective[: split.cutoff] if m.id not in plan.pinned_ids], profile
-            ),
-        )
+        outcome = yield from summarize_span(span, config=config, store=store, profile=profile, spent=spent)
     except SummaryNotSmaller as exc:
-        return ManualCompression(
-            status=STATUS_NO_OP,
-            before_tokens=before,
-            after_tokens=before,
-            reason=REASON_NOT_SMALLER,
+        before = applying.before
+        return _no_op(
+            before,
+            REASON_NOT_SMALLER,
             update=ledger_update(values, spent, now=now),
-            outcome=outcomes.outcome_of(folded=None, after_tokens=before, trigger_tokens=trigger),
+            outcome=outcomes.outcome_of(
+                folded=None, after_tokens=before, trigger_tokens=config.trigger_tokens
+            ),
             reason_detail=outcomes.not_smaller_reason(
                 summary_tokens=exc.summary_tokens, folded_tokens=exc.folded_tokens
             ),
         )
-    visible = effective_messages(plan.messages, outcome.event)
-    after = calibration.corrected(overhead_tokens + messages_tokens(visible, profile))
+    return _completed(applying, outcome, config=config, saved=saved)
+
+
+def _completed(
+    applying: _Applying, outcome: SummaryOutcome, *, config: CompressionConfig, saved: tuple[str, ...]
+) -> ManualCompression:
+    fold_plan, overhead, profile = applying.plan, applying.reading.overhead_tokens, applying.plan.profile
+    visible = effective_messages(fold_plan.messages, outcome.event)
+    after = applying.reading.calibration.corrected(overhead + messages_tokens(visible, profile))
     ended, why = outcomes.ended(
         folded="summary",
         after_tokens=after,
         sent=visible,
-        overhead_tokens=overhead_tokens,
+        overhead_tokens=overhead,
         trigger_tokens=config.trigger_tokens,
         profile=profile,
     )
+    split = fold_plan.split
     return ManualCompression(
         status=STATUS_COMPLETED,
-        before_tokens=before,
+        before_tokens=applying.before,
         after_tokens=after,
         outcome=ended,
         reason_detail=why,
         compressed_messages=len(split.folded),
         file_path=outcome.file_path,
-        update=summary_update(values, outcome, plan.previous, now=now),
+        update=summary_update(applying.values, outcome, fold_plan.previous, now=applying.now),
         cutoff_index=outcome.event["cutoff_index"],
         summary_usage=outcome.usage,
         saved_files=saved,
         pinned_messages=len(split.kept_pinned),
         summary_tokens=outcome.summary_tokens,
-        folded_tokens=folded_tokens,
+        folded_tokens=messages_tokens(split.folded, profile),
         loss_report=outcome.loss_report(),
     )
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Collection, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from context_engine.config import CompressionConfig
+from context_engine.config import CompressionConfig, SpendLimits
 from context_engine.errors import StoreError, SummaryError
 from context_engine.manual.apply import REASON_NOT_SMALLER, STATUS_COMPLETED, force_summarize
 from context_engine.manual.preview import FoldPreview
@@ -20,7 +20,6 @@ from context_engine.steps import Blocking, CallModel, Steps, Summarize
 from context_engine.store import ResultStore, StagedStore
 from context_engine.summary.dropping import session_id_from
 from context_engine.summary.indexing import stand_in_session_id
-from context_engine.summary.spend_guard import SpendLimits
 from context_engine.tokens.calibration import NEUTRAL, Calibration
 from context_engine.tokens.messages import TokenProfile, messages_tokens
 

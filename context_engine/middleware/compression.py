@@ -13,7 +13,7 @@ enters the thread's spend-guard ledger.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -27,35 +27,85 @@ from context_engine.config import CompressionConfig
 from context_engine.errors import SummaryNotSmaller
 from context_engine.events import LEVEL_COMPACTION, LEVEL_SUMMARY
 from context_engine.middleware.emitter import Emitter, stream_writer
-from context_engine.middleware.held_back import send_held_back
+from context_engine.middleware.held_back import HeldBackSend, Sending, send_held_back
 from context_engine.middleware.measure import request_overhead
 from context_engine.middleware.memo import CompactionMemo, MessageTotals
-from context_engine.middleware.responses import send_fallback, send_fitting, with_ledger, with_update
+from context_engine.middleware.responses import (
+    Outgoing,
+    send_fallback,
+    send_fitting,
+    with_ledger,
+    with_update,
+)
 from context_engine.middleware.run_config import configured_pins, configured_stop
 from context_engine.outcomes import not_smaller_reason
-from context_engine.policy import trigger as policy
 from context_engine.policy.overflow import is_context_overflow, provider_limit
+from context_engine.policy.plan import (
+    Compact,
+    Fallback,
+    FallbackReason,
+    Fold,
+    HeldBack,
+    Measure,
+    Pass,
+    Sizes,
+    Summarize,
+    plan,
+    tail_cap,
+)
 from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, CompressionState
 from context_engine.steps import Blocking, CallModel, Steps, run_async, run_sync
 from context_engine.store import ResultStore
-from context_engine.summary.call import ledger_update, summarize_span, summary_update
-from context_engine.summary.fold_plan import fold_split, view_lead
+from context_engine.summary.call import Span, ledger_update, summarize_span, summary_update
+from context_engine.summary.fold_plan import FoldSplit, fold_split, view_lead
 from context_engine.summary.history import effective_messages, valid_event, without_index
 from context_engine.summary.pins import pinned_closure, restore_pinned
-from context_engine.summary.spend_guard import LedgerSource, OwnState, guard_check, thread_ledger
+from context_engine.summary.spend_guard import LedgerSource, OwnState, thread_ledger
 from context_engine.tokens.calibration import Calibration, CalibrationMemory, CalibrationSource
-from context_engine.tokens.messages import TokenProfile, estimate_message, messages_tokens, profile_for_model
+from context_engine.tokens.messages import TokenProfile, estimate_message, messages_tokens
 
 TRIED_COMPACTION = "saving large tool results to files"
+# What the account of a request still too long says was tried, by why no summary was applied.
+TRIED = {
+    FallbackReason.NOTHING_TO_FOLD: f"{TRIED_COMPACTION}; there was no older history to summarize",
+    FallbackReason.NOT_SMALLER: f"{TRIED_COMPACTION}; a summary would not have been smaller than what it folds",
+}
 
 
 @dataclass(frozen=True)
-class _Compacted:
+class _Turn:
+    """One model call under compression: the request, its effective messages (the current summary
+    applied), its fixed part in raw tokens and what has been measured so far; after an overflow, the
+    limit the provider stated."""
+
+    request: ModelRequest
+    effective: list[BaseMessage]
+    previous: Mapping[str, Any] | None
+    overhead: int
+    measure: Measure
+    overflow_limit: int | None = None
+
+    def overflowed(self, at: int, exc: Exception) -> _Turn:
+        measure = replace(self.measure, overflowed_at=at)
+        return replace(self, measure=measure, overflow_limit=provider_limit(exc))
+
+
+@dataclass(frozen=True)
+class _Folding:
+    """The compacted ``view`` split for a summary (``split``), its kept tail after the overflow clip
+    (``preserved``, ``replacements``), and the moment it is decided."""
+
     view: list[BaseMessage]
-    overflowed_at: int | None
-    response: ModelResponse | None  # set when the compacted view was sent and answered
-    pinned: frozenset[str] = frozenset()  # pin closure over the view
-    overflow_limit: int | None = None  # the limit the provider stated when it rejected a request
+    split: FoldSplit
+    lead: int
+    preserved: list[BaseMessage]
+    replacements: Sequence[BaseMessage]
+    now: datetime
+
+    @property
+    def fallback(self) -> list[BaseMessage]:
+        """The compacted view, clipped, with no summary: what goes out when none is applied."""
+        return [*self.view[: self.split.cutoff], *self.preserved]
 
 
 _utcnow = partial(datetime.now, UTC)
@@ -83,7 +133,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         super().__init__()
         self.ledger = ledger if ledger is not None else OwnState()
         self.pins, self.config, self.store, self.summary_model = pins, config, store, summary_model
-        self.profile = profile or profile_for_model(config.model_name)
+        self.profile = profile or config.profile
         # The model's correction of our estimate, learned from reported usage by TokenUsageMiddleware
         # (the same source): every size compared with T or a budget here is a corrected one.
         self.calibration = calibration if calibration is not None else CalibrationMemory()
@@ -106,48 +156,36 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             self._steps(request), handler=handler, summary_model=self.summary_model, stop=stop
         )
 
-    # --- the shared core ------------------------------------------------------------------------
+    # --- the shared core: measure, plan, carry out ----------------------------------------------
 
     def _steps(self, request: ModelRequest) -> Steps[ModelResponse | ExtendedModelResponse]:
         state, ledger = thread_ledger(self.ledger, request.state or {}, now=self.now())
         return with_ledger((yield from self._call(request.override(state=state))), ledger)  # type: ignore[arg-type]
 
     def _call(self, request: ModelRequest) -> Steps[ModelResponse | ExtendedModelResponse]:
-        trigger = self.config.trigger_tokens
-        previous = valid_event((request.state or {}).get(SUMMARY_EVENT_KEY))
-        effective = effective_messages(request.messages, previous)
-        overhead = request_overhead(request, self.profile)
-        raw = overhead + self._effective_totals.total(effective)
-        before = self._calibration().corrected(raw)
-        overflowed_at: int | None = None
-        overflow_limit: int | None = None
-        if not policy.needs_compression(
-            before, trigger=trigger, raw=raw, context_window=self.config.context_window
-        ):
+        turn = self._measure(request)
+        if isinstance(plan(self.config, turn.measure), Pass):
+            effective = (
+                turn.request if turn.previous is None else turn.request.override(messages=turn.effective)
+            )
             try:
-                return (
-                    yield CallModel(request if previous is None else request.override(messages=effective))
-                )
+                return (yield CallModel(effective))
             except Exception as exc:
                 if not is_context_overflow(exc):
                     raise
-                overflowed_at, overflow_limit = before, provider_limit(exc)
+                turn = turn.overflowed(turn.measure.request.tokens, exc)
         emitter = Emitter(
             stream_writer(request),
-            before_tokens=before,
-            trigger_tokens=trigger,
-            overhead_tokens=overhead,
+            before_tokens=turn.measure.request.tokens,
+            trigger_tokens=self.config.trigger_tokens,
+            overhead_tokens=turn.overhead,
             profile=self.profile,
         )
         # ``started`` waits until there is something new to report: the same receipts shown again is
         # not a compression (no event, no record, no card).
-        emitter.level = LEVEL_COMPACTION if overflowed_at is None else LEVEL_SUMMARY
+        emitter.level = LEVEL_COMPACTION if turn.measure.overflowed_at is None else LEVEL_SUMMARY
         try:
-            return (
-                yield from self._compress(
-                    request, effective, previous, overhead, (overflowed_at, overflow_limit), emitter
-                )
-            )
+            return (yield from self._compress(turn, emitter))
         except GeneratorExit:  # the driver closed the steps: the user's Stop (``steps.run_sync``)
             emitter.stop()
             raise
@@ -155,217 +193,154 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             emitter.fail(exc)
             raise
 
-    def _compress(
-        self,
-        request: ModelRequest,
-        effective: list[BaseMessage],
-        previous: Mapping[str, Any] | None,
-        overhead: int,
-        overflow: tuple[int | None, int | None],
-        emitter: Emitter,
-    ) -> Steps[ModelResponse | ExtendedModelResponse]:
-        """Step 1, compaction; step 2, a summary when the compacted view still does not fit.
-        ``overflow``: the size the provider rejected, and the limit it stated (or ``None``s)."""
-        pinned = pinned_closure(effective, self._pinned_ids())
-        compacted = yield from self._compact(request, effective, overhead, overflow, emitter, pinned)
-        if compacted.response is not None:
-            return compacted.response
-        return (yield from self._summarize(request, compacted, previous, overhead, emitter))
+    def _measure(self, request: ModelRequest) -> _Turn:
+        previous = valid_event((request.state or {}).get(SUMMARY_EVENT_KEY))
+        effective = effective_messages(request.messages, previous)
+        overhead = request_overhead(request, self.profile)
+        sizes = self._sizes(overhead + self._effective_totals.total(effective))
+        measure = Measure(request=sizes, factor=self._calibration().factor)
+        return _Turn(request, effective, previous, overhead, measure)
 
-    def _compact(
-        self,
-        request: ModelRequest,
-        effective: list[BaseMessage],
-        overhead: int,
-        overflow: tuple[int | None, int | None],
-        emitter: Emitter,
-        pinned: frozenset[str],
-    ) -> Steps[_Compacted]:
-        """Compact a copy (pinned messages stay whole); send it when it fits below ``T`` (nothing overflowed yet)."""
-        overflowed_at, overflow_limit = overflow
-        compacted = yield Blocking(partial(self._compactor.compact, effective))
+    def _compress(self, turn: _Turn, emitter: Emitter) -> Steps[ModelResponse | ExtendedModelResponse]:
+        """Step 1, compaction of a copy (pinned messages stay whole), sent when it fits below ``T`` and
+        nothing overflowed yet; step 2, whatever the plan says for the compacted view."""
+        pinned = pinned_closure(turn.effective, self._pinned_ids())
+        compacted = yield Blocking(partial(self._compactor.compact, turn.effective))
         emitter.record_files([r for r in compacted.saved if r.message_id not in pinned], compacted.failed)
-        view = restore_pinned(effective, compacted.messages, pinned) if pinned else compacted.messages
-        total = self._view_totals.total(view)
-        lean = without_index(view)
-        # The reference index yields first: when the view fits below T without it, it goes out so,
-        # with no summary call (what the index lists stays in the history file, and searchable).
-        candidates = [(view, total)]
-        if lean is not view:
-            shed = estimate_message(view[0], self.profile) - estimate_message(lean[0], self.profile)
-            candidates.append((lean, total - shed))
-        for candidate, tokens in candidates:
-            raw, after = overhead + tokens, self._calibration().corrected(overhead + tokens)
-            if not policy.compaction_suffices(
-                after,
-                trigger=self.config.trigger_tokens,
-                overflowed=overflowed_at is not None,
-                raw=raw,
-                context_window=self.config.context_window,
-            ):
-                continue
-            emitter.after_tokens = after
-            if compacted.fresh or overflowed_at is not None:
+        view = restore_pinned(turn.effective, compacted.messages, pinned) if pinned else compacted.messages
+        candidates = self._candidates(turn, view)
+        turn = replace(turn, measure=replace(turn.measure, compacted=tuple(s for _, s in candidates)))
+        decision = plan(self.config, turn.measure)
+        if isinstance(decision, Compact) and decision.send is not None:
+            candidate, sizes = candidates[decision.send]
+            emitter.after_tokens = sizes.tokens
+            if compacted.fresh:
                 emitter.start()
             try:
-                response = yield CallModel(request.override(messages=candidate))
+                response = yield CallModel(turn.request.override(messages=candidate))
             except Exception as exc:
                 if not is_context_overflow(exc):
                     raise
-                overflowed_at, overflow_limit = after, provider_limit(exc)
-                break
-            if emitter.started:
-                emitter.sent(level=LEVEL_COMPACTION, after_tokens=after, messages=candidate)
-            return _Compacted(candidate, overflowed_at, response, pinned)
-        emitter.after_tokens = self._calibration().corrected(overhead + total)
-        return _Compacted(view, overflowed_at, None, pinned, overflow_limit)
+                turn = turn.overflowed(sizes.tokens, exc)
+            else:
+                if emitter.started:
+                    emitter.sent(level=LEVEL_COMPACTION, after_tokens=sizes.tokens, messages=candidate)
+                return response
+        emitter.after_tokens = candidates[0][1].tokens
+        return (yield from self._fold(turn, view, pinned, emitter))
 
-    def _summarize(
-        self,
-        request: ModelRequest,
-        compacted: _Compacted,
-        previous: Mapping[str, Any] | None,
-        overhead: int,
-        emitter: Emitter,
+    def _candidates(self, turn: _Turn, view: list[BaseMessage]) -> list[tuple[list[BaseMessage], Sizes]]:
+        """The compacted views that may go out, in order: the view, then the view without its reference
+        index (the index yields first: what it lists stays in the history file, and searchable)."""
+        total = self._view_totals.total(view)
+        candidates = [(view, self._sizes(turn.overhead + total))]
+        lean = without_index(view)
+        if lean is not view:
+            shed = estimate_message(view[0], self.profile) - estimate_message(lean[0], self.profile)
+            candidates.append((lean, self._sizes(turn.overhead + total - shed)))
+        return candidates
+
+    def _fold(
+        self, turn: _Turn, view: list[BaseMessage], pinned: frozenset[str], emitter: Emitter
     ) -> Steps[ModelResponse | ExtendedModelResponse]:
-        """Summarize the head of the compacted view (pinned messages taken out), keep a bounded tail
-        verbatim, then send; or, when the spend guard holds the summary back, send without one."""
-        config, view, overflowed_at = self.config, compacted.view, compacted.overflowed_at
+        """The compacted view does not fit: split it (a bounded tail kept verbatim, clipped after an
+        overflow), then summarize, hold back or fall back, as the plan says."""
         emitter.start()
-        # The kept tail stays within half the budget: half of T, or of what the provider just rejected.
-        # In our estimate's units: the tail is cut to T (calibration may move it), not to the window.
-        kept_cap = int(policy.tail_cap(config, overflowed_at=overflowed_at) / self._calibration().factor)
-        lead = view_lead(request.messages, view, previous["cutoff_index"] if previous else None)
+        cap = tail_cap(self.config, turn.measure)
+        lead = view_lead(
+            turn.request.messages, view, turn.previous["cutoff_index"] if turn.previous else None
+        )
         split = fold_split(
             view,
-            pinned_ids=compacted.pinned,
-            keep_messages=config.keep_messages,
-            max_tail_tokens=kept_cap,
+            pinned_ids=pinned,
+            keep_messages=self.config.keep_messages,
+            max_tail_tokens=cap,
             lead=lead,
             profile=self.profile,
         )
-        cutoff, preserved = split.cutoff, split.tail
-        replacements: Sequence[BaseMessage] = ()
-        if overflowed_at is not None:
-            clip = yield Blocking(
-                partial(
-                    clip_overflow_tail,
-                    preserved,
-                    max_tokens=kept_cap,
-                    store=self.store,
-                    preview_tokens=config.tool_result_token_limit,
-                    profile=self.profile,
-                )
-            )
-            emitter.record_files(clip.saved, clip.failed)
-            preserved, replacements = clip.messages, clip.replacements
-
-        state = request.state or {}
+        preserved, replacements = yield from self._clipped(turn, split.tail, cap, emitter)
         now = self.now()
-        # The summary call's input is cut to the window: in both measures, whatever the calibration.
-        budget = policy.raw_within(
-            policy.summary_budget(config, overflowed_at=overflowed_at), factor=self._calibration().factor
-        )
-        guard = guard_check(
-            state.get(SUMMARY_CALLS_KEY),
-            limits=config.spend,
-            now=now,
-            input_tokens=min(messages_tokens(split.folded, self.profile), budget),
-        )
-        step = policy.summary_step(cutoff=cutoff, guard_allowed=guard.allowed)
-        if step is policy.SummaryStep.NOTHING_TO_FOLD:  # the compacted (and clipped) view is all we can do
-            raw, after = self._sizes(overhead, preserved)
-            response = yield from send_fitting(
-                request,
-                preserved,
-                raw=raw,
-                tokens=after,
-                context_window=config.context_window,
-                tried=f"{TRIED_COMPACTION}; there was no older history to summarize",
-            )
-            # Nothing could be folded: if the request is still at or above T, it goes out flagged so.
-            emitter.sent(level=LEVEL_COMPACTION, after_tokens=after, messages=preserved)
-            return with_update(response, {}, replacements)
-        if step is policy.SummaryStep.HELD_BACK:
-            return (
-                yield from send_held_back(
-                    request,
-                    [*view[:cutoff], *preserved],
-                    pinned=compacted.pinned,
-                    previous=previous,
-                    overhead=overhead,
-                    overflowed_at=compacted.overflowed_at,
-                    emitter=emitter,
-                    guard=guard,
-                    replacements=replacements,
-                    store=self.store,
-                    profile=self.profile,
-                    calibration=self._calibration(),
-                    context_window=config.context_window,
-                    now=self.now(),
+        folding = _Folding(view, split, lead, preserved, replacements, now)
+        ledger = (turn.request.state or {}).get(SUMMARY_CALLS_KEY)
+        fold = Fold(split.cutoff, messages_tokens(split.folded, self.profile), ledger, now)
+        match plan(self.config, replace(turn.measure, fold=fold)):
+            case Summarize(budget=budget):
+                return (yield from self._summarize(turn, folding, budget, emitter))
+            case HeldBack(guard=guard):
+                held = HeldBackSend(
+                    turn.request,
+                    [*view[: split.cutoff], *preserved],
+                    pinned,
+                    turn.previous,
+                    turn.overhead,
+                    turn.measure.overflowed_at,
+                    guard,
+                    replacements,
+                    self.now(),
                 )
-            )
+                return (yield from send_held_back(held, self._sending(emitter)))
+            case Fallback(reason=reason):
+                return (yield from self._fall_back(turn, folding, emitter, reason))
+        raise AssertionError("a compacted view that does not fit is folded")  # pragma: no cover
 
+    def _clipped(
+        self, turn: _Turn, tail: list[BaseMessage], cap: int, emitter: Emitter
+    ) -> Steps[tuple[list[BaseMessage], Sequence[BaseMessage]]]:
+        """After an overflow the kept tail's own tool results are clipped to ``cap`` (files saved)."""
+        if turn.measure.overflowed_at is None:
+            return tail, ()
+        clip = yield Blocking(
+            partial(
+                clip_overflow_tail,
+                tail,
+                max_tokens=cap,
+                store=self.store,
+                preview_tokens=self.config.tool_result_token_limit,
+                profile=self.profile,
+            )
+        )
+        emitter.record_files(clip.saved, clip.failed)
+        return clip.messages, clip.replacements
+
+    def _summarize(
+        self, turn: _Turn, folding: _Folding, budget: int, emitter: Emitter
+    ) -> Steps[ModelResponse | ExtendedModelResponse]:
+        """Summarize the head of the compacted view (pinned messages taken out), keep the tail, send."""
         emitter.level = LEVEL_SUMMARY
+        state, split, now = turn.request.state or {}, folding.split, folding.now
         spent: list[int] = []  # every summary call made, billed even when it fails
+        span = Span(
+            split.folded,
+            state=state,
+            previous=turn.previous,
+            local_cutoff=split.cutoff,
+            budget=budget,
+            now=now,
+            kept=[*split.kept_pinned, *folding.preserved],
+            pinned=split.kept_pinned,
+            lead=folding.lead,
+        )
         try:
             outcome = yield from summarize_span(
-                split.folded,
-                state=state,
-                previous=previous,
-                local_cutoff=cutoff,
-                config=config,
-                store=self.store,
-                profile=self.profile,
-                budget=budget,
-                now=now,
-                kept=[*split.kept_pinned, *preserved],
-                pinned=split.kept_pinned,
-                lead=lead,
-                spent=spent,
+                span, config=self.config, store=self.store, profile=self.profile, spent=spent
             )
         except SummaryNotSmaller as exc:
             # A compression never makes the request bigger: the compacted view goes out, the call is billed.
-            self.ledger.spent(spent, now=now)
-            fallback = [*view[:cutoff], *preserved]
-            raw, tokens = self._sizes(overhead, fallback)
-            tried = f"{TRIED_COMPACTION}; a summary would not have been smaller than what it folds"
-            response = yield from send_fitting(
-                request, fallback, raw=raw, tokens=tokens, context_window=config.context_window, tried=tried
-            )
             why = not_smaller_reason(summary_tokens=exc.summary_tokens, folded_tokens=exc.folded_tokens)
-            emitter.sent(level=LEVEL_COMPACTION, after_tokens=tokens, messages=fallback, why=why)
-            return with_update(response, ledger_update(state, spent, now=now), replacements)
-        except Exception as exc:
-            # Fail closed: no state change but the ledger's, no error text in any message.
-            emitter.fail(exc)
-            self.ledger.spent(spent, now=now)
-            fallback = [*view[:cutoff], *preserved]
-            raw, tokens = self._sizes(overhead, fallback)
-            response = yield from send_fallback(
-                request,
-                fallback,
-                raw=raw,
-                tokens=tokens,
-                context_window=config.context_window,
-                overflowed_at=overflowed_at,
-                cause=exc,
-                overflow_limit=compacted.overflow_limit,
+            return (
+                yield from self._fall_back(turn, folding, emitter, FallbackReason.NOT_SMALLER, spent, why)
             )
-            return with_update(response, ledger_update(state, spent, now=now), ())
+        except Exception as exc:
+            return (yield from self._fall_back(turn, folding, emitter, exc, spent))
         self.ledger.spent(spent, now=now)
-
-        event = outcome.event
-        final = [event["summary_message"], *split.kept_pinned, *preserved]
+        final = [outcome.event["summary_message"], *split.kept_pinned, *folding.preserved]
         tried = (
             f"{TRIED_COMPACTION}, then a summary of the {len(split.folded)} oldest messages, keeping "
-            f"{len(split.kept_pinned) + len(preserved)}"
+            f"{len(split.kept_pinned) + len(folding.preserved)}"
         )
-        raw, after = self._sizes(overhead, final)
+        out = self._outgoing(turn, final)
         try:
-            response = yield from send_fitting(
-                request, final, raw=raw, tokens=after, context_window=config.context_window, tried=tried
-            )
+            response = yield from send_fitting(out, tried=tried)
         except Exception as exc:
             # The summary is valid but not applied: its history section is named by the failed event
             # (and so by the failed record); no section exists that nothing names.
@@ -373,9 +348,9 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             raise
         emitter.sent(
             level=LEVEL_SUMMARY,
-            after_tokens=after,
+            after_tokens=out.tokens,
             messages=final,
-            cutoff_index=event["cutoff_index"],
+            cutoff_index=outcome.event["cutoff_index"],
             compressed_messages=len(split.folded),
             pinned_messages=len(split.kept_pinned),
             file_path=outcome.file_path,
@@ -384,15 +359,52 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             folded_tokens=messages_tokens(split.folded, self.profile),
             loss_report=outcome.loss_report(),
         )
-        return with_update(response, summary_update(state, outcome, previous, now=now), replacements)
+        update = summary_update(state, outcome, turn.previous, now=now)
+        return with_update(response, update, folding.replacements)
+
+    def _fall_back(  # noqa: PLR0913 (the one effect of three reasons, each with its own extras)
+        self,
+        turn: _Turn,
+        folding: _Folding,
+        emitter: Emitter,
+        why_not: FallbackReason | Exception,
+        spent: Sequence[int] = (),
+        why: dict[str, Any] | None = None,
+    ) -> Steps[ModelResponse | ExtendedModelResponse]:
+        """No summary is applied: the compacted (and clipped) view goes out if it fits, the summary calls
+        made are billed. A failed summary (``why_not`` is its exception) fails closed: no state change
+        but the ledger's, no error text in any message; nothing else could be folded or it would not
+        have been smaller, and the request goes out flagged so if it is still at or above ``T``."""
+        state, now = turn.request.state or {}, folding.now
+        out = self._outgoing(turn, folding.fallback)
+        if isinstance(why_not, Exception):
+            emitter.fail(why_not)
+            self.ledger.spent(spent, now=now)
+            response = yield from send_fallback(
+                out,
+                cause=why_not,
+                overflowed_at=turn.measure.overflowed_at,
+                overflow_limit=turn.overflow_limit,
+            )
+            return with_update(response, ledger_update(state, spent, now=now), ())
+        self.ledger.spent(spent, now=now)
+        response = yield from send_fitting(out, tried=TRIED[why_not])
+        emitter.sent(level=LEVEL_COMPACTION, after_tokens=out.tokens, messages=out.messages, why=why)
+        return with_update(response, ledger_update(state, spent, now=now), folding.replacements)
+
+    def _outgoing(self, turn: _Turn, messages: list[BaseMessage]) -> Outgoing:
+        sizes = self._sizes(turn.overhead + messages_tokens(messages, self.profile))
+        return Outgoing(turn.request, messages, sizes.raw, sizes.tokens, self.config.context_window)
+
+    def _sending(self, emitter: Emitter) -> Sending:
+        return Sending(emitter, self.store, self.profile, self._calibration(), self.config.context_window)
 
     def _pinned_ids(self) -> Collection[str]:
         return self.pins() if self.pins is not None else configured_pins()
 
-    def _sizes(self, overhead: int, messages: Sequence[BaseMessage]) -> tuple[int, int]:
-        """A request of ``messages``: our raw estimate, and the calibrated one."""
-        raw = overhead + messages_tokens(messages, self.profile)
-        return raw, self._calibration().corrected(raw)
+    def _sizes(self, raw: int) -> Sizes:
+        """A request of ``raw`` tokens by our estimate: that, and the calibrated figure."""
+        return Sizes(raw, self._calibration().corrected(raw))
 
     def _calibration(self) -> Calibration:
         return self.calibration.current()

@@ -6,6 +6,7 @@ cut by both measures (our raw estimate and the calibrated one), and only if the 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -28,63 +29,80 @@ from context_engine.tokens.calibration import Calibration
 from context_engine.tokens.messages import TokenProfile, messages_tokens
 
 
-def send_held_back(
-    request: ModelRequest,
-    view: list[BaseMessage],
-    *,
-    pinned: Collection[str],
-    previous: Mapping[str, Any] | None,
-    overhead: int,
-    overflowed_at: int | None,
-    emitter: Emitter,
-    guard: GuardDecision,
-    replacements: Sequence[BaseMessage],
-    store: ResultStore,
-    profile: TokenProfile,
-    calibration: Calibration,
-    context_window: int | None,
-    now: datetime,
-) -> Steps[ModelResponse | ExtendedModelResponse]:
-    """Send the compacted ``view`` (the pinned ids ``pinned`` never leave it), or drop its oldest
-    messages first when it would not fit; ``overhead``: the request's fixed part in raw tokens."""
+@dataclass(frozen=True)
+class HeldBackSend:
+    """A compacted ``view`` whose summary the spend guard held back (``guard``): the pinned ids
+    ``pinned`` never leave it; ``overhead``: the request's fixed part in raw tokens; ``overflowed_at``:
+    what the provider rejected, if it did; ``replacements``: the overflow clip's."""
 
-    def sizes(messages: Sequence[BaseMessage]) -> tuple[int, int]:
-        raw = overhead + messages_tokens(messages, profile)
-        return raw, calibration.corrected(raw)
+    request: ModelRequest
+    view: list[BaseMessage]
+    pinned: Collection[str]
+    previous: Mapping[str, Any] | None
+    overhead: int
+    overflowed_at: int | None
+    guard: GuardDecision
+    replacements: Sequence[BaseMessage]
+    now: datetime
 
-    state = request.state or {}
-    raw, tokens = sizes(view)
-    limit = policy.window_limit(context_window=context_window, overflowed_at=overflowed_at)
-    if policy.held_back_fits(tokens, raw=raw, limit=limit):
-        response = yield CallModel(request.override(messages=view))
-        emitter.sent(level=LEVEL_COMPACTION, after_tokens=tokens, messages=view, spend_guard=guard.as_dict())
-        return with_update(response, {}, replacements)
-    budget = policy.raw_within(limit, factor=calibration.factor) - overhead  # type: ignore[arg-type]
-    cutoff = drop_cutoff(view, pinned_ids=pinned, max_tokens=budget, profile=profile)
-    drop: dict[str, Any] = {
-        "cutoff": cutoff,
-        "pinned_ids": pinned,
-        "state": state,
-        "previous": previous,
-        "lead": view_lead(request.messages, view, previous["cutoff_index"] if previous else None),
-        "now": now,
-    }
+
+@dataclass(frozen=True)
+class Sending:
+    """The middleware's side of a send: where events go, where files go, and how tokens are counted."""
+
+    emitter: Emitter
+    store: ResultStore
+    profile: TokenProfile
+    calibration: Calibration
+    context_window: int | None
+
+    def sizes(self, overhead: int, messages: Sequence[BaseMessage]) -> tuple[int, int]:
+        """A request of ``messages``: our raw estimate, and the calibrated one."""
+        raw = overhead + messages_tokens(messages, self.profile)
+        return raw, self.calibration.corrected(raw)
+
+
+def send_held_back(held: HeldBackSend, via: Sending) -> Steps[ModelResponse | ExtendedModelResponse]:
+    """Send the compacted view, or drop its oldest messages first when it would not fit."""
+    raw, tokens = via.sizes(held.overhead, held.view)
+    limit = policy.window_limit(context_window=via.context_window, overflowed_at=held.overflowed_at)
+    guard = held.guard.as_dict()
+    if limit is None or policy.held_back_fits(tokens, raw=raw, limit=limit):
+        response = yield CallModel(held.request.override(messages=held.view))
+        via.emitter.sent(level=LEVEL_COMPACTION, after_tokens=tokens, messages=held.view, spend_guard=guard)
+        return with_update(response, {}, held.replacements)
+    budget = policy.raw_within(limit, factor=via.calibration.factor) - held.overhead
+    cutoff = drop_cutoff(held.view, pinned_ids=held.pinned, max_tokens=budget, profile=via.profile)
+    state = held.request.state or {}
+    plan = plan_drop(
+        held.view,
+        cutoff=cutoff,
+        pinned_ids=held.pinned,
+        state=state,
+        previous=held.previous,
+        lead=view_lead(held.request.messages, held.view, _cutoff_index(held.previous)),
+        now=held.now,
+    )
     # What the drop leaves must fit the window by both measures before anything is written.
-    after_raw, after = sizes(plan_drop(view, **drop).final)
-    send_limit = policy.send_limit(context_window=context_window, overflowed_at=overflowed_at)
+    after_raw, after = via.sizes(held.overhead, plan.final)
+    send_limit = policy.send_limit(context_window=via.context_window, overflowed_at=held.overflowed_at)
     if cutoff <= 0 or not policy.fits_window(after_raw, after, limit=send_limit):
-        raise CompressionError(held_back_too_long(guard.reason, max(raw, tokens)))
-    plan, loss = yield from drop_span(view, store=store, **drop)
-    response = yield CallModel(request.override(messages=plan.final))
-    emitter.sent(
+        raise CompressionError(held_back_too_long(held.guard.reason, max(raw, tokens)))
+    _, loss = yield from drop_span(plan, store=via.store)
+    response = yield CallModel(held.request.override(messages=plan.final))
+    via.emitter.sent(
         level=LEVEL_COMPACTION,
         after_tokens=after,
         messages=plan.final,
         cutoff_index=plan.event["cutoff_index"],
         dropped_messages=len(plan.dropped),
         file_path=plan.file_path,
-        spend_guard=guard.as_dict(),
+        spend_guard=guard,
         loss_report={**loss.as_dict(), "repair_calls": 0, "repaired": False},
     )
-    update = drop_update(state, event=plan.event, session_id=plan.session_id, previous=previous)
-    return with_update(response, update, replacements)
+    update = drop_update(state, event=plan.event, session_id=plan.session_id, previous=held.previous)
+    return with_update(response, update, held.replacements)
+
+
+def _cutoff_index(previous: Mapping[str, Any] | None) -> int | None:
+    return previous["cutoff_index"] if previous else None

@@ -4,6 +4,7 @@ platform's own account, never its raw error) and hands back a response carrying 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from langchain.agents.middleware import ExtendedModelResponse, ModelRequest, ModelResponse
@@ -21,56 +22,55 @@ from context_engine.policy.overflow import (
 from context_engine.steps import CallModel, Steps
 
 
-def send_fitting(
-    request: ModelRequest,
-    messages: list[BaseMessage],
-    *,
-    raw: int,
-    tokens: int,
-    context_window: int | None,
-    tried: str,
-) -> Steps[ModelResponse]:
-    """Send the compressed request (``raw`` tokens by our estimate, ``tokens`` calibrated) unless either
-    figure reaches the window. A request that cannot fit, or that the provider still finds too long,
-    fails the turn with the platform's own account (how far over; ``tried``: what was done), never the
-    provider's raw error."""
-    if not policy.fits_window(raw, tokens, limit=context_window):
-        raise CompressionError(still_too_long(max(raw, tokens), context_window, tried=tried))
+@dataclass(frozen=True)
+class Outgoing:
+    """A compressed request about to go out: its messages, and its size by our raw estimate (``raw``)
+    and calibrated (``tokens``), against the model's window."""
+
+    request: ModelRequest
+    messages: list[BaseMessage]
+    raw: int
+    tokens: int
+    context_window: int | None
+
+    def call(self) -> CallModel:
+        return CallModel(self.request.override(messages=self.messages))
+
+
+def send_fitting(out: Outgoing, *, tried: str) -> Steps[ModelResponse]:
+    """Send the compressed request unless either figure reaches the window. A request that cannot fit,
+    or that the provider still finds too long, fails the turn with the platform's own account (how far
+    over; ``tried``: what was done), never the provider's raw error."""
+    if not policy.fits_window(out.raw, out.tokens, limit=out.context_window):
+        raise CompressionError(still_too_long(max(out.raw, out.tokens), out.context_window, tried=tried))
     try:
-        return (yield CallModel(request.override(messages=messages)))
+        return (yield out.call())
     except Exception as exc:
         if not is_context_overflow(exc):
             raise
         limit = provider_limit(exc)
-        raise CompressionError(still_too_long(tokens, context_window, tried=tried, limit=limit)) from exc
+        raise CompressionError(
+            still_too_long(out.tokens, out.context_window, tried=tried, limit=limit)
+        ) from exc
 
 
 def send_fallback(
-    request: ModelRequest,
-    view: list[BaseMessage],
-    *,
-    raw: int,
-    tokens: int,
-    context_window: int | None,
-    overflowed_at: int | None,
-    cause: Exception,
-    overflow_limit: int | None = None,
+    out: Outgoing, *, cause: Exception, overflowed_at: int | None, overflow_limit: int | None = None
 ) -> Steps[ModelResponse]:
-    """After a failed summary (``cause``): go on with the compacted ``view`` (``raw`` tokens by our
-    estimate, ``tokens`` calibrated) if it can fit by both, else a clear error: what the provider
-    rejected (at ``overflowed_at``, stating ``overflow_limit``), or how far over the window it is."""
-    if not policy.fallback_fits(tokens, raw=raw, context_window=context_window, overflowed_at=overflowed_at):
+    """After a failed summary (``cause``): go on with the compacted view if it can fit by both figures,
+    else a clear error: what the provider rejected (at ``overflowed_at``, stating ``overflow_limit``),
+    or how far over the window it is."""
+    tokens, window = out.tokens, out.context_window
+    if not policy.fallback_fits(tokens, raw=out.raw, context_window=window, overflowed_at=overflowed_at):
         rejected = overflowed_at is not None
-        error = summary_failed_too_long(
-            cause, tokens, context_window, rejected=rejected, limit=overflow_limit
-        )
+        error = summary_failed_too_long(cause, tokens, window, rejected=rejected, limit=overflow_limit)
         raise CompressionError(error) from cause
     try:
-        return (yield CallModel(request.override(messages=view)))
+        return (yield out.call())
     except Exception as exc:
         if is_context_overflow(exc):
             limit = provider_limit(exc)
-            error = summary_failed_too_long(cause, tokens, context_window, rejected=True, limit=limit)
+            error = summary_failed_too_long(cause, tokens, window, rejected=True, limit=limit)
             raise CompressionError(error) from exc
         raise
 

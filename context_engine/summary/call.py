@@ -14,7 +14,6 @@ from langchain_core.messages import BaseMessage
 from context_engine.compaction.media import offload_media
 from context_engine.config import CompressionConfig
 from context_engine.errors import StoreError, SummaryError, SummaryNotSmaller
-from context_engine.policy.trigger import summary_shrinks
 from context_engine.state import (
     REPAIR_USAGE_KEY,
     SESSION_ID_KEY,
@@ -40,11 +39,11 @@ from context_engine.summary.history import (
     summary_text,
 )
 from context_engine.summary.identifiers import LossReport, better_summary
-from context_engine.summary.indexing import index_inputs
+from context_engine.summary.indexing import IndexInputs, index_inputs
 from context_engine.summary.loss import fold_loss_report, read_saved_texts, repair_prompt
 from context_engine.summary.reference_index import NO_INDEX, ReferenceIndex
 from context_engine.summary.spend_guard import record_call
-from context_engine.summary.validation import summary_rule
+from context_engine.summary.validation import SummaryRule, summary_rule
 from context_engine.tokens.messages import (
     TokenProfile,
     estimate_message,
@@ -77,43 +76,104 @@ class SummaryOutcome:
         }
 
 
+def summary_shrinks(*, summary_tokens: int, folded_tokens: int) -> bool:
+    """A compression never makes the request bigger: a summary is applied only when its message is
+    smaller than the messages it folds (the pinned messages it keeps are in the request either way)."""
+    return summary_tokens < folded_tokens
+
+
+@dataclass(frozen=True)
+class Span:
+    """What one summary folds: ``folded`` (the messages it stands for), at ``local_cutoff`` of the view
+    (``lead`` see ``global_cutoff``); ``kept`` stays verbatim after it (pinned messages and the tail),
+    ``pinned`` those of them from before the cutoff, recorded in the event. ``budget``: the summary
+    call's input tokens. ``fold_limit``: when the caller's request holds the folded messages in a
+    smaller form, the size a summary must be smaller than."""
+
+    folded: Sequence[BaseMessage]
+    state: Mapping[str, Any]
+    previous: Mapping[str, Any] | None
+    local_cutoff: int
+    budget: int
+    now: datetime
+    kept: Sequence[BaseMessage] = ()
+    pinned: Sequence[BaseMessage] = ()
+    lead: int = 1
+    fold_limit: int | None = None
+
+
+@dataclass(frozen=True)
+class _Draft:
+    """Everything a candidate summary is measured against, fixed before the first call."""
+
+    folded: Sequence[BaseMessage]
+    kept: Sequence[BaseMessage]
+    file_path: str
+    section: str  # the folded messages' history section, appended once the summary is valid
+    folded_tokens: int
+    identifiers: dict[str, str]
+    saved: dict[str, str]
+    inputs: IndexInputs
+    index_budget: int
+    profile: TokenProfile
+
+    def size(self, candidate: str, index: str = "") -> int:
+        message = build_summary_message(candidate, file_path=self.file_path, index=index)
+        return estimate_message(message, self.profile)
+
+    def shrinks(self, candidate: str, index: str = "") -> bool:
+        return summary_shrinks(summary_tokens=self.size(candidate, index), folded_tokens=self.folded_tokens)
+
+    def indexed(self, candidate: str) -> ReferenceIndex:
+        """The candidate's reference index within the agent's budget and within the room the summary
+        leaves below what it folds (the index never makes a compression grow the request)."""
+        budget = min(self.index_budget, self.folded_tokens - 1 - self.size(candidate))
+        while budget > 0:
+            index = self.inputs.build(summary=candidate, budget=budget, profile=self.profile)
+            if self.shrinks(candidate, index.text):
+                return index
+            budget = min(budget - 1, budget * 3 // 4)
+        return NO_INDEX
+
+    def judged(self, candidate: str) -> tuple[ReferenceIndex, LossReport]:
+        """The candidate's index and loss report (its message names the history file)."""
+        index = self.indexed(candidate)
+        loss = fold_loss_report(
+            self.folded,
+            summary=candidate,
+            kept=self.kept,
+            saved_texts=self.saved,
+            identifiers=self.identifiers,
+            history_named=True,
+            index=index,
+        )
+        return index, loss
+
+
 def summarize_span(
-    to_summarize: Sequence[BaseMessage],
+    span: Span,
     *,
-    state: Mapping[str, Any],
-    previous: Mapping[str, Any] | None,
-    local_cutoff: int,
     config: CompressionConfig,
     store: ResultStore,
     profile: TokenProfile,
-    budget: int,
-    now: datetime,
-    kept: Sequence[BaseMessage] = (),
-    pinned: Sequence[BaseMessage] = (),
-    lead: int = 1,
     spent: list[int] | None = None,
-    fold_limit: int | None = None,
 ) -> Steps[SummaryOutcome]:
     """Inline media saved first (neither the history file nor the summary model ever receives base64),
     then the summary, then its history section (required), then the summary's loss report and (when the
     agent allows it and identifiers were lost) one repair call; any failure raises before state changes.
 
     The section is written only once a valid summary exists, so a failed or interrupted summary leaves
-    no history file or section behind. ``kept`` is what stays verbatim after the summary (pinned
-    messages and the tail); ``pinned`` those of them from before the cutoff, recorded in the event;
-    ``lead`` see ``global_cutoff``. ``spent`` receives the input tokens of each summary call as it is
+    no history file or section behind. ``spent`` receives the input tokens of each summary call as it is
     made, so a caller can enter a failed one in the spend guard's ledger too (a provider bills it).
-    A summary whose message is not smaller than what it folds (``to_summarize``, or ``fold_limit`` when
-    the caller's request holds those messages in a smaller form) raises ``SummaryNotSmaller`` before the
+    A summary whose message is not smaller than what it folds raises ``SummaryNotSmaller`` before the
     history section is written."""
-    media = yield Blocking(partial(offload_media, to_summarize, store=store))
+    media = yield Blocking(partial(offload_media, span.folded, store=store))
     if media.failed:
         raise StoreError(f"Could not save inline media before summarizing: {media.failed[0].error}")
-    to_summarize = media.messages
-    session_id = session_id_from(state.get(SESSION_ID_KEY))
-    file_path = history_path(session_id)
+    folded = media.messages
+    session_id = session_id_from(span.state.get(SESSION_ID_KEY))
     prompt = format_summary_prompt(
-        to_summarize, prompt=config.summary_prompt, max_tokens=budget, profile=profile
+        folded, prompt=config.summary_prompt, max_tokens=span.budget, profile=profile
     )
     calls = spent if spent is not None else []
     calls.append(estimate_text(prompt, profile))
@@ -121,106 +181,105 @@ def summarize_span(
     rule = summary_rule(
         prompt=config.summary_prompt,
         required=config.summary_required,
-        folded_chars=sum(len(message.text) for message in to_summarize),
+        folded_chars=sum(len(message.text) for message in folded),
     )
     text = summary_text(reply, rule)
-    folded_tokens = messages_tokens(to_summarize, profile)
-    if fold_limit is not None:
-        folded_tokens = min(folded_tokens, fold_limit)
-
-    identifiers = fold_identifiers(to_summarize)
-    section = render_history_section(to_summarize, now=now)
-    # The section starts on the line after what the (append-only) history file holds now.
-    first_line = yield Blocking(partial(history_next_line, store, file_path))
-    saved_paths = receipt_paths(to_summarize)
-    saved = (yield Blocking(partial(read_saved_texts, store, saved_paths))) if saved_paths else {}
-    inputs = index_inputs(
-        to_summarize, kept=kept, saved=saved, section=section, file_path=file_path, first_line=first_line
+    draft = yield from _draft(
+        span, folded, file_path=history_path(session_id), config=config, store=store, profile=profile
     )
-
-    def summary_size(candidate: str, index: str = "") -> int:
-        return estimate_message(build_summary_message(candidate, file_path=file_path, index=index), profile)
-
-    def indexed(candidate: str) -> ReferenceIndex:
-        """The candidate's reference index within the agent's budget and within the room the summary
-        leaves below what it folds (the index never makes a compression grow the request)."""
-        budget = min(config.index_budget, folded_tokens - 1 - summary_size(candidate))
-        while budget > 0:
-            index = inputs.build(summary=candidate, budget=budget, profile=profile)
-            if summary_shrinks(
-                summary_tokens=summary_size(candidate, index.text), folded_tokens=folded_tokens
-            ):
-                return index
-            budget = min(budget - 1, budget * 3 // 4)
-        return NO_INDEX
-
-    if not summary_shrinks(summary_tokens=(size := summary_size(text)), folded_tokens=folded_tokens):
+    if not draft.shrinks(text):
         # Before the history section is written: a summary that is not applied leaves nothing behind.
-        raise SummaryNotSmaller(summary_tokens=size, folded_tokens=folded_tokens)
-    yield Blocking(partial(store.append_text, file_path, section))
+        raise SummaryNotSmaller(summary_tokens=draft.size(text), folded_tokens=draft.folded_tokens)
+    yield Blocking(partial(store.append_text, draft.file_path, draft.section))
     usage = _usage(reply)
-    index = indexed(text)
-    # The summary message names the history file the section was just appended to.
-    loss = fold_loss_report(
-        to_summarize,
-        summary=text,
-        kept=kept,
-        saved_texts=saved,
-        identifiers=identifiers,
-        history_named=True,
-        index=index,
-    )
+    index, loss = draft.judged(text)
     repaired = False
     if config.repair_pass and loss.lost:
         second = repair_prompt(prompt, loss.lost_identifiers)
         calls.append(estimate_text(second, profile))
-        try:
-            retry = yield Summarize(second)
-        except Exception:  # a failed repair call keeps the valid first summary
-            retry = None
-        if retry_usage := _usage(retry):  # kept apart too: what the repair pass costs stays visible
+        retry, retry_usage = yield from _repair(second, rule, draft)
+        if retry_usage:  # kept apart too: what the repair pass costs stays visible
             usage = add_usage(usage, {**retry_usage, REPAIR_USAGE_KEY: retry_usage})
-        try:
-            retry_text = summary_text(retry, rule) if retry is not None else ""
-        except SummaryError:
-            retry_text = ""  # a repair that is not a summary keeps the first one
-        if retry_text and summary_shrinks(
-            summary_tokens=summary_size(retry_text), folded_tokens=folded_tokens
-        ):
-            retry_index = indexed(retry_text)
-            retry_loss = fold_loss_report(
-                to_summarize,
-                summary=retry_text,
-                kept=kept,
-                saved_texts=saved,
-                identifiers=identifiers,
-                history_named=True,
-                index=retry_index,
-            )
-            if better_summary(loss, retry_loss):
-                text, loss, index, repaired = retry_text, retry_loss, retry_index, True
+        if retry is not None and better_summary(loss, retry[2]):
+            text, index, loss = retry
+            repaired = True
     event = build_summarization_event(
-        previous=previous,
-        local_cutoff=local_cutoff,
+        previous=span.previous,
+        local_cutoff=span.local_cutoff,
         summary_message=with_estimate(
-            build_summary_message(text, file_path=file_path, index=index.text), profile
+            build_summary_message(text, file_path=draft.file_path, index=index.text), profile
         ),
-        file_path=file_path,
-        lead=lead,
-        pinned_ids=[m.id for m in pinned if m.id],
+        file_path=draft.file_path,
+        lead=span.lead,
+        pinned_ids=[m.id for m in span.pinned if m.id],
         reference_index=index,
     )
     return SummaryOutcome(
         event=event,
         session_id=session_id,
-        file_path=file_path,
+        file_path=draft.file_path,
         usage=usage,
         loss=loss,
         calls=tuple(calls),
         repaired=repaired,
-        summary_tokens=summary_size(text),  # without the index: the preview sizes that itself
+        summary_tokens=draft.size(text),  # without the index: the preview sizes that itself
         index=index,
     )
+
+
+def _draft(
+    span: Span,
+    folded: Sequence[BaseMessage],
+    *,
+    file_path: str,
+    config: CompressionConfig,
+    store: ResultStore,
+    profile: TokenProfile,
+) -> Steps[_Draft]:
+    """What the summary is measured against: the folded size, identifiers, the saved files the folded
+    receipts name, and the reference index's inputs (its section starts on the line after what the
+    append-only history file holds now)."""
+    folded_tokens = messages_tokens(folded, profile)
+    if span.fold_limit is not None:
+        folded_tokens = min(folded_tokens, span.fold_limit)
+    section = render_history_section(folded, now=span.now)
+    first_line = yield Blocking(partial(history_next_line, store, file_path))
+    saved_paths = receipt_paths(folded)
+    saved = (yield Blocking(partial(read_saved_texts, store, saved_paths))) if saved_paths else {}
+    inputs = index_inputs(
+        folded, kept=span.kept, saved=saved, section=section, file_path=file_path, first_line=first_line
+    )
+    return _Draft(
+        folded=folded,
+        kept=span.kept,
+        file_path=file_path,
+        section=section,
+        folded_tokens=folded_tokens,
+        identifiers=fold_identifiers(folded),
+        saved=saved,
+        inputs=inputs,
+        index_budget=config.index_budget,
+        profile=profile,
+    )
+
+
+def _repair(
+    prompt: str, rule: SummaryRule, draft: _Draft
+) -> Steps[tuple[tuple[str, ReferenceIndex, LossReport] | None, dict[str, Any] | None]]:
+    """One repair call: its candidate (text, index, loss report) when it is a summary that still shrinks
+    the request, and its usage. A failed call or a reply that is no summary keeps the first one."""
+    try:
+        retry = yield Summarize(prompt)
+    except Exception:
+        return None, None
+    try:
+        text = summary_text(retry, rule)
+    except SummaryError:
+        text = ""
+    if not text or not draft.shrinks(text):
+        return None, _usage(retry)
+    index, loss = draft.judged(text)
+    return (text, index, loss), _usage(retry)
 
 
 def _usage(reply: Any) -> dict[str, Any] | None:

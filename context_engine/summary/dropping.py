@@ -132,22 +132,9 @@ def plan_drop(
     )
 
 
-def drop_span(
-    view: Sequence[BaseMessage],
-    *,
-    cutoff: int,
-    pinned_ids: Collection[str],
-    state: Mapping[str, Any],
-    previous: Mapping[str, Any] | None,
-    lead: int,
-    now: datetime,
-    store: ResultStore,
-) -> Steps[tuple[DropPlan, LossReport]]:
-    """Carry out ``plan_drop``: the dropped span goes to the history file first (a failed write stops
-    here, nothing dropped), then the loss report of what left the view. No model call."""
-    plan = plan_drop(
-        view, cutoff=cutoff, pinned_ids=pinned_ids, state=state, previous=previous, lead=lead, now=now
-    )
+def drop_span(plan: DropPlan, *, store: ResultStore) -> Steps[tuple[DropPlan, LossReport]]:
+    """Carry out ``plan`` (``plan_drop``): the dropped span goes to the history file first (a failed write
+    stops here, nothing dropped), then the loss report of what left the view. No model call."""
     yield Blocking(partial(store.append_text, plan.file_path, plan.section))
     saved = yield Blocking(partial(read_saved_texts, store, receipt_paths(plan.dropped)))
     loss = fold_loss_report(

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Protocol
 
+from context_engine.config import SpendLimits
 from context_engine.state import SUMMARY_CALLS_KEY
 
 WINDOW = timedelta(hours=1)
@@ -26,16 +27,6 @@ MAX_REMEMBERED_CALLS = 200  # bound on the state list, whatever the limits are
 
 REASON_CALLS = "summary_calls_per_hour"
 REASON_TOKENS = "summary_input_tokens_per_hour"
-
-
-@dataclass(frozen=True)
-class SpendLimits:
-    max_calls_per_hour: int = 0  # 0: no limit
-    max_input_tokens_per_hour: int = 0  # 0: no limit
-
-    @property
-    def active(self) -> bool:
-        return self.max_calls_per_hour > 0 or self.max_input_tokens_per_hour > 0
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from agent_platform.workdir import Workdir
 from context_engine.config import CompressionConfig
 from context_engine.lines import pointer
 from context_engine.steps import run_sync
-from context_engine.summary.call import summarize_span
+from context_engine.summary.call import Span, summarize_span
 from context_engine.tokens.messages import DEFAULT_PROFILE
 
 HISTORY = "outputs/conversation_history/session_t1.md"
@@ -64,15 +64,17 @@ def _fold(base: int = 0) -> list:
 def _summarize(workdir, folded):
     return run_sync(
         summarize_span(
-            folded,
-            state={"_summarization_session_id": "session_t1"},
-            previous=None,
-            local_cutoff=len(folded),
+            Span(
+                folded,
+                state={"_summarization_session_id": "session_t1"},
+                previous=None,
+                local_cutoff=len(folded),
+                budget=20_000,
+                now=datetime(2026, 12, 1, tzinfo=UTC),
+            ),
             config=CompressionConfig(trigger_tokens=6000),
             store=workdir,
             profile=DEFAULT_PROFILE,
-            budget=20_000,
-            now=datetime(2026, 12, 1, tzinfo=UTC),
         ),
         handler=lambda request: None,
         summary_model=OfflineChatModel(),

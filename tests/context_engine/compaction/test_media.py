@@ -165,20 +165,18 @@ def _drive_summary(messages, store):
     from datetime import UTC, datetime
 
     from context_engine.steps import Blocking, Summarize
-    from context_engine.summary.call import summarize_span
+    from context_engine.summary.call import Span, summarize_span
 
     config = CompressionConfig(trigger_tokens=100_000, model_name="gpt-4o-mini")
-    steps = summarize_span(
+    span = Span(
         messages,
         state={},
         previous=None,
         local_cutoff=len(messages),
-        config=config,
-        store=store,
-        profile=profile_for_model("gpt-4o-mini"),
         budget=50_000,
         now=datetime(2026, 11, 30, tzinfo=UTC),
     )
+    steps = summarize_span(span, config=config, store=store, profile=profile_for_model("gpt-4o-mini"))
     prompts, value = [], None
     try:
         while True:

@@ -9,7 +9,7 @@ import pytest
 from langchain.agents.middleware import ExtendedModelResponse
 from langchain_core.messages import AIMessage, HumanMessage
 
-from context_engine.config import CompressionConfig
+from context_engine.config import CompressionConfig, SpendLimits
 from context_engine.formats import CONVERSATION_HISTORY_DIR
 from context_engine.middleware import CompressionMiddleware
 from context_engine.state import (
@@ -23,7 +23,7 @@ from context_engine.state import (
 from context_engine.store import MemoryStore
 from context_engine.summary.cutoff import is_summary_message
 from context_engine.summary.history import effective_messages
-from context_engine.summary.spend_guard import REASON_CALLS, SpendLimits
+from context_engine.summary.spend_guard import REASON_CALLS
 from tests.context_engine.chats import USAGE
 from tests.context_engine.fakes import Handler, ScriptedChatModel, conversation, make_request, tool_turn
 

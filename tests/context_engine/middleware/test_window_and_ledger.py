@@ -12,12 +12,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from langchain.agents.middleware import ExtendedModelResponse, ModelResponse
 
+from context_engine.config import SpendLimits
 from context_engine.errors import CompressionError
 from context_engine.middleware import CompressionMiddleware
 from context_engine.middleware.measure import request_overhead
 from context_engine.state import SUMMARY_CALLS_KEY
 from context_engine.store import MemoryStore
-from context_engine.summary.spend_guard import SharedLedger, SpendLimits
+from context_engine.summary.spend_guard import SharedLedger
 from context_engine.tokens.calibration import NEUTRAL, Calibration, CalibrationMemory
 from context_engine.tokens.messages import estimate_text, messages_tokens
 from tests.context_engine.fakes import Handler, ScriptedChatModel, conversation, make_request

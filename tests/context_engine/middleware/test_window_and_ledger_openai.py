@@ -7,11 +7,10 @@ from __future__ import annotations
 from langchain.agents import create_agent
 from langgraph.checkpoint.memory import InMemorySaver
 
-from context_engine.config import CompressionConfig
+from context_engine.config import CompressionConfig, SpendLimits
 from context_engine.middleware import CompressionMiddleware, TokenUsageMiddleware
 from context_engine.state import SUMMARY_CALLS_KEY
 from context_engine.store import MemoryStore
-from context_engine.summary.spend_guard import SpendLimits
 from context_engine.tokens.calibration import Calibration, CalibrationMemory
 from tests.context_engine.chats import as_summary
 from tests.context_engine.fakes import SYSTEM, conversation

@@ -93,13 +93,15 @@ def test_a_drop_plan_keeps_pins_after_the_note_and_writes_everything_it_drops_to
 def test_a_drop_writes_the_history_section_before_anything_is_sent():
     view, store = _turns(4), MemoryStore()
     steps = drop_span(
-        view,
-        cutoff=6,
-        pinned_ids=frozenset(),
-        state={},
-        previous=None,
-        lead=0,
-        now=datetime.now(UTC),
+        plan_drop(
+            view,
+            cutoff=6,
+            pinned_ids=frozenset(),
+            state={},
+            previous=None,
+            lead=0,
+            now=datetime.now(UTC),
+        ),
         store=store,
     )
     effects = []

@@ -18,7 +18,7 @@ from context_engine.formats import (
     TOOL_RESULT_SAVED_KEY,
 )
 from context_engine.store import MemoryStore
-from context_engine.summary.dropping import drop_span
+from context_engine.summary.dropping import drop_span, plan_drop
 from context_engine.summary.fold_plan import fold_identifiers, message_text
 from context_engine.summary.identifiers import LOST_LIST_MAX, TIERS, LossReport
 from context_engine.summary.loss import fold_loss_report, read_saved_texts, view_text
@@ -177,13 +177,15 @@ def test_a_drop_note_names_the_history_file_so_nothing_dropped_is_unreachable():
     ]
     store = MemoryStore()
     steps = drop_span(
-        view,
-        cutoff=2,
-        pinned_ids=frozenset(),
-        state={},
-        previous=None,
-        lead=0,
-        now=datetime.now(UTC),
+        plan_drop(
+            view,
+            cutoff=2,
+            pinned_ids=frozenset(),
+            state={},
+            previous=None,
+            lead=0,
+            now=datetime.now(UTC),
+        ),
         store=store,
     )
     try:

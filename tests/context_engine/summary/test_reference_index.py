@@ -24,7 +24,7 @@ from context_engine.formats import (
 from context_engine.lines import parse_pointer, pointer, split_lines
 from context_engine.steps import run_sync
 from context_engine.store import MemoryStore
-from context_engine.summary.call import summarize_span
+from context_engine.summary.call import Span, summarize_span
 from context_engine.summary.fold_plan import fold_identifiers, message_text
 from context_engine.summary.history import history_next_line, history_path, render_history_section
 from context_engine.summary.identifiers import Haystack, identifiers_of
@@ -177,15 +177,17 @@ def _summarize(folded, *, store, config, summary="## SESSION INTENT\nwork on the
     model = ScriptedChatModel(summaries=[summary])
     return run_sync(
         summarize_span(
-            folded,
-            state={"_summarization_session_id": "session_prop"},
-            previous=None,
-            local_cutoff=len(folded),
+            Span(
+                folded,
+                state={"_summarization_session_id": "session_prop"},
+                previous=None,
+                local_cutoff=len(folded),
+                budget=10_000,
+                now=NOW,
+            ),
             config=config,
             store=store,
             profile=DEFAULT_PROFILE,
-            budget=10_000,
-            now=NOW,
         ),
         handler=lambda request: None,
         summary_model=model,
