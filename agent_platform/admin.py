@@ -24,8 +24,7 @@ from agent_platform.knowledge import admin as knowledge_admin  # noqa: F401  (re
 from agent_platform.models import COMPRESSION_FIELDS, Agent, ApiToken, ModelEndpoint
 from agent_platform.services import api_token_revoke
 from agent_platform.tools import tools_unavailable
-from context_engine.config import TOKENS_PER_K
-from context_engine.tokens.messages import profile_for_model
+from context_engine.config import trigger_capped
 
 TUNE_COMPRESSION_PERMISSION = "agent_platform.tune_compression"
 MANAGE_ENDPOINTS_PERMISSION = "agent_platform.manage_model_endpoints"
@@ -79,7 +78,7 @@ class AgentAdmin(admin.ModelAdmin):
         if obj.pk is None and not obj.summary_threshold:
             return "-"
         window = obj.resolved_context_window
-        capped = obj.effective_trigger < obj.summary_threshold * TOKENS_PER_K
+        capped = trigger_capped(summary_threshold_k=obj.summary_threshold, context_window=window)
         note = _(" (capped at 90%% of the %(window)s-token window)") % {"window": window} if capped else ""
         return f"{obj.effective_trigger:,}{note}"
 
@@ -110,7 +109,7 @@ class AgentAdmin(admin.ModelAdmin):
 
     @admin.display(description=_("Estimate calibration"))
     def calibration_display(self, obj: Agent) -> str:
-        profile = profile_for_model(obj.resolved_model_name).name
+        profile = obj.compression_config().profile.name
         calibration = calibration_for(agent=obj)
         if not calibration.observations:
             return _("×1.000: no reported usage yet (profile %(profile)s)") % {"profile": profile}

@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 
 from agent_platform.errors import ApplicationError
 from agent_platform.models import Agent, ModelEndpoint
-from context_engine.config import TOKENS_PER_K
+from context_engine.config import TOKENS_PER_K, trigger_capped
 from context_engine.policy.pressure import HINT_RATIO, hint_tokens
 
 # The fields a typed value may stand in for (the ones the figures depend on).
@@ -39,10 +39,7 @@ class BudgetFigures:
     hint: int  # where the page's hint starts, in tokens
     pinned_limit: int  # the agent's field
     pinned_cap: int  # the cap in force: the field, never above a quarter of T
-
-    @property
-    def trigger_capped(self) -> bool:
-        return self.trigger < self.threshold_tokens
+    trigger_capped: bool  # the window's cap lowered T below the admin's number (``config.trigger_capped``)
 
     @property
     def pinned_capped(self) -> bool:
@@ -51,7 +48,6 @@ class BudgetFigures:
     def as_dict(self) -> dict:
         return {
             **asdict(self),
-            "trigger_capped": self.trigger_capped,
             "pinned_capped": self.pinned_capped,
             "hint_ratio": HINT_RATIO,
         }
@@ -70,6 +66,7 @@ def agent_budget_figures(agent: Agent) -> BudgetFigures:
         hint=hint_tokens(config.trigger_tokens),
         pinned_limit=agent.summary_pinned_token_limit,
         pinned_cap=config.pinned_cap,
+        trigger_capped=trigger_capped(summary_threshold_k=agent.summary_threshold, context_window=window),
     )
 
 

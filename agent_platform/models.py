@@ -22,11 +22,11 @@ from context_engine.config import (
     DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     MAX_INDEX_PERCENT,
     CompressionConfig,
+    SpendLimits,
     effective_trigger,
 )
 from context_engine.formats import DEFAULT_SUMMARY_PROMPT
 from context_engine.summary.history import validate_summary_prompt
-from context_engine.config import SpendLimits
 
 TOOL_CHOICES = [
     ("query_kb", "query_kb: search the knowledge bases"),

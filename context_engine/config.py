@@ -43,6 +43,12 @@ def effective_trigger(*, summary_threshold_k: int, context_window: int | None) -
     return trigger
 
 
+def trigger_capped(*, summary_threshold_k: int, context_window: int | None) -> bool:
+    """Did the window's cap lower T below the admin's number (``effective_trigger``)?"""
+    trigger = effective_trigger(summary_threshold_k=summary_threshold_k, context_window=context_window)
+    return trigger < summary_threshold_k * TOKENS_PER_K
+
+
 @dataclass(frozen=True)
 class CompressionConfig:
     trigger_tokens: int  # T (SPEC §3), already capped by the context window

@@ -5,7 +5,6 @@ never shifts a number), and history files are only appended to, so a line number
 
 from __future__ import annotations
 
-import bisect
 import re
 
 LINE_BREAK = "\n"
@@ -40,14 +39,3 @@ def parse_pointer(value: str) -> tuple[str, int | None]:
     if match is None:
         return value, None
     return match.group("path"), int(match.group("line"))
-
-
-class LineIndex:
-    """Line numbers of offsets in one text, by binary search over its line starts."""
-
-    def __init__(self, text: str) -> None:
-        self._starts = [0, *(m.end() for m in re.finditer(LINE_BREAK, text))]
-
-    def line_of(self, offset: int) -> int:
-        """The 1-based line holding the character at ``offset``."""
-        return bisect.bisect_right(self._starts, offset)

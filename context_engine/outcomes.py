@@ -24,7 +24,6 @@ COMPACTED = "compacted"
 SUMMARIZED = "summarized"
 NO_CHANGE = "no_change_needed"
 BUDGET_UNREACHABLE = "could_not_reach_budget"
-OUTCOMES = (COMPACTED, SUMMARIZED, NO_CHANGE, BUDGET_UNREACHABLE)
 
 # Reason codes.
 INSUFFICIENT_HISTORY = "insufficient_history"  # no change: the kept recent messages are all there is

@@ -10,15 +10,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agent_platform.workdir import WorkdirPathError, resolve
+from context_engine.compaction.receipts import Receipt, parse_receipt
 from context_engine.compaction.tool_results import sha256_text, tool_result_path
-from context_engine.formats import (
-    RECEIPT_HEADER,
-    RECEIPT_PATH_PREFIX,
-    RECEIPT_PREVIEW_HEADER,
-    RECEIPT_SHA256_PREFIX,
-    RECEIPT_TOKENS_PREFIX,
-    RECEIPT_TOOL_PREFIX,
-)
 from context_engine.lines import LINE_BREAK, split_lines
 from context_engine.policy.pressure import HINT_RATIO
 
@@ -145,48 +138,10 @@ def saved_file(*, path: str, text: str) -> SavedFile:
     )
 
 
-@dataclass(frozen=True)
-class Receipt:
-    """A ``[Tool result saved]`` receipt: where the full output lives."""
-
-    tool: str
-    approx_tokens: str
-    sha256: str
-    path: str
-    preview: str
-
-
-def receipt_parse(content: str) -> Receipt | None:
-    """The receipt fields of a saved-result message, or None when ``content`` is not a receipt."""
-    if not isinstance(content, str) or not content.startswith(RECEIPT_HEADER):
-        return None
-    fields = {
-        RECEIPT_TOOL_PREFIX: "",
-        RECEIPT_TOKENS_PREFIX: "",
-        RECEIPT_SHA256_PREFIX: "",
-        RECEIPT_PATH_PREFIX: "",
-    }
-    lines = content.split("\n")
-    preview_lines: list[str] | None = None
-    for line in lines[1:]:
-        if preview_lines is not None:
-            preview_lines.append(line)
-            continue
-        if line == RECEIPT_PREVIEW_HEADER:
-            preview_lines = []
-            continue
-        for prefix in fields:
-            if line.startswith(prefix) and not fields[prefix]:
-                fields[prefix] = line[len(prefix) :].strip()
-    if not fields[RECEIPT_PATH_PREFIX]:
-        return None
-    return Receipt(
-        tool=fields[RECEIPT_TOOL_PREFIX],
-        approx_tokens=fields[RECEIPT_TOKENS_PREFIX],
-        sha256=fields[RECEIPT_SHA256_PREFIX],
-        path=fields[RECEIPT_PATH_PREFIX],
-        preview="\n".join(preview_lines or []).strip(),
-    )
+def receipt_parse(content: object) -> Receipt | None:
+    """The receipt fields of a saved-result message (where its full output lives), or None when
+    ``content`` is not a receipt."""
+    return parse_receipt(content)
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,7 @@ def agent_middleware(
 
     1. compression: ``context_engine.middleware.compression_middleware_for(agent=..., workdir=...,
        model=...)`` (automatic compaction and summaries, SPEC 6), on the run's workdir and ledger;
-    2. token usage: ``context_engine.middleware.token_usage_middleware_for(agent=..., model=...)``
+    2. token usage: ``context_engine.middleware.token_usage_middleware_for(agent=..., calibration=...)``
        (pressure figures in state ``token_usage``, SPEC 7), inside compression so it measures what the
        model is actually sent;
     3. stop: ``StopWaitingToolsMiddleware`` lets Stop end a tool call that waits (``stopping``).
@@ -89,7 +89,7 @@ def agent_middleware(
         compression_middleware_for(
             agent=agent, workdir=RunWorkdir(), model=model, calibration=calibration, ledger=RunLedger()
         ),
-        token_usage_middleware_for(agent=agent, model=model, calibration=calibration),
+        token_usage_middleware_for(agent=agent, calibration=calibration),
         StopWaitingToolsMiddleware(),
     ]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from langchain_core.language_models.chat_models import BaseChatModel
 
@@ -11,7 +11,6 @@ from context_engine.middleware.token_usage import TokenUsageMiddleware
 from context_engine.store import ResultStore
 from context_engine.summary.spend_guard import LedgerSource
 from context_engine.tokens.calibration import CalibrationSource
-from context_engine.tokens.messages import profile_for_model
 
 if TYPE_CHECKING:
     from agent_platform.models import Agent
@@ -24,7 +23,6 @@ def compression_middleware_for(
     model: BaseChatModel,
     calibration: CalibrationSource | None = None,
     ledger: LedgerSource | None = None,
-    **_: Any,
 ) -> CompressionMiddleware:
     """Compression for ``agent``: its config, the profile and the calibration of its model;
     summaries by ``model`` (the agent's own chat model); files in the thread's ``workdir`` (shared
@@ -34,19 +32,17 @@ def compression_middleware_for(
         config=agent.compression_config(),
         store=workdir,
         summary_model=model,
-        profile=profile_for_model(agent.resolved_model_name),
         calibration=calibration,
         ledger=ledger,
     )
 
 
 def token_usage_middleware_for(
-    *, agent: Agent, calibration: CalibrationSource | None = None, **_: Any
+    *, agent: Agent, calibration: CalibrationSource | None = None
 ) -> TokenUsageMiddleware:
     """Pressure figures and stored estimates; reported usage updates ``calibration`` (pass the
     compression middleware's, so a run's trigger decisions see its own readings)."""
     return TokenUsageMiddleware(
         config=agent.compression_config(),
-        profile=profile_for_model(agent.resolved_model_name),
         calibration=calibration,
     )

@@ -29,9 +29,6 @@ from context_engine.formats import (
 )
 from context_engine.tokens.messages import estimate_messages, estimate_text, profile_for_model
 
-OFFLINE_NOTICE = (
-    "(Offline model: no language model is configured, so I route to tools by simple rules.)"  # en
-)
 SUMMARY_HEADINGS = (
     "## SESSION INTENT",
     "## USER REQUIREMENTS AND PREFERENCES",

@@ -50,7 +50,6 @@ from context_engine.policy.pressure import refreshed_usage
 from context_engine.state import TOKEN_USAGE_KEY, merge_token_usage
 from context_engine.summary.call import ledger_update
 from context_engine.tokens.calibration import Calibration
-from context_engine.tokens.messages import profile_for_model
 from conversations.errors import ThreadNotFound
 from conversations.models import Conversation
 from conversations.services.leases import lease_renewed, worker_name
@@ -217,7 +216,7 @@ def _checkpoint_update(
     usage = refreshed_usage(
         values,
         manual.update,
-        profile=profile_for_model(agent.resolved_model_name),
+        profile=agent.compression_config().profile,
         trigger_tokens=agent.effective_trigger,
         context_window=agent.resolved_context_window,
         result=manual.body(),

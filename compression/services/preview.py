@@ -19,12 +19,12 @@ from agent_platform.workdir import workdir_for
 from compression.errors import CapabilityMissing, StalePreview
 from compression.selectors import meter_tokens, summary_size_history, summary_tokens_hint
 from context_engine.config import COMPRESSION_CAPABILITY
+from context_engine.manual.apply import Reading
 from context_engine.manual.exact_size import sized_preview
 from context_engine.manual.preview import FoldPreview, fold_preview, forced_plan, preview_fingerprint
 from context_engine.policy.pressure import usage_overhead
 from context_engine.state import TOKEN_USAGE_KEY
 from context_engine.store import StagedStore
-from context_engine.tokens.messages import profile_for_model
 from conversations.models import Conversation
 from conversations.selectors import pinned_message_ids, thread_busy_flags, thread_get_owned
 
@@ -45,7 +45,7 @@ def conversation_compress_preview(*, conversation: Conversation) -> dict[str, An
     pinned = pinned_message_ids(conversation=conversation)
     config = agent.compression_config()
     # The same plan and figures as applying it (``compression.services.compress``) would make.
-    profile = profile_for_model(agent.resolved_model_name)
+    profile = agent.compression_config().profile
     calibration = calibration_for(agent=agent)
     plan = forced_plan(
         values,
@@ -74,9 +74,7 @@ def conversation_compress_preview(*, conversation: Conversation) -> dict[str, An
             config=config,
             store=workdir_for(conversation),
             profile=profile,
-            pinned_ids=pinned,
-            calibration=calibration,
-            overhead_tokens=overhead,
+            reading=Reading(pinned_ids=pinned, calibration=calibration, overhead_tokens=overhead),
         )
     flags = thread_busy_flags(conversation=conversation)
     return _body(conversation, preview, busy=bool(flags["busy"] or flags["interrupted"]))

@@ -19,7 +19,6 @@ from context_engine.events import LEVEL_UNDO, compression_event
 from context_engine.manual.apply import undo_update
 from context_engine.policy.pressure import refreshed_usage, usage_overhead
 from context_engine.state import SUMMARY_EVENT_KEY, TOKEN_USAGE_KEY, merge_token_usage
-from context_engine.tokens.messages import profile_for_model
 from conversations import events
 from conversations.services.pressure import conversation_pressure_update
 from conversations.services.threads import thread_lock
@@ -32,7 +31,7 @@ def thread_compress_undo(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) 
         repository, agent = state_repository_for(conversation), conversation.agent
         values = repository.get_values()
         calibration = calibration_for(agent=agent)
-        profile = profile_for_model(agent.resolved_model_name)
+        profile = agent.compression_config().profile
         overhead = usage_overhead(values.get(TOKEN_USAGE_KEY), profile)
         try:
             update, before, after = undo_update(

@@ -21,19 +21,12 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from context_engine.compaction.arguments import truncate_tool_call_args
 from context_engine.compaction.media import FailedMedia, SavedMedia, offload_message_media
 from context_engine.compaction.previews import tool_result_preview
+from context_engine.compaction.receipts import render_receipt
 from context_engine.config import CompressionConfig
 from context_engine.errors import OffloadError
 from context_engine.formats import (
     FALLBACK_TOOL_FILE_NAME,
     LARGE_TOOL_RESULTS_DIR,
-    RECEIPT_HEADER,
-    RECEIPT_LINE_SEPARATOR,
-    RECEIPT_PATH_PREFIX,
-    RECEIPT_PREVIEW_HEADER,
-    RECEIPT_SHA256_PREFIX,
-    RECEIPT_TOKENS_PREFIX,
-    RECEIPT_TOOL_PREFIX,
-    RECEIPT_TRUNCATED_TEMPLATE,
     RECEIPT_UNKNOWN_TOOL,
     RECOVERY_TOOLS,
     TOOL_RESULT_DIGEST_CHARS,
@@ -46,7 +39,6 @@ from context_engine.tokens.messages import (
     DEFAULT_PROFILE,
     TokenProfile,
     estimate_text,
-    profile_for_model,
     stored_text_estimate,
     without_estimate,
 )
@@ -158,23 +150,6 @@ def text_tokens(text: str, *, sha256: str, profile: TokenProfile = DEFAULT_PROFI
 
 
 # --- receipts ----------------------------------------------------------------------------------
-
-
-def render_receipt(
-    *, tool_name: str | None, tokens: int, sha256: str, path: str, preview: str, omitted_chars: int
-) -> str:
-    lines = [
-        RECEIPT_HEADER,
-        RECEIPT_TOOL_PREFIX + (tool_name or RECEIPT_UNKNOWN_TOOL),
-        RECEIPT_TOKENS_PREFIX + str(tokens),
-        RECEIPT_SHA256_PREFIX + sha256,
-        RECEIPT_PATH_PREFIX + path,
-    ]
-    if preview:
-        lines += ["", RECEIPT_PREVIEW_HEADER, preview]
-    if omitted_chars > 0:
-        lines.append(RECEIPT_TRUNCATED_TEMPLATE.format(n=omitted_chars))
-    return RECEIPT_LINE_SEPARATOR.join(lines)
 
 
 def is_saved(message: BaseMessage) -> bool:
@@ -327,7 +302,7 @@ def compact_messages(
     Inline media (``data:`` URIs, base64 blocks) of every message the model has answered are saved to
     ``outputs/media/`` and replaced by receipts; the unanswered ones keep their media this once.
     """
-    profile = profile or profile_for_model(config.model_name)
+    profile = profile or config.profile
     limit = config.tool_result_token_limit
     unseen_from = trailing_tool_batch_start(messages)
     answered = seen_until(messages)

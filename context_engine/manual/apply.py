@@ -92,6 +92,9 @@ class Reading:
     before_tokens: int | None = None
 
 
+NO_READING = Reading()
+
+
 def force_summarize(  # noqa: PLR0913 (the five a call needs and two optional ones)
     values: Mapping[str, Any],
     *,
@@ -99,7 +102,7 @@ def force_summarize(  # noqa: PLR0913 (the five a call needs and two optional on
     store: ResultStore,
     profile: TokenProfile,
     now: datetime | None = None,
-    reading: Reading = Reading(),
+    reading: Reading = NO_READING,
     spent: list[int] | None = None,
 ) -> Steps[ManualCompression]:
     """Fold what ``plan_fold`` says (the preview shows the same plan), as ``policy.plan`` decides: a

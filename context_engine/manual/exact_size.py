@@ -7,20 +7,25 @@ repair pass) with every write staged and dropped, so the preview's figure is the
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from context_engine.config import CompressionConfig, SpendLimits
 from context_engine.errors import StoreError, SummaryError
-from context_engine.manual.apply import REASON_NOT_SMALLER, STATUS_COMPLETED, force_summarize
+from context_engine.manual.apply import (
+    NO_READING,
+    REASON_NOT_SMALLER,
+    STATUS_COMPLETED,
+    Reading,
+    force_summarize,
+)
 from context_engine.manual.preview import FoldPreview
 from context_engine.state import SESSION_ID_KEY, SUMMARY_EVENT_KEY
 from context_engine.steps import Blocking, CallModel, Steps, Summarize
 from context_engine.store import ResultStore, StagedStore
 from context_engine.summary.dropping import session_id_from
 from context_engine.summary.indexing import stand_in_session_id
-from context_engine.tokens.calibration import NEUTRAL, Calibration
 from context_engine.tokens.messages import TokenProfile, messages_tokens
 
 # The summary prompt -> the reply a summary call would get (a message, or its text). Local and
@@ -36,10 +41,7 @@ def sized_preview(
     config: CompressionConfig,
     store: ResultStore,
     profile: TokenProfile,
-    pinned_ids: Collection[str] = (),
-    calibration: Calibration = NEUTRAL,
-    overhead_tokens: int = 0,
-    now: datetime | None = None,
+    reading: Reading = NO_READING,
 ) -> FoldPreview:
     """``preview`` with its size after (and the summary's size) as applying it would produce them, one
     number with no range (``estimate_exact``). Unchanged when it folds nothing or the summarizer's
@@ -59,11 +61,8 @@ def sized_preview(
         config=dataclasses.replace(config, spend=SpendLimits()),
         store=StagedStore(store),  # every write (media, saved results, the history section) dropped
         profile=profile,
-        now=now or datetime.now(UTC),
-        pinned_ids=pinned_ids,
-        calibration=calibration,
-        overhead_tokens=overhead_tokens,
-        before_tokens=preview.before_tokens,
+        now=datetime.now(UTC),
+        reading=dataclasses.replace(reading, before_tokens=preview.before_tokens),
     )
     try:
         applied = _drive(steps, sizer)

@@ -91,7 +91,7 @@ def _fit(pairs: list[tuple[int, int]], folded_tokens: int) -> SummarySize | None
         for a, b in [_line(xs[:k] + xs[k + 1 :], ys[:k] + ys[k + 1 :])]
     )
     centre = intercept + slope * math.log(folded_tokens)
-    low_q, high_q = (1.2 * _quantile(errors, q) for q in RANGE_QUANTILES)
+    low_q, high_q = (RANGE_WIDENING * _quantile(errors, q) for q in RANGE_QUANTILES)
     return SummarySize(
         tokens=round(math.exp(centre)),
         low=round(math.exp(centre + min(low_q, 0.0))),

@@ -30,7 +30,6 @@ from context_engine.tokens.messages import (
     TokenProfile,
     estimate_tools,
     messages_tokens,
-    profile_for_model,
     with_estimate,
 )
 from context_engine.tokens.usage import count_call, response_usage
@@ -56,7 +55,7 @@ class TokenUsageMiddleware(AgentMiddleware[TokenUsageState]):
     ) -> None:
         super().__init__()
         self.config = config
-        self.profile = profile or profile_for_model(config.model_name)
+        self.profile = profile or config.profile
         self.calibration = calibration if calibration is not None else CalibrationMemory()
         self.now = now
         self._totals = MessageTotals(self.profile)

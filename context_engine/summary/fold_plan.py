@@ -6,13 +6,13 @@ so the preview shows exactly what applying it would fold. Also the loss-report i
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from context_engine.compaction.receipts import parse_receipt, receipt_preview
 from context_engine.compaction.tool_results import (
     CompactionResult,
     compact_messages,
@@ -20,15 +20,6 @@ from context_engine.compaction.tool_results import (
     tool_result_text,
 )
 from context_engine.config import CompressionConfig
-from context_engine.formats import (
-    RECEIPT_HEADER,
-    RECEIPT_PATH_PREFIX,
-    RECEIPT_PREVIEW_HEADER,
-    RECEIPT_SHA256_PREFIX,
-    RECEIPT_TOKENS_PREFIX,
-    RECEIPT_TOOL_PREFIX,
-    RECEIPT_TRUNCATED_TEMPLATE,
-)
 from context_engine.state import SESSION_ID_KEY, SUMMARY_EVENT_KEY
 from context_engine.store import ResultStore
 from context_engine.summary.cutoff import find_cutoff, is_summary_message
@@ -36,8 +27,6 @@ from context_engine.summary.history import effective_messages, valid_event
 from context_engine.summary.identifiers import identifiers_of
 from context_engine.summary.pins import pinned_closure, pinned_tokens, restore_pinned
 from context_engine.tokens.messages import DEFAULT_PROFILE, TokenProfile, messages_tokens
-
-_RECEIPT_PATH = re.compile(rf"^{re.escape(RECEIPT_PATH_PREFIX)}(\S+)$", re.M)
 
 
 @dataclass(frozen=True)
@@ -167,7 +156,7 @@ def message_text(message: BaseMessage) -> str:
     content = message.content
     text = content if isinstance(content, str) else tool_result_text(content)
     if is_saved(message):
-        return receipt_body(text)
+        return receipt_preview(text)
     return text + tool_call_args_text(message)
 
 
@@ -178,22 +167,6 @@ def tool_call_args_text(message: BaseMessage) -> str:
         return ""
     return "".join(
         "\n" + json.dumps(c.get("args", {}), ensure_ascii=False, default=str) for c in message.tool_calls
-    )
-
-
-def receipt_body(text: str) -> str:
-    """The preview of a receipt, without its frame lines."""
-    frame = (
-        RECEIPT_HEADER,
-        RECEIPT_TOOL_PREFIX,
-        RECEIPT_TOKENS_PREFIX,
-        RECEIPT_SHA256_PREFIX,
-        RECEIPT_PATH_PREFIX,
-        RECEIPT_PREVIEW_HEADER,
-    )
-    truncated = RECEIPT_TRUNCATED_TEMPLATE.split("{n}", 1)[0]
-    return "\n".join(
-        line for line in text.split("\n") if not line.startswith(frame) and not line.startswith(truncated)
     )
 
 
@@ -208,8 +181,8 @@ def receipt_paths(messages: Iterable[BaseMessage]) -> list[str]:
     paths: list[str] = []
     for message in messages:
         if is_saved(message):
-            content = (
-                message.content if isinstance(message.content, str) else tool_result_text(message.content)
-            )
-            paths.extend(_RECEIPT_PATH.findall(content))
+            content = message.content
+            receipt = parse_receipt(content if isinstance(content, str) else tool_result_text(content))
+            if receipt is not None:
+                paths.append(receipt.path)
     return list(dict.fromkeys(paths))

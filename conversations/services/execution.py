@@ -21,7 +21,7 @@ from context_engine.errors import Stopped
 from context_engine.events import stopped_event
 from context_engine.state import PINNED_IDS_CONFIG_KEY, TOKEN_USAGE_KEY, merge_token_usage
 from context_engine.text import clean_text
-from context_engine.tokens.messages import profile_for_model, with_estimate
+from context_engine.tokens.messages import with_estimate
 from conversations import events, run_signals
 from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import pinned_message_ids, run_queue_head
@@ -260,7 +260,7 @@ class _RunRelay:
         self.seen.add(message.lc_message_id)
         content = message_model_content(message=message, vision=self.run.conversation.agent.sees_images)
         # The user's message enters the state carrying its estimate (SPEC 4): estimated once, ever.
-        profile = profile_for_model(self.run.conversation.agent.resolved_model_name)
+        profile = self.run.conversation.agent.compression_config().profile
         return {"messages": [with_estimate(HumanMessage(content=content, id=message.lc_message_id), profile)]}
 
     def _close_cancelled(self, repository: Any) -> None:

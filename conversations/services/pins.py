@@ -14,7 +14,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from agent_platform.runtime.graph import state_repository_for
 from context_engine.state import PINNED_IDS_KEY, SUMMARY_EVENT_KEY
 from context_engine.summary.pins import pin_room, pinned_closure
-from context_engine.tokens.messages import estimate_message, messages_tokens, profile_for_model
+from context_engine.tokens.messages import estimate_message, messages_tokens
 from conversations import events
 from conversations.errors import MessageNotFound, PinFoldedWhileBusy, PinLimitExceeded
 from conversations.models import Conversation, Message, MessagePin
@@ -116,7 +116,7 @@ def _pinned_tokens(conversation: Conversation, pinned: list[str], *, extra: Mess
     pinned message not in the checkpoint yet counts as its transcript text."""
     if not pinned:
         return 0
-    profile = profile_for_model(conversation.agent.resolved_model_name)
+    profile = conversation.agent.compression_config().profile
     messages = thread_state_messages(conversation=conversation)
     ids = pinned_closure(messages, pinned)
     total = messages_tokens([m for m in messages if m.id in ids], profile)

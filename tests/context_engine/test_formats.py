@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from langchain_core.messages import HumanMessage
 
 from context_engine import formats
-from context_engine.compaction.tool_results import render_receipt
+from context_engine.compaction.receipts import render_receipt
 from context_engine.summary.history import build_summary_message, render_history_section
 
 

@@ -64,7 +64,7 @@ def test_token_formatting():
 def test_receipt_parsing():
     receipt = receipt_parse(RECEIPT)
     assert receipt is not None
-    assert receipt.tool == "web_search" and receipt.approx_tokens == "5120"
+    assert receipt.tool_name == "web_search" and receipt.tokens == 5120
     assert receipt.path == "outputs/large_tool_results/web_search-0123456789abcdef.txt"
     assert receipt.preview.startswith("[HEAD]")
     assert receipt_parse("just text") is None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from context_engine.compaction.tool_results import render_receipt
+from context_engine.compaction.receipts import render_receipt
 from context_engine.formats import TOOL_RESULT_SAVED_KEY
 from context_engine.state import PINNED_IDS_KEY
 from context_engine.summary.fold_plan import fold_identifiers, fold_split, receipt_paths, view_lead
