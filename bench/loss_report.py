@@ -230,7 +230,7 @@ if __name__ == "__main__":
 
 
 def headline_rows(results: list[Survival]) -> list[dict]:
-    """Rows for the README's headline table (the preview's: ``bench.preview_accuracy``)."""
+    """Rows for the headline table of docs/benchmarks.md (the preview's: ``bench.preview_accuracy``)."""
     by = {row["middleware"]: row for row in survival_rows(results)}
 
     def pct(v) -> str:

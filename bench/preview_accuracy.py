@@ -195,7 +195,7 @@ def render(results: dict[str, list[dict[str, Any]]]) -> str:
 
 
 def headline_rows(results: dict[str, list[dict[str, Any]]]) -> list[dict[str, str]]:
-    """Rows for the README's headline table: the platform's path (offline, stub)."""
+    """Rows for the headline table of docs/benchmarks.md: the platform's path (offline, stub)."""
     by = {(r["summarizer"], r["summary"]): r for r in summary_rows(results)}
 
     def cell(path: str) -> str:

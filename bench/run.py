@@ -1,5 +1,5 @@
 """``make bench``: every benchmark of issue 8 in one run, written to ``docs/benchmarks.md`` (+ PNG charts in
-``docs/benchmarks/``) and printed; the headline table also goes into README.md under "Benchmarks".
+``docs/benchmarks/``) and printed. The README only links to it: measured figures live in ``docs/``.
 
 Benchmarks are not tests: nothing here fails on a number. Missed targets are reported, with by how much.
 
@@ -9,7 +9,6 @@ Benchmarks are not tests: nothing here fails on a number. Missed targets are rep
 from __future__ import annotations
 
 import os
-import re
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,8 +32,6 @@ from bench.common import machine_markdown, markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "benchmarks.md"
-README = ROOT / "README.md"
-README_HEADING = "## Benchmarks"
 
 
 def _pct(v: float) -> str:
@@ -324,21 +321,6 @@ def headline(
     return markdown_table(rows, ["measure", "ours", "peers", "target"])
 
 
-def update_readme(table: str) -> None:
-    section = (
-        f"{README_HEADING}\n\n`make bench` replays real agent traces (`../shared/data`) through our middleware, "
-        "LangChain's and deepagents' `SummarizationMiddleware` with the same budget and fake models; full tables, "
-        "charts and interpretation in [docs/benchmarks.md](docs/benchmarks.md).\n\n" + table
-    )
-    text = README.read_text(encoding="utf-8")
-    pattern = re.compile(rf"^{re.escape(README_HEADING)}\n.*?(?=^## |\Z)", re.S | re.M)
-    if pattern.search(text):
-        text = pattern.sub(lambda _m: section + "\n", text, count=1)
-    else:
-        text = text.rstrip("\n") + "\n\n" + section
-    README.write_text(text.rstrip("\n") + "\n", encoding="utf-8")
-
-
 # --- the run -------------------------------------------------------------------------------------
 
 
@@ -467,10 +449,7 @@ def main() -> None:
     )
     DOC.parent.mkdir(parents=True, exist_ok=True)
     DOC.write_text(doc, encoding="utf-8")
-    update_readme(head)
-    print(
-        f"\n## Headline\n\n{head}\nWrote {DOC.relative_to(ROOT)} and the README section in {elapsed:.0f} s."
-    )
+    print(f"\n## Headline\n\n{head}\nWrote {DOC.relative_to(ROOT)} in {elapsed:.0f} s.")
 
 
 if __name__ == "__main__":
