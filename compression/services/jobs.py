@@ -216,9 +216,7 @@ def _checkpoint_update(
     usage = refreshed_usage(
         values,
         manual.update,
-        profile=agent.compression_config().profile,
-        trigger_tokens=agent.effective_trigger,
-        context_window=agent.resolved_context_window,
+        config=agent.compression_config(),
         result=manual.body(),
         now=timezone.now(),
         calibration=calibration,

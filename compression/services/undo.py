@@ -47,9 +47,7 @@ def thread_compress_undo(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) 
         usage = refreshed_usage(
             values,
             update,
-            profile=profile,
-            trigger_tokens=agent.effective_trigger,
-            context_window=agent.resolved_context_window,
+            config=agent.compression_config(),
             result=result,
             now=timezone.now(),
             calibration=calibration,

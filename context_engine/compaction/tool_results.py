@@ -161,6 +161,16 @@ def should_offload(tokens: int, *, limit_tokens: int) -> bool:
     return limit_tokens <= 0 or tokens > limit_tokens
 
 
+@dataclass(frozen=True)
+class _Result:
+    """A tool result as compaction reads it: its full text, content hash, size and tool."""
+
+    text: str
+    digest: str
+    tokens: int
+    name: str | None
+
+
 def offload_tool_message(
     message: ToolMessage,
     *,
@@ -174,36 +184,24 @@ def offload_tool_message(
     Raises ``OffloadError`` when the file cannot be written; an identical existing file is not rewritten.
     """
     text = tool_result_text(message.content)
-    return _offload(
-        message,
-        text=text,
-        digest=sha256_text(text),
-        store=store,
-        preview_tokens=preview_tokens,
-        tool_name=tool_name or message.name,
-        profile=profile,
+    digest = sha256_text(text)
+    result = _Result(
+        text, digest, text_tokens(text, sha256=digest, profile=profile), tool_name or message.name
     )
+    return _offload(message, result, store=store, preview_tokens=preview_tokens, profile=profile)
 
 
 def _offload(
     message: ToolMessage,
+    result: _Result,
     *,
-    text: str,
-    digest: str,
     store: ResultStore | None,
     preview_tokens: int,
-    tool_name: str | None,
     profile: TokenProfile,
-    tokens: int | None = None,
 ) -> tuple[ToolMessage, SavedToolResult]:
-    name = tool_name
-    path = tool_result_path(name, digest)
-    if tokens is None:
-        tokens = text_tokens(text, sha256=digest, profile=profile)
-    written = _write_once(store, path, text)
-    receipt, _size = _receipt(
-        text, digest=digest, name=name, preview_tokens=preview_tokens, profile=profile, tokens=tokens
-    )
+    path = tool_result_path(result.name, result.digest)
+    written = _write_once(store, path, result.text)
+    receipt, _size = _receipt(result, preview_tokens=preview_tokens, profile=profile)
     replaced = message.model_copy(
         update={
             "content": receipt,
@@ -211,28 +209,31 @@ def _offload(
             "response_metadata": without_estimate(message.response_metadata),
         }
     )
+    name = result.name or RECEIPT_UNKNOWN_TOOL
     saved = SavedToolResult(
-        message.id, message.tool_call_id, name or RECEIPT_UNKNOWN_TOOL, path, digest, tokens, written
+        message.id, message.tool_call_id, name, path, result.digest, result.tokens, written
     )
     return replaced, saved
 
 
-def _receipt(
-    text: str, *, digest: str, name: str | None, preview_tokens: int, profile: TokenProfile, tokens: int
-) -> tuple[str, int]:
-    """The receipt that stands for ``text`` in the model's view and its tokens (cached: the same result,
-    the same bytes, estimated once)."""
-    key = (profile, digest, name, preview_tokens)
+def _receipt(result: _Result, *, preview_tokens: int, profile: TokenProfile) -> tuple[str, int]:
+    """The receipt that stands for ``result`` in the model's view and its tokens (cached: the same
+    result, the same bytes, estimated once)."""
+    key = (profile, result.digest, result.name, preview_tokens)
     cached = _receipts.get(key)
     if cached is None:
         preview = tool_result_preview(
-            text, limit_tokens=preview_tokens, tool_name=name, profile=profile, text_tokens=tokens
+            result.text,
+            limit_tokens=preview_tokens,
+            tool_name=result.name,
+            profile=profile,
+            text_tokens=result.tokens,
         )
         receipt = render_receipt(
-            tool_name=name,
-            tokens=tokens,
-            sha256=digest,
-            path=tool_result_path(name, digest),
+            tool_name=result.name,
+            tokens=result.tokens,
+            sha256=result.digest,
+            path=tool_result_path(result.name, result.digest),
             preview=preview.text,
             omitted_chars=preview.omitted_chars,
         )
@@ -241,18 +242,14 @@ def _receipt(
     return cached
 
 
-def receipt_is_smaller(
-    text: str, *, digest: str, name: str | None, preview_tokens: int, profile: TokenProfile, tokens: int
-) -> bool:
+def _receipt_is_smaller(result: _Result, *, preview_tokens: int, profile: TokenProfile) -> bool:
     """Compaction never makes the view bigger: a result just over the limit whose receipt (header plus
     preview) would take as many tokens as the result itself stays whole. A limit of 0 is the admin's
     "offload every tool result" (SPEC) and is honoured as asked."""
     if preview_tokens <= 0:
         return True
-    _text, size = _receipt(
-        text, digest=digest, name=name, preview_tokens=preview_tokens, profile=profile, tokens=tokens
-    )
-    return size < tokens
+    _text, size = _receipt(result, preview_tokens=preview_tokens, profile=profile)
+    return size < result.tokens
 
 
 def _write_once(store: ResultStore | None, path: str, text: str) -> bool:
@@ -302,71 +299,80 @@ def compact_messages(
     Inline media (``data:`` URIs, base64 blocks) of every message the model has answered are saved to
     ``outputs/media/`` and replaced by receipts; the unanswered ones keep their media this once.
     """
-    profile = profile or config.profile
-    limit = config.tool_result_token_limit
+    compaction = _Compaction(config=config, store=store, profile=profile or config.profile)
     unseen_from = trailing_tool_batch_start(messages)
     answered = seen_until(messages)
-    call_names: dict[str, str] = {}
-    out: list[BaseMessage] = []
-    saved: list[SavedToolResult] = []
-    failed: list[FailedToolResult] = []
-    media: list[SavedMedia] = []
-    media_failed: list[FailedMedia] = []
-    truncated = 0
-    for index, message in enumerate(messages):
-        if index < answered:
-            message, done, missed = offload_message_media(message, store=store)
-            media += done
-            media_failed += missed
-        new = message
+    out = [
+        compaction.message(m, answered=i < answered, unseen=i >= unseen_from) for i, m in enumerate(messages)
+    ]
+    return compaction.result(messages, out)
+
+
+class _Compaction:
+    """One pass of ``compact_messages``: what it saved, failed to save and truncated so far."""
+
+    def __init__(
+        self, *, config: CompressionConfig, store: ResultStore | None, profile: TokenProfile
+    ) -> None:
+        self.config, self.store, self.profile = config, store, profile
+        self.call_names: dict[str, str] = {}
+        self.saved: list[SavedToolResult] = []
+        self.failed: list[FailedToolResult] = []
+        self.media: list[SavedMedia] = []
+        self.media_failed: list[FailedMedia] = []
+        self.truncated = 0
+
+    def message(self, message: BaseMessage, *, answered: bool, unseen: bool) -> BaseMessage:
+        if answered:
+            message, done, missed = offload_message_media(message, store=self.store)
+            self.media += done
+            self.media_failed += missed
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
                 if call.get("id"):
-                    call_names[call["id"]] = call.get("name") or ""
-            new, count = truncate_tool_call_args(message, max_length=config.tool_arg_max_length)
-            truncated += count
-        elif isinstance(message, ToolMessage) and not is_saved(message):
-            name = message.name or call_names.get(message.tool_call_id) or None
-            if index >= unseen_from and name in RECOVERY_TOOLS:
-                out.append(new)
-                continue
-            tokens = stored_text_estimate(message, profile)
-            text = tool_result_text(message.content) if tokens is None else None
-            digest = sha256_text(text) if text is not None else None
-            if tokens is None:
-                tokens = text_tokens(text, sha256=digest, profile=profile)
-            if should_offload(tokens, limit_tokens=limit):
-                if text is None:
-                    text = tool_result_text(message.content)
-                    digest = sha256_text(text)
-                if not receipt_is_smaller(
-                    text, digest=digest, name=name, preview_tokens=limit, profile=profile, tokens=tokens
-                ):
-                    out.append(new)
-                    continue
-                try:
-                    new, record = _offload(
-                        message,
-                        text=text,
-                        digest=digest,
-                        tokens=tokens,
-                        store=store,
-                        preview_tokens=limit,
-                        tool_name=name,
-                        profile=profile,
-                    )
-                    saved.append(record)
-                except OffloadError as exc:
-                    failed.append(
-                        FailedToolResult(
-                            message.id, message.tool_call_id, name or RECEIPT_UNKNOWN_TOOL, exc.path, str(exc)
-                        )
-                    )
-        out.append(new)
-    if not saved and not truncated and not media:
+                    self.call_names[call["id"]] = call.get("name") or ""
+            new, count = truncate_tool_call_args(message, max_length=self.config.tool_arg_max_length)
+            self.truncated += count
+            return new
+        if isinstance(message, ToolMessage) and not is_saved(message):
+            name = message.name or self.call_names.get(message.tool_call_id) or None
+            if not (unseen and name in RECOVERY_TOOLS):
+                return self.tool_result(message, name)
+        return message
+
+    def tool_result(self, message: ToolMessage, name: str | None) -> BaseMessage:
+        """The receipt for a tool result over the limit (when it is smaller), else the result itself."""
+        limit, profile = self.config.tool_result_token_limit, self.profile
+        tokens = stored_text_estimate(message, profile)
+        read: tuple[str, str] | None = None  # the text and its hash, read once when needed
+        if tokens is None:
+            read = _read(message)
+            tokens = text_tokens(read[0], sha256=read[1], profile=profile)
+        if not should_offload(tokens, limit_tokens=limit):
+            return message
+        text, digest = read or _read(message)
+        result = _Result(text, digest, tokens, name)
+        if not _receipt_is_smaller(result, preview_tokens=limit, profile=profile):
+            return message
+        try:
+            new, record = _offload(message, result, store=self.store, preview_tokens=limit, profile=profile)
+        except OffloadError as exc:
+            tool = name or RECEIPT_UNKNOWN_TOOL
+            self.failed.append(FailedToolResult(message.id, message.tool_call_id, tool, exc.path, str(exc)))
+            return message
+        self.saved.append(record)
+        return new
+
+    def result(self, messages: Sequence[BaseMessage], out: list[BaseMessage]) -> CompactionResult:
+        failed, media_failed = tuple(self.failed), tuple(self.media_failed)
+        if not self.saved and not self.truncated and not self.media:
+            unchanged = messages if isinstance(messages, list) else list(messages)
+            return CompactionResult(unchanged, failed=failed, media_failed=media_failed)
         return CompactionResult(
-            messages if isinstance(messages, list) else list(messages),
-            failed=tuple(failed),
-            media_failed=tuple(media_failed),
+            out, tuple(self.saved), failed, self.truncated, tuple(self.media), media_failed
         )
-    return CompactionResult(out, tuple(saved), tuple(failed), truncated, tuple(media), tuple(media_failed))
+
+
+def _read(message: ToolMessage) -> tuple[str, str]:
+    text = tool_result_text(message.content)
+    return text, sha256_text(text)

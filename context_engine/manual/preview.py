@@ -34,7 +34,6 @@ from context_engine.tokens.calibration import NEUTRAL, Calibration
 from context_engine.tokens.messages import TokenProfile, estimate_text, messages_tokens
 
 PREVIEW_ID_CHARS = 32
-AT_RISK_LIST_MAX = 50
 # The reference index is built as if the summary kept none of the folded identifiers; the summary keeps
 # some (the index then lists fewer), and its budget moves with the summary's size. Applied indexes were
 # 0.56-1.13 times the one the preview built (5th percentile to max, ``make bench`` section 6): the range.
@@ -151,7 +150,6 @@ def fold_preview(
         saved_texts=read_saved_texts(plan.store, receipt_paths(split.folded)) if identifiers else {},
         identifiers=identifiers,
         history_named=True,
-        limit=AT_RISK_LIST_MAX,
     )
     return FoldPreview(
         preview_id=preview_id,

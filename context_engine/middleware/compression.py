@@ -62,7 +62,7 @@ from context_engine.summary.history import effective_messages, valid_event, with
 from context_engine.summary.pins import pinned_closure, restore_pinned
 from context_engine.summary.spend_guard import LedgerSource, OwnState, thread_ledger
 from context_engine.tokens.calibration import Calibration, CalibrationMemory, CalibrationSource
-from context_engine.tokens.messages import TokenProfile, estimate_message, messages_tokens
+from context_engine.tokens.messages import estimate_message, messages_tokens
 
 TRIED_COMPACTION = "saving large tool results to files"
 # What the account of a request still too long says was tried, by why no summary was applied.
@@ -120,7 +120,6 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         config: CompressionConfig,
         store: ResultStore,
         summary_model: BaseChatModel,
-        profile: TokenProfile | None = None,
         calibration: CalibrationSource | None = None,
         now: Callable[[], datetime] = _utcnow,
         pins: Callable[[], Collection[str]] | None = None,
@@ -133,7 +132,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         super().__init__()
         self.ledger = ledger if ledger is not None else OwnState()
         self.pins, self.config, self.store, self.summary_model = pins, config, store, summary_model
-        self.profile = profile or config.profile
+        self.profile = config.profile
         # The model's correction of our estimate, learned from reported usage by TokenUsageMiddleware
         # (the same source): every size compared with T or a budget here is a corrected one.
         self.calibration = calibration if calibration is not None else CalibrationMemory()

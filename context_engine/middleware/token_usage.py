@@ -21,7 +21,7 @@ from langgraph.types import Command
 from context_engine.config import CompressionConfig
 from context_engine.middleware.measure import request_overhead, response_messages, system_tokens
 from context_engine.middleware.memo import MessageTotals
-from context_engine.policy.pressure import pressure_figures, ratio
+from context_engine.policy.pressure import LastCall, pressure_figures, ratio
 from context_engine.state import TOKEN_USAGE_KEY, TokenUsageState
 from context_engine.text import clean_message
 from context_engine.tokens.calibration import CalibrationMemory, CalibrationSource
@@ -144,8 +144,7 @@ class TokenUsageMiddleware(AgentMiddleware[TokenUsageState]):
                 context_window=window,
                 profile=profile,
                 calibration=calibration,
-                last_input_tokens=estimated,  # raw, as next_input is
-                reported_input_tokens=(usage or {}).get("input_tokens"),
+                last_call=LastCall(estimated, (usage or {}).get("input_tokens")),  # raw, as next_input is
             ),
             "estimator": ESTIMATOR_NAME,
             "measured_at": self.now().isoformat(),

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from context_engine.config import CompressionConfig
 from context_engine.state import SUMMARY_EVENT_KEY, TOKEN_USAGE_KEY
 from context_engine.summary.cutoff import is_summary_message
 from context_engine.summary.history import effective_messages, valid_event
@@ -60,6 +62,17 @@ REPORTED_PLAUSIBLE = (0.5, 2.0)
 BASIS_REPORTED, BASIS_ESTIMATED = "reported", "estimated"
 
 
+@dataclass(frozen=True)
+class LastCall:
+    """The latest model call's input: our raw estimate of it, and what the provider reported."""
+
+    estimated: int | None = None
+    reported: int | None = None
+
+
+NO_CALL = LastCall()
+
+
 def pressure_figures(
     *,
     next_input_tokens: int,
@@ -67,16 +80,14 @@ def pressure_figures(
     context_window: int | None,
     visible: Sequence[BaseMessage] | None = None,
     profile: TokenProfile | None = None,
-    last_input_tokens: int | None = None,
-    reported_input_tokens: int | None = None,
+    last_call: LastCall = NO_CALL,
     calibration: Calibration = NEUTRAL,
 ) -> dict[str, Any]:
     """THE pressure figures of the next request (SPEC 7 and 12): its size against the trigger ``T``
     and the window. Every figure the platform shows comes from here.
 
-    ``next_input_tokens`` is the platform's raw estimate of the next request; ``last_input_tokens`` the
-    raw estimate of the latest model call's input and ``reported_input_tokens`` what the provider
-    reported for that call. When the report is plausible, the size is anchored on it: reported prompt
+    ``next_input_tokens`` is the platform's raw estimate of the next request; ``last_call`` the raw
+    estimate of the latest model call's input and what the provider reported for that call. When the report is plausible, the size is anchored on it: reported prompt
     tokens + the (calibrated) estimate of what was added since. Otherwise it is the calibrated estimate.
     ``visible`` (the messages the model sees, summary first) adds ``summary_active`` and
     ``summary_message_tokens``.
@@ -90,12 +101,12 @@ def pressure_figures(
         "calibration": calibration.as_dict(),
     }
     tokens = estimate
-    if _plausible(reported_input_tokens, last_input_tokens):
-        since = calibration.corrected(max(next_input_tokens - int(last_input_tokens or 0), 0))
-        tokens = int(reported_input_tokens or 0) + since
+    if _plausible(last_call.reported, last_call.estimated):
+        since = calibration.corrected(max(next_input_tokens - int(last_call.estimated or 0), 0))
+        tokens = int(last_call.reported or 0) + since
         figures.update(
             pressure_basis=BASIS_REPORTED,
-            reported_input_tokens=reported_input_tokens,
+            reported_input_tokens=last_call.reported,
             estimated_since_tokens=since,
         )
     figures.update(
@@ -130,9 +141,7 @@ def refreshed_usage(
     values: Mapping[str, Any],
     update: Mapping[str, Any],
     *,
-    profile: TokenProfile,
-    trigger_tokens: int | None,
-    context_window: int | None,
+    config: CompressionConfig,
     result: Mapping[str, Any],
     now: datetime,
     calibration: Calibration = NEUTRAL,
@@ -141,14 +150,15 @@ def refreshed_usage(
     deletes them in the merge reducer), the next request re-estimated, the result recorded."""
     event = valid_event(update.get(SUMMARY_EVENT_KEY))
     visible = effective_messages(list(values.get("messages") or []), event)
+    profile = config.profile
     overhead = usage_overhead(values.get(TOKEN_USAGE_KEY), profile)
     usage: dict[str, Any] = dict.fromkeys(STALE_CONTEXT_FIELDS)
     usage.update(
         pressure_figures(
             next_input_tokens=overhead + messages_tokens(visible, profile),
             visible=visible,
-            trigger_tokens=trigger_tokens,
-            context_window=context_window,
+            trigger_tokens=config.trigger_tokens,
+            context_window=config.context_window,
             profile=profile,
             calibration=calibration,
         ),
@@ -183,8 +193,7 @@ def pressure_now(
         next_input_tokens=estimated,
         trigger_tokens=trigger_tokens,
         context_window=context_window,
-        last_input_tokens=_count(usage.get("llm_input_tokens")),
-        reported_input_tokens=_count(reported),
+        last_call=LastCall(_count(usage.get("llm_input_tokens")), _count(reported)),
         calibration=calibration,
     )
 

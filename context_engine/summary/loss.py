@@ -85,7 +85,6 @@ def fold_loss_report(
     saved_texts: Mapping[str, str] | Iterable[str],
     identifiers: dict[str, str] | None = None,
     history_named: bool | None = None,
-    limit: int = LOST_LIST_MAX,
     index: ReferenceIndex = NO_INDEX,
 ) -> LossReport:
     """Where each identifier of ``folded`` ended up after a summary ``summary`` (or a drop note), for a
@@ -96,7 +95,8 @@ def fold_loss_report(
     that stands for the fold names the history file the folded span was just appended to (the summary
     message does, ``SUMMARY_MESSAGE_TEMPLATE``); by default, whether ``summary`` or ``kept`` names one.
     ``index``: the reference index that follows the summary: what it lists is in view, and the lines it
-    names for what it left out are one read away."""
+    names for what it left out are one read away. At most ``LOST_LIST_MAX`` lost identifiers are listed
+    (the counts are always complete)."""
     found = fold_identifiers(folded) if identifiers is None else identifiers
     view = [summary, *(view_text(m) for m in kept)]
     saved = saved_texts if isinstance(saved_texts, Mapping) else {}
@@ -110,7 +110,7 @@ def fold_loss_report(
         kept=[*(message_text(m) for m in kept), index.text],
         one_read=[*one_read, *index.range_texts],
         two_reads=two_reads,
-        limit=limit,
+        limit=LOST_LIST_MAX,
     )
 
 
