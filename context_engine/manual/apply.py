@@ -152,14 +152,20 @@ def force_summarize(  # noqa: PLR0913 (the five a call needs and two optional on
                 ),
                 reason_detail={"code": outcomes.SPEND_GUARD},
             )
-    # Nothing to fold: no change needed, unless the request is at the trigger with nothing to fold.
+    return _nothing_to_fold(fold_plan, before, config=config, overhead_tokens=reading.overhead_tokens)
+
+
+def _nothing_to_fold(
+    fold_plan: FoldPlan, before: int, *, config: CompressionConfig, overhead_tokens: int
+) -> ManualCompression:
+    """No change needed, unless the request is at the trigger with nothing to fold."""
     ended, why = outcomes.ended(
         folded=None,
         after_tokens=before,
         sent=fold_plan.view,
-        overhead_tokens=reading.overhead_tokens,
+        overhead_tokens=overhead_tokens,
         trigger_tokens=config.trigger_tokens,
-        profile=profile,
+        profile=fold_plan.profile,
     )
     reason_detail = why or {"code": outcomes.INSUFFICIENT_HISTORY}
     return _no_op(before, REASON_INSUFFICIENT_HISTORY, outcome=ended, reason_detail=reason_detail)

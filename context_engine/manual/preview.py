@@ -28,6 +28,7 @@ from context_engine.summary.fold_plan import (
     receipt_paths,
 )
 from context_engine.summary.history import without_index
+from context_engine.summary.identifiers import LossReport
 from context_engine.summary.indexing import preview_index_tokens
 from context_engine.summary.loss import fold_loss_report, read_saved_texts
 from context_engine.tokens.calibration import NEUTRAL, Calibration
@@ -141,16 +142,7 @@ def fold_preview(
     index = preview_index_tokens(plan, summary_tokens=size.tokens, folded_tokens=folded_tokens)
     estimate = size.tokens + index
     index_low, index_high = (round(index * share) for share in INDEX_RANGE_SHARES)
-    identifiers = fold_identifiers(split.folded)
-    # Before the model writes it, the summary holds nothing; its message will name the history file.
-    report = fold_loss_report(
-        split.folded,
-        summary="",
-        kept=[*raw_pinned, *raw_tail],
-        saved_texts=read_saved_texts(plan.store, receipt_paths(split.folded)) if identifiers else {},
-        identifiers=identifiers,
-        history_named=True,
-    )
+    report = _at_risk(plan, kept=[*raw_pinned, *raw_tail])
     return FoldPreview(
         preview_id=preview_id,
         foldable=True,
@@ -177,6 +169,21 @@ def fold_preview(
         identifiers_at_risk=report.lost,
         at_risk=report.lost_identifiers,
         identifiers_in_saved_files=report.one_read,
+    )
+
+
+def _at_risk(plan: FoldPlan, *, kept: Sequence[BaseMessage]) -> LossReport:
+    """The folded identifiers and where they would end up: before the model writes it, the summary
+    holds nothing; its message will name the history file."""
+    folded = plan.split.folded
+    identifiers = fold_identifiers(folded)
+    return fold_loss_report(
+        folded,
+        summary="",
+        kept=kept,
+        saved_texts=read_saved_texts(plan.store, receipt_paths(folded)) if identifiers else {},
+        identifiers=identifiers,
+        history_named=True,
     )
 
 

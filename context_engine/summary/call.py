@@ -201,13 +201,28 @@ def summarize_span(
         if retry_usage:  # kept apart too: what the repair pass costs stays visible
             usage = add_usage(usage, {**retry_usage, REPAIR_USAGE_KEY: retry_usage})
         if retry is not None and better_summary(loss, retry[2]):
-            text, index, loss = retry
-            repaired = True
+            (text, index, loss), repaired = retry, True
+    return _outcome(
+        span, draft, (text, index, loss), session_id=session_id, usage=usage, calls=calls, repaired=repaired
+    )
+
+
+def _outcome(
+    span: Span,
+    draft: _Draft,
+    judged: tuple[str, ReferenceIndex, LossReport],
+    *,
+    session_id: str,
+    usage: dict[str, Any] | None,
+    calls: Sequence[int],
+    repaired: bool,
+) -> SummaryOutcome:
+    text, index, loss = judged
     event = build_summarization_event(
         previous=span.previous,
         local_cutoff=span.local_cutoff,
         summary_message=with_estimate(
-            build_summary_message(text, file_path=draft.file_path, index=index.text), profile
+            build_summary_message(text, file_path=draft.file_path, index=index.text), draft.profile
         ),
         file_path=draft.file_path,
         lead=span.lead,
