@@ -12,11 +12,11 @@ enters the thread's spend-guard ledger.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from langchain.agents.middleware import AgentMiddleware, ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.language_models.chat_models import BaseChatModel
@@ -35,6 +35,7 @@ from context_engine.middleware.responses import (
     send_fallback,
     send_fitting,
     with_ledger,
+    with_messages,
     with_update,
 )
 from context_engine.middleware.run_config import configured_pins, configured_stop
@@ -164,11 +165,10 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
     def _call(self, request: ModelRequest) -> Steps[ModelResponse | ExtendedModelResponse]:
         turn = self._measure(request)
         if isinstance(plan(self.config, turn.measure), Pass):
-            effective = (
-                turn.request if turn.previous is None else turn.request.override(messages=turn.effective)
-            )
+            effective = turn.request if turn.previous is None else with_messages(turn.request, turn.effective)
             try:
-                return (yield CallModel(effective))
+                passed: ModelResponse = yield CallModel(effective)
+                return passed
             except Exception as exc:
                 if not is_context_overflow(exc):
                     raise
@@ -216,7 +216,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             if compacted.fresh:
                 emitter.start()
             try:
-                response = yield CallModel(turn.request.override(messages=candidate))
+                response: ModelResponse = yield CallModel(with_messages(turn.request, candidate))
             except Exception as exc:
                 if not is_context_overflow(exc):
                     raise
@@ -260,7 +260,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         preserved, replacements = yield from self._clipped(turn, split.tail, cap, emitter)
         now = self.now()
         folding = _Folding(view, split, lead, preserved, replacements, now)
-        ledger = (turn.request.state or {}).get(SUMMARY_CALLS_KEY)
+        ledger = cast("Iterable[Mapping[str, Any]] | None", (turn.request.state or {}).get(SUMMARY_CALLS_KEY))
         fold = Fold(split.cutoff, messages_tokens(split.folded, self.profile), ledger, now)
         match plan(self.config, replace(turn.measure, fold=fold)):
             case Summarize(budget=budget):

@@ -16,7 +16,7 @@ from langchain_core.messages import BaseMessage
 from context_engine.errors import CompressionError
 from context_engine.events import LEVEL_COMPACTION
 from context_engine.middleware.emitter import Emitter
-from context_engine.middleware.responses import with_update
+from context_engine.middleware.responses import with_messages, with_update
 from context_engine.policy import trigger as policy
 from context_engine.policy.overflow import held_back_too_long
 from context_engine.steps import CallModel, Steps
@@ -68,7 +68,7 @@ def send_held_back(held: HeldBackSend, via: Sending) -> Steps[ModelResponse | Ex
     limit = policy.window_limit(context_window=via.context_window, overflowed_at=held.overflowed_at)
     guard = held.guard.as_dict()
     if limit is None or policy.held_back_fits(tokens, raw=raw, limit=limit):
-        response = yield CallModel(held.request.override(messages=held.view))
+        response: ModelResponse = yield CallModel(with_messages(held.request, held.view))
         via.emitter.sent(level=LEVEL_COMPACTION, after_tokens=tokens, messages=held.view, spend_guard=guard)
         return with_update(response, {}, held.replacements)
     budget = policy.raw_within(limit, factor=via.calibration.factor) - held.overhead
@@ -87,9 +87,9 @@ def send_held_back(held: HeldBackSend, via: Sending) -> Steps[ModelResponse | Ex
     after_raw, after = via.sizes(held.overhead, plan.final)
     send_limit = policy.send_limit(context_window=via.context_window, overflowed_at=held.overflowed_at)
     if cutoff <= 0 or not policy.fits_window(after_raw, after, limit=send_limit):
-        raise CompressionError(held_back_too_long(held.guard.reason, max(raw, tokens)))
+        raise CompressionError(held_back_too_long(held.guard.reason or "", max(raw, tokens)))
     _, loss = yield from drop_span(plan, store=via.store)
-    response = yield CallModel(held.request.override(messages=plan.final))
+    dropped: ModelResponse = yield CallModel(with_messages(held.request, plan.final))
     via.emitter.sent(
         level=LEVEL_COMPACTION,
         after_tokens=after,
@@ -101,7 +101,7 @@ def send_held_back(held: HeldBackSend, via: Sending) -> Steps[ModelResponse | Ex
         loss_report={**loss.as_dict(), "repair_calls": 0, "repaired": False},
     )
     update = drop_update(state, event=plan.event, session_id=plan.session_id, previous=held.previous)
-    return with_update(response, update, held.replacements)
+    return with_update(dropped, update, held.replacements)
 
 
 def _cutoff_index(previous: Mapping[str, Any] | None) -> int | None:

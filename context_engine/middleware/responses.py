@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from langchain.agents.middleware import ExtendedModelResponse, ModelRequest, ModelResponse
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AnyMessage, BaseMessage
 from langgraph.types import Command
 
 from context_engine.errors import CompressionError
@@ -34,7 +34,13 @@ class Outgoing:
     context_window: int | None
 
     def call(self) -> CallModel:
-        return CallModel(self.request.override(messages=self.messages))
+        return CallModel(with_messages(self.request, self.messages))
+
+
+def with_messages(request: ModelRequest, messages: Sequence[BaseMessage]) -> ModelRequest:
+    """``request`` sending ``messages``. LangChain types a request's messages as ``AnyMessage`` (the
+    union of its message classes); the engine's views hold the same objects typed as their base."""
+    return request.override(messages=cast("list[AnyMessage]", list(messages)))
 
 
 def send_fitting(out: Outgoing, *, tried: str) -> Steps[ModelResponse]:
@@ -44,7 +50,7 @@ def send_fitting(out: Outgoing, *, tried: str) -> Steps[ModelResponse]:
     if not policy.fits_window(out.raw, out.tokens, limit=out.context_window):
         raise CompressionError(still_too_long(max(out.raw, out.tokens), out.context_window, tried=tried))
     try:
-        return (yield out.call())
+        response: ModelResponse = yield out.call()
     except Exception as exc:
         if not is_context_overflow(exc):
             raise
@@ -52,6 +58,7 @@ def send_fitting(out: Outgoing, *, tried: str) -> Steps[ModelResponse]:
         raise CompressionError(
             still_too_long(out.tokens, out.context_window, tried=tried, limit=limit)
         ) from exc
+    return response
 
 
 def send_fallback(
@@ -66,13 +73,14 @@ def send_fallback(
         error = summary_failed_too_long(cause, tokens, window, rejected=rejected, limit=overflow_limit)
         raise CompressionError(error) from cause
     try:
-        return (yield out.call())
+        response: ModelResponse = yield out.call()
     except Exception as exc:
         if is_context_overflow(exc):
             limit = provider_limit(exc)
             error = summary_failed_too_long(cause, tokens, window, rejected=True, limit=limit)
             raise CompressionError(error) from exc
         raise
+    return response
 
 
 def persisted(replacements: Sequence[BaseMessage]) -> list[BaseMessage]:
@@ -99,7 +107,8 @@ def with_ledger(
     if not update:
         return result
     if isinstance(result, ExtendedModelResponse):
-        written = result.command.update if isinstance(result.command.update, dict) else {}
-        command = Command(update={**update, **written})
+        earlier = result.command.update if result.command is not None else None
+        written = earlier if isinstance(earlier, dict) else {}
+        command: Command[Any] = Command(update={**update, **written})
         return ExtendedModelResponse(model_response=result.model_response, command=command)
     return ExtendedModelResponse(model_response=result, command=Command(update=update))

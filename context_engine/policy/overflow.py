@@ -194,8 +194,9 @@ def _body_limit(body: Any, depth: int = 0) -> int | None:
     if depth >= _MAX_BODY_DEPTH or not isinstance(body, Mapping):
         return None
     for key in _LIMIT_FIELDS:
-        if isinstance(body.get(key), int) and body[key] > 0:
-            return body[key]
+        value = body.get(key)
+        if isinstance(value, int) and value > 0:
+            return value
     return next((found for v in body.values() if (found := _body_limit(v, depth + 1))), None)
 
 
