@@ -23,6 +23,7 @@ from django.core.exceptions import SuspiciousOperation
 from django.core.files.base import ContentFile
 from django.core.files.storage import FileSystemStorage, Storage
 
+from agent_platform.threads import AgentThread
 from agent_platform.workdir_storage import (
     STORAGE_ERRORS,
     is_object_storage,
@@ -315,7 +316,7 @@ def _reason(exc: BaseException) -> str:
     return type(exc).__name__
 
 
-def workdir_for(conversation) -> Workdir:
+def workdir_for(conversation: AgentThread) -> Workdir:
     """The workdir of a conversation's thread (sub-agents reuse their parent's)."""
     return Workdir(conversation.thread_id)
 

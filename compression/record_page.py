@@ -6,20 +6,22 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import AbstractUser, AnonymousUser
 from django.urls import reverse
 
 from compression.models import CompressionRecord
 from compression.panels import loss_line_from
 from conversations.access import thread_visible
+from conversations.models import Conversation
 from conversations.pages import workdir_path
 
 
-def _file(conversation, path: str, *, may_open: bool) -> dict[str, str]:
+def _file(conversation: Conversation, path: str, *, may_open: bool) -> dict[str, str]:
     url = reverse("conversations:workdir-file", kwargs={"thread_id": conversation.thread_id, "path": path})
     return {"path": path, "url": url if may_open else ""}
 
 
-def record_page_context(*, record: CompressionRecord, user: Any) -> dict[str, Any]:
+def record_page_context(*, record: CompressionRecord, user: AbstractUser | AnonymousUser) -> dict[str, Any]:
     conversation = record.conversation
     may_open = thread_visible(thread_id=conversation.thread_id, user=user)
     saved = [p for p in map(workdir_path, record.saved_files or ()) if p]

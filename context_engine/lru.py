@@ -4,20 +4,27 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Any
+from collections.abc import Hashable
+from typing import Any, Generic
+
+from typing_extensions import TypeVar
+
+# Defaults of Any: an ``LRU(n)`` without type arguments still type-checks (and holds anything).
+K = TypeVar("K", bound=Hashable, default=Any)
+V = TypeVar("V", default=Any)
 
 
-class LRU:
+class LRU(Generic[K, V]):
     """Cached values are shared between callers: never mutate one. ``None`` means "not cached"."""
 
     def __init__(self, maxsize: int) -> None:
         self.maxsize = maxsize
-        self._data: OrderedDict[Any, Any] = OrderedDict()
+        self._data: OrderedDict[K, V] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
 
-    def get(self, key: Any) -> Any:
+    def get(self, key: K) -> V | None:
         with self._lock:
             try:
                 value = self._data[key]
@@ -28,7 +35,7 @@ class LRU:
             self.hits += 1
             return value
 
-    def put(self, key: Any, value: Any) -> None:
+    def put(self, key: K, value: V) -> None:
         with self._lock:
             self._data[key] = value
             self._data.move_to_end(key)

@@ -4,7 +4,7 @@ pure reducers and the state schemas the two middlewares add to the agent state."
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any, NotRequired, TypedDict
+from typing import Annotated, Any, Final, NotRequired, TypedDict
 
 from langchain.agents.middleware import AgentState
 from langchain.agents.middleware.types import PrivateStateAttr
@@ -12,8 +12,9 @@ from langchain_core.messages import HumanMessage
 
 SUMMARY_EVENT_KEY = "_summarization_event"
 SESSION_ID_KEY = "_summarization_session_id"
-PINNED_IDS_KEY = "pinned_message_ids"  # in the summary event: messages before the cutoff kept verbatim
-REFERENCE_INDEX_KEY = "reference_index"  # in the summary event: the index that follows the summary
+# Final: keys of SummarizationEvent, which mypy accepts as TypedDict keys only as literal constants.
+PINNED_IDS_KEY: Final = "pinned_message_ids"  # in the summary event: messages before the cutoff kept verbatim
+REFERENCE_INDEX_KEY: Final = "reference_index"  # in the summary event: the index that follows the summary
 
 SUMMARY_EVENTS_KEY = "_summary_events"
 TOKEN_USAGE_KEY = "token_usage"

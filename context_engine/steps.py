@@ -9,11 +9,12 @@ import asyncio
 import threading
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
-from typing import Any, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar, cast
 
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain.agents.middleware.internal_call_transformer import internal_call_metadata
 from langchain_core.language_models.chat_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
 from langgraph.constants import TAG_NOSTREAM
 
 from context_engine.errors import Stopped
@@ -43,7 +44,7 @@ Effect = CallModel | Summarize | Blocking
 Steps = Generator[Effect, Any, R]
 
 
-def summary_call_config() -> dict[str, Any]:
+def summary_call_config() -> RunnableConfig:
     """Tagged so the summary never reaches ``stream_mode="messages"`` (nor run.messages)."""
     return {
         "tags": [TAG_NOSTREAM],
@@ -66,6 +67,7 @@ def run_sync(
     ``Stopped`` raised (an in-flight summary call is abandoned, its answer dropped). An effect that
     fails once ``stop`` says so (a streaming call its callbacks ended) is a stop too, never a failure
     the steps would answer with another model call."""
+    value: object  # an effect's result, sent into the steps
     try:
         effect = next(steps)
         while True:
@@ -87,7 +89,8 @@ def run_sync(
             else:
                 effect = steps.send(value)
     except StopIteration as stop:
-        return stop.value
+        # What the steps returned: a Steps[R] generator returns an R, which StopIteration carries untyped.
+        return cast(R, stop.value)
 
 
 async def run_async(
@@ -103,6 +106,7 @@ async def run_async(
     async def stopped() -> bool:
         return stop is not None and await asyncio.to_thread(stop)
 
+    value: object  # an effect's result, sent into the steps
     try:
         effect = next(steps)
         while True:
@@ -128,7 +132,8 @@ async def run_async(
             else:
                 effect = steps.send(value)
     except StopIteration as stop:
-        return stop.value
+        # What the steps returned: a Steps[R] generator returns an R, which StopIteration carries untyped.
+        return cast(R, stop.value)
 
 
 def _close_stopped(steps: Steps[Any], cause: BaseException | None = None) -> NoReturn:

@@ -15,6 +15,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
@@ -86,7 +87,7 @@ def _error_text(error: ApplicationError) -> str:
     return error.message
 
 
-def _state_context(conversation: Conversation, user: Any) -> dict[str, Any]:
+def _state_context(conversation: Conversation, user: AbstractBaseUser | AnonymousUser) -> dict[str, Any]:
     """Everything the side panels show, read at once so their figures agree: the meter and hint, the
     compression card, the memory panel, the run status. ``can_act``: the controls are shown (owner)."""
     values = selectors.thread_values(conversation=conversation)

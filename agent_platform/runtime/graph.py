@@ -39,6 +39,7 @@ from agent_platform.runtime.run_scope import (
 from agent_platform.runtime.state_repository import AgentStateRepository
 from agent_platform.runtime.stopping import StopWaitingToolsMiddleware
 from agent_platform.runtime.subagent import SUBAGENT_EXCLUDED_TOOLS, SUBAGENT_PROMPT_SUFFIX, final_answer
+from agent_platform.threads import AgentThread
 from agent_platform.tools import build_tools, tools_unavailable
 from context_engine.lru import LRU
 from context_engine.tokens.calibration import CalibrationSource
@@ -50,7 +51,9 @@ _graphs = LRU(GRAPH_CACHE_SIZE)
 _build_lock = threading.Lock()
 
 
-def thread_config(conversation: Any, *, scope: RunScope | None = None, **configurable: Any) -> dict[str, Any]:
+def thread_config(
+    conversation: AgentThread, *, scope: RunScope | None = None, **configurable: Any
+) -> dict[str, Any]:
     """The LangGraph config of a run on a thread: its checkpoint lives under ``Conversation.thread_id``;
     ``scope`` (by default a new one: the thread's workdir, a new ledger) is what the shared graph's
     tools and middleware read for this run."""
@@ -224,7 +227,7 @@ def build_task_tool(
     return task
 
 
-def state_graph_for(conversation: Any) -> CompiledStateGraph:
+def state_graph_for(conversation: AgentThread) -> CompiledStateGraph:
     """The thread's graph for reading or writing its checkpoint: same state schema, no model calls.
 
     The offline model stands in for the agent's own, so reading state never needs an API key.
@@ -239,6 +242,6 @@ def state_graph_for(conversation: Any) -> CompiledStateGraph:
     )
 
 
-def state_repository_for(conversation: Any) -> AgentStateRepository:
+def state_repository_for(conversation: AgentThread) -> AgentStateRepository:
     """The thread's checkpointed agent state, through its state graph."""
     return AgentStateRepository(state_graph_for(conversation), conversation.thread_id)

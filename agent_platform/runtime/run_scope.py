@@ -18,6 +18,7 @@ from typing import Any
 
 from langgraph.config import get_config
 
+from agent_platform.threads import AgentThread
 from agent_platform.workdir import Workdir, workdir_for
 from context_engine.errors import StoreError
 from context_engine.summary.spend_guard import LedgerSource, OwnState, SharedLedger
@@ -38,7 +39,7 @@ class RunScope:
         return RunScope(workdir=self.workdir, ledger=lent)
 
 
-def run_scope_for(conversation: Any) -> RunScope:
+def run_scope_for(conversation: AgentThread) -> RunScope:
     """A new run's scope on ``conversation``'s thread."""
     return RunScope(workdir=workdir_for(conversation), ledger=SharedLedger())
 

@@ -14,12 +14,16 @@ from context_engine.formats import TRUNCATED_ARG_KEEP_CHARS, TRUNCATED_ARG_SUFFI
 from context_engine.tokens.messages import without_estimate
 
 
+def _truncate_string(value: str, max_length: int) -> tuple[str, bool]:
+    replacement = value[:TRUNCATED_ARG_KEEP_CHARS] + TRUNCATED_ARG_SUFFIX
+    if len(value) > max_length and len(value) > len(replacement):
+        return replacement, True
+    return value, False
+
+
 def _truncate_value(value: Any, max_length: int) -> tuple[Any, bool]:
     if isinstance(value, str):
-        replacement = value[:TRUNCATED_ARG_KEEP_CHARS] + TRUNCATED_ARG_SUFFIX
-        if len(value) > max_length and len(value) > len(replacement):
-            return replacement, True
-        return value, False
+        return _truncate_string(value, max_length)
     if isinstance(value, dict):
         pairs = [(k, *_truncate_value(v, max_length)) for k, v in value.items()]
         if any(changed for _, _, changed in pairs):
@@ -44,7 +48,7 @@ def _truncate_raw_arguments(arguments: str, max_length: int) -> str:
     if isinstance(parsed, dict):
         truncated, changed = _truncate_value(parsed, max_length)
         return json.dumps(truncated, ensure_ascii=False) if changed else arguments
-    return _truncate_value(arguments, max_length)[0]
+    return _truncate_string(arguments, max_length)[0]
 
 
 def truncate_tool_call_args(message: AIMessage, *, max_length: int) -> tuple[AIMessage, int]:

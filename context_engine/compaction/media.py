@@ -215,7 +215,7 @@ class _Pass:
             return block if text == block["text"] else {**block, "text": text}
         return block
 
-    def _block_receipt(self, block: dict) -> str | None:
+    def _block_receipt(self, block: dict[str, Any]) -> str | None:
         kind = block.get("type")
         # OpenAI chat: {"type": "image_url", "image_url": {"url": "data:..."}} (or the URL directly).
         if kind in ("image_url", "input_image"):

@@ -180,8 +180,9 @@ def _record_body(result: dict[str, Any]) -> str | None:
     for source in (result, result.get("metadata")):
         if isinstance(source, dict):
             for key in CONTENT_KEYS:
-                if isinstance(source.get(key), str) and source[key]:
-                    return source[key]
+                body = source.get(key)
+                if isinstance(body, str) and body:
+                    return body
     return None
 
 

@@ -32,7 +32,7 @@ Writer = Callable[[Any], None]
 def stream_writer(request: ModelRequest) -> Writer | None:
     """The request's stream writer; ``None`` outside a graph (events are then simply not sent)."""
     runtime = getattr(request, "runtime", None)
-    writer = getattr(runtime, "stream_writer", None)
+    writer: Writer | None = getattr(runtime, "stream_writer", None)  # the Runtime's StreamWriter
     if writer is not None:
         return writer
     try:

@@ -9,7 +9,7 @@ import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from langchain_core.messages import BaseMessage, ToolMessage
 
@@ -26,6 +26,8 @@ from context_engine.tokens.messages import TokenProfile, estimate_message
 
 MEMO_SLOTS = 32  # conversations remembered per middleware instance
 
+Entry = TypeVar("Entry")
+
 
 def common_prefix(current: Sequence[Any], previous: Sequence[Any]) -> int:
     """Length of the longest prefix of ``current`` made of the very same objects as ``previous``."""
@@ -35,17 +37,17 @@ def common_prefix(current: Sequence[Any], previous: Sequence[Any]) -> int:
     return next(i for i in range(size) if current[i] is not previous[i])
 
 
-class _Slots:
+class _Slots(Generic[Entry]):
     """An LRU keyed by the id of a list's first message (held alive by the entry, so ids stay unique
     while the entry lives)."""
 
     def __init__(self, size: int = MEMO_SLOTS) -> None:
-        self._lru = LRU(size)
+        self._lru: LRU[int, Entry] = LRU(size)
 
-    def get(self, messages: Sequence[BaseMessage]) -> Any:
+    def get(self, messages: Sequence[BaseMessage]) -> Entry | None:
         return self._lru.get(id(messages[0])) if messages else None
 
-    def put(self, messages: Sequence[BaseMessage], entry: Any) -> None:
+    def put(self, messages: Sequence[BaseMessage], entry: Entry) -> None:
         if messages:
             self._lru.put(id(messages[0]), entry)
 
@@ -61,19 +63,20 @@ class MessageTotals:
 
     def __init__(self, profile: TokenProfile) -> None:
         self.profile = profile
-        self._slots = _Slots()
+        self._slots: _Slots[_SumEntry] = _Slots()
 
     def total(self, messages: Sequence[BaseMessage]) -> int:
         if not messages:
             return 0
-        entry: _SumEntry | None = self._slots.get(messages)
+        entry = self._slots.get(messages)
         start = common_prefix(messages, entry.refs) if entry else 0
         if entry is not None and start == len(messages) == len(entry.refs):
             return entry.sums[-1]
-        base = entry.sums[start - 1] if start else 0
+        kept = entry.sums[:start] if entry is not None else []  # empty when start is 0
+        base = kept[-1] if kept else 0
         profile = self.profile
         fresh = list(accumulate((estimate_message(m, profile) for m in messages[start:]), initial=base))
-        sums = [*entry.sums[:start], *fresh[1:]] if start else fresh[1:]
+        sums = [*kept, *fresh[1:]]
         self._slots.put(messages, _SumEntry(list(messages), sums))
         return sums[-1]
 
@@ -106,10 +109,10 @@ class CompactionMemo:
 
     def __init__(self, *, config: CompressionConfig, store: ResultStore, profile: TokenProfile) -> None:
         self.config, self.store, self.profile = config, store, profile
-        self._slots = _Slots()
+        self._slots: _Slots[_CompactionEntry] = _Slots()
 
     def compact(self, messages: Sequence[BaseMessage]) -> Compacted:
-        entry: _CompactionEntry | None = self._slots.get(messages)
+        entry = self._slots.get(messages)
         start = common_prefix(messages, entry.refs) if entry else 0
         if entry is not None:
             start = min(start, entry.unseen_from)
@@ -123,7 +126,8 @@ class CompactionMemo:
         records: list[SavedToolResult | FailedToolResult | None] = [None] * len(suffix)
         if result.saved or result.failed:
             where = {m.tool_call_id: i for i, m in enumerate(suffix) if isinstance(m, ToolMessage)}
-            for record in (*result.saved, *result.failed):
+            found: tuple[SavedToolResult | FailedToolResult, ...] = (*result.saved, *result.failed)
+            for record in found:
                 index = where.get(record.tool_call_id)
                 if index is not None:
                     records[index] = record
@@ -143,6 +147,7 @@ class CompactionMemo:
             tuple(r for r in records if isinstance(r, SavedToolResult)),
             tuple(r for r in records if isinstance(r, FailedToolResult)),
             changed,
-            fresh=any(r.written for r in (*result.saved, *result.media))
+            fresh=any(r.written for r in result.saved)
+            or any(m.written for m in result.media)
             or bool(result.failed or result.media_failed),
         )

@@ -126,7 +126,9 @@ class TokenUsageMiddleware(AgentMiddleware[TokenUsageState]):
             else self.calibration.current()
         )
         llm_input = calibration.corrected(estimated)
-        previous: Mapping[str, Any] = (request.state or {}).get(TOKEN_USAGE_KEY) or {}
+        usage_ratio = ratio(llm_input, window)  # None when no window is known
+        state: Mapping[str, Any] = request.state or {}
+        previous: Mapping[str, Any] = state.get(TOKEN_USAGE_KEY) or {}
         return {
             "llm_input_tokens": llm_input,
             "estimated_input_tokens": estimated,
@@ -134,7 +136,7 @@ class TokenUsageMiddleware(AgentMiddleware[TokenUsageState]):
             "system_tokens": system_tokens(request, profile),
             "tools_tokens": estimate_tools(request.tools or (), profile),
             "tool_count": len(request.tools or ()),
-            "context_usage_ratio": min(1.0, ratio(llm_input, window)) if window else None,
+            "context_usage_ratio": min(1.0, usage_ratio) if usage_ratio is not None else None,
             "remaining_context_tokens": max(window - llm_input, 0) if window else None,
             # Anchored on the provider's prompt tokens for this call when it reported them.
             **pressure_figures(
@@ -154,5 +156,5 @@ class TokenUsageMiddleware(AgentMiddleware[TokenUsageState]):
         }
 
 
-def _command_fields(command: Command) -> dict[str, Any]:
+def _command_fields(command: Command[Any]) -> dict[str, Any]:
     return {"graph": command.graph, "resume": command.resume, "goto": command.goto}

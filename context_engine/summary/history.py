@@ -50,7 +50,8 @@ MESSAGES_PLACEHOLDER = "{messages}"
 class ReferenceIndexLike(Protocol):
     """``summary.reference_index.ReferenceIndex`` as the event needs it (that module imports this one)."""
 
-    text: str
+    @property
+    def text(self) -> str: ...
 
     def as_dict(self) -> dict[str, Any]: ...
 

@@ -304,8 +304,8 @@ NO_LOSS: dict[str, Any] = {**LossReport().as_dict(), "repair_calls": 0, "repaire
 # take, tens of thousands of lookups per compression); a longer one is keyed by its digest, so the
 # cache keeps no copy of it.
 _LINE_KEY_CHARS = 256
-_by_long_line = LRU(4096)
-_by_text = LRU(4096)
+_by_long_line: LRU[bytes, dict[str, str]] = LRU(4096)  # line digest -> its identifiers
+_by_text: LRU[bytes, dict[str, str]] = LRU(4096)  # text digest -> its identifiers
 
 
 @functools.lru_cache(maxsize=32768)

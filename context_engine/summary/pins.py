@@ -24,8 +24,8 @@ def _groups(messages: Sequence[BaseMessage]) -> dict[str, str]:
             continue
         if isinstance(message, AIMessage) and message.tool_calls:
             for call in message.tool_calls:
-                if call.get("id"):
-                    owner_of_call[call["id"]] = message.id
+                if call_id := call.get("id"):
+                    owner_of_call[call_id] = message.id
             group[message.id] = message.id
         elif isinstance(message, ToolMessage):
             group[message.id] = owner_of_call.get(message.tool_call_id, message.id)

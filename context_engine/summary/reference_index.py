@@ -99,7 +99,7 @@ class _Seen:
 
 
 # Identifiers per line of a text (by its digest): a repair pass or a preview locates what was just located.
-_located = LRU(256)
+_located: LRU[tuple[bool, bytes], list[tuple[int, dict[str, str]]]] = LRU(256)
 
 
 def clear_cache() -> None:

@@ -85,7 +85,8 @@ def guard_check(
     """May one more summary call with ``input_tokens`` of input go out now?"""
     calls = recent_calls(history, now=now)
     spent = sum(c["input_tokens"] for c in calls)
-    retry_at = _parse(calls[0]["at"]) + WINDOW if calls else None
+    oldest = _parse(calls[0]["at"]) if calls else None  # recent_calls wrote it: never None when calls
+    retry_at = oldest + WINDOW if oldest is not None else None
     if limits.max_calls_per_hour > 0 and len(calls) >= limits.max_calls_per_hour:
         return GuardDecision(False, REASON_CALLS, len(calls), spent, retry_at)
     if (

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
@@ -104,7 +104,11 @@ def _content_tokens(content: Any, profile: TokenProfile, skip_tool_calls: bool =
     return total
 
 
-def _message_key(message: BaseMessage) -> tuple:
+# (type, hash and length of the content text, name, tool_call_id, hash and length of the tool calls' repr)
+_MessageKey = tuple[str, int, int, str | None, str | None, tuple[int, int] | None]
+
+
+def _message_key(message: BaseMessage) -> _MessageKey:
     """A cache key for everything the estimate reads from ``message``.
 
     Text is keyed by ``(hash(text), len(text))``: Python caches a string's (SipHash, 64-bit, per-process
@@ -115,21 +119,21 @@ def _message_key(message: BaseMessage) -> tuple:
     fields_ = message.__dict__  # pydantic fields; avoids pydantic's slow __getattr__ for absent ones
     content = fields_.get("content")
     text = content if isinstance(content, str) else _dumps(content)
-    extra = None
+    extra: tuple[int, int] | None = None
     tool_calls = fields_.get("tool_calls")
     invalid = fields_.get("invalid_tool_calls")
     kwargs = fields_.get("additional_kwargs")
     legacy = kwargs.get("function_call") if kwargs else None
     if tool_calls or invalid or legacy:
         # repr, not JSON: cheaper, and an equal dict built in another key order only costs a cache miss.
-        extra = repr(
+        calls = repr(
             (
                 [(tc.get("name"), tc.get("args"), tc.get("id")) for tc in tool_calls or ()],
                 [(tc.get("name"), tc.get("args"), tc.get("id")) for tc in invalid or ()],
                 legacy,
             )
         )
-        extra = (hash(extra), len(extra))
+        extra = (hash(calls), len(calls))
     return (
         fields_.get("type") or message.type,
         hash(text),
@@ -173,8 +177,9 @@ def _estimate_message_uncached(
 
 
 MESSAGE_CACHE_SIZE = 65536
-_message_cache = LRU(MESSAGE_CACHE_SIZE)
-_tool_cache = LRU(1024)
+_message_cache: LRU[tuple[TokenProfile, _MessageKey], int] = LRU(MESSAGE_CACHE_SIZE)
+# (profile, id of the tool) -> (the tool, its description, its estimate)
+_tool_cache: LRU[tuple[TokenProfile, int], tuple[Any, Any, int]] = LRU(1024)
 
 
 def cache_info() -> dict[str, int]:
@@ -196,6 +201,16 @@ def clear_cache() -> None:
 ESTIMATE_KEY = "token_estimate"
 
 
+class EstimateRecord(TypedDict, total=False):
+    """What ``response_metadata[ESTIMATE_KEY]`` holds (see :func:`with_estimate`)."""
+
+    profile: str
+    estimator: str
+    chars: int
+    tokens: int
+    text: int  # a tool result's text content alone
+
+
 def _content_size(content: Any) -> int:
     if isinstance(content, str):
         return len(content)
@@ -209,7 +224,7 @@ def _content_size(content: Any) -> int:
 def stored_estimate(message: BaseMessage, profile: TokenProfile) -> int | None:
     """The estimate ``message`` carries for ``profile`` and this estimator, if it still holds."""
     metadata = message.__dict__.get("response_metadata")
-    record = metadata.get(ESTIMATE_KEY) if metadata else None
+    record: EstimateRecord | None = metadata.get(ESTIMATE_KEY) if metadata else None
     if (
         record
         and record.get("profile") == profile.name
@@ -227,7 +242,7 @@ def with_estimate(message: BaseMessage, profile: TokenProfile) -> BaseMessage:
     if stored_estimate(message, profile) is not None:
         return message
     content = message.content
-    record: dict[str, Any] = {
+    record: EstimateRecord = {
         "profile": profile.name,
         "estimator": ESTIMATOR_NAME,
         "chars": _content_size(content),
@@ -246,7 +261,8 @@ def stored_text_estimate(message: BaseMessage, profile: TokenProfile) -> int | N
     """The stored estimate of a tool result's text content (see :func:`with_estimate`), if it holds."""
     if stored_estimate(message, profile) is None:
         return None
-    return message.response_metadata[ESTIMATE_KEY].get("text")
+    record: EstimateRecord = message.response_metadata[ESTIMATE_KEY]
+    return record.get("text")
 
 
 def without_estimate(metadata: dict[str, Any]) -> dict[str, Any]:
@@ -273,7 +289,7 @@ def estimate_message(message: BaseMessage, profile: TokenProfile = DEFAULT_PROFI
 # Tools and whole requests
 
 
-def _tool_schema(tool: Any) -> dict:
+def _tool_schema(tool: Any) -> dict[str, Any]:
     if isinstance(tool, dict) and ("function" in tool or "name" in tool and "parameters" in tool):
         return tool
     from langchain_core.utils.function_calling import convert_to_openai_tool

@@ -6,7 +6,7 @@ they come from, and the choice of a profile by model name. The ``_FITTED`` table
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, field, fields, replace
 
 # The estimator's features: character-class counts (see text_features); one weight each per profile.
 FEATURES: tuple[str, ...] = (
@@ -55,10 +55,13 @@ class TokenProfile:
     tool_call_overhead: float = 4.0  # per tool call, besides its name, id and JSON arguments
     tool_overhead: float = 8.0  # per tool schema, besides its JSON
     image: int = 1000  # fixed cost per image block
+    # Derived in __post_init__: the text weights in FEATURES order, and the cached hash of the fields above.
+    _weights: tuple[float, ...] = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_weights", tuple(getattr(self, k) for k in FEATURES))
-        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self))))
+        object.__setattr__(self, "_hash", hash(tuple(getattr(self, f.name) for f in fields(self) if f.init)))
 
     def __hash__(self) -> int:  # cached: profiles are part of every cache key
         return self._hash
@@ -128,8 +131,8 @@ _FITTED: dict[str, dict[str, float]] = {
 }
 
 
-def _profile(name: str, weights: dict[str, float], **overheads: float) -> TokenProfile:
-    return TokenProfile(name=name, **{k: weights.get(k, 1.0) for k in FEATURES}, **overheads)
+def _profile(name: str, weights: dict[str, float], *, image: int, **overheads: float) -> TokenProfile:
+    return TokenProfile(name=name, image=image, **{k: weights.get(k, 1.0) for k in FEATURES}, **overheads)
 
 
 _CL100K = _profile("cl100k", _FITTED["cl100k"], message_overhead=3.0, image=765)

@@ -162,7 +162,7 @@ class _RunRelay:
         self.seen: set[str] = set()
         self.token_usage: dict[str, Any] | None = None
         self.recorded_usage: dict[str, Any] | None = None  # the token_usage last copied to the row
-        self.repository: Any = None
+        self.repository: AgentStateRepository | None = None
         self.reply = ReplyStream(run_id=run.pk, thread_id=self.thread_id)
         self.stop_checks = RunStopChecks(run)
         self.open_compression: dict[str, Any] | None = None  # a compression started, not yet ended
@@ -263,7 +263,7 @@ class _RunRelay:
         profile = self.run.conversation.agent.compression_config().profile
         return {"messages": [with_estimate(HumanMessage(content=content, id=message.lc_message_id), profile)]}
 
-    def _close_cancelled(self, repository: Any) -> None:
+    def _close_cancelled(self, repository: AgentStateRepository) -> None:
         """Leave transcript and checkpoint consistent after Stop.
 
         Messages the graph committed but the stream had not yet delivered are recorded; every tool
@@ -287,7 +287,7 @@ class _RunRelay:
         for message in closing:
             self._on_message(message, interrupted=message.id.startswith("interrupted-"))
 
-    def _on_token(self, message: Any, metadata: dict[str, Any]) -> None:
+    def _on_token(self, message: BaseMessage, metadata: dict[str, Any]) -> None:
         # Only the agent's own model node: tool output and sub-agents' models are not the reply.
         if not isinstance(message, AIMessageChunk) or metadata.get("langgraph_node") != "model":
             return
@@ -337,7 +337,7 @@ class _RunRelay:
         if isinstance(estimated, int) and isinstance(reported, int) and reported > 0:
             run_usage_reported.send(sender=AgentRun, run=self.run, estimated=estimated, reported=reported)
 
-    def _on_message(self, message: Any, *, interrupted: bool = False) -> None:
+    def _on_message(self, message: BaseMessage, *, interrupted: bool = False) -> None:
         if not isinstance(message, (AIMessage, ToolMessage)) or not message.id or message.id in self.seen:
             return  # same id again: a compaction replaced a message in place, not a new one
         self.seen.add(message.id)

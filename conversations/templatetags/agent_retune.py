@@ -8,13 +8,14 @@ from django import template
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from agent_platform.models import Agent
 from conversations.admin_retune import retune_panel
 
 register = template.Library()
 
 
 @register.simple_tag
-def agent_retune(agent) -> SafeString:
+def agent_retune(agent: Agent) -> SafeString:
     panel = retune_panel(agent=agent)
     return format_html(
         '<div id="agent-retune" class="agent-retune" data-url="{}" aria-live="polite">{}</div>',

@@ -8,10 +8,11 @@ from typing import Any
 from django import template
 from django.utils.safestring import SafeString, mark_safe
 
-from context_engine.compaction.media import media_of
+from context_engine.compaction.media import SavedMedia, media_of
 from context_engine.tokens.messages import format_tokens
 from conversations import pages
 from conversations.markdown import markdown_to_html
+from conversations.models import Message
 
 register = template.Library()
 
@@ -27,7 +28,7 @@ def receipt(content: Any) -> pages.Receipt | None:
 
 
 @register.filter
-def saved_result(message: Any, saved_paths: Any) -> pages.SavedResult | None:
+def saved_result(message: Message, saved_paths: frozenset[str] | None) -> pages.SavedResult | None:
     """``{% with saved=message|saved_result:saved_paths %}``: the saved copy of a tool result."""
     return pages.saved_result(
         content=getattr(message, "content", None),
@@ -37,7 +38,7 @@ def saved_result(message: Any, saved_paths: Any) -> pages.SavedResult | None:
 
 
 @register.filter
-def saved_media(message: Any, saved_paths: Any) -> list:
+def saved_media(message: Message, saved_paths: frozenset[str] | None) -> list[SavedMedia]:
     """``message|saved_media:saved_paths``: the inline media of a message that compaction saved."""
     if not saved_paths:
         return []

@@ -28,6 +28,7 @@ from compression.services.preview import conversation_compress_preview
 from compression.tasks import bulk_compress_enqueue
 from context_engine.config import COMPRESSION_CAPABILITY
 from context_engine.tokens.messages import format_tokens
+from conversations.models import Conversation
 from conversations.pages import HINT_RATIO
 
 DEFAULT_IDLE_FOR = "10m"
@@ -222,7 +223,7 @@ class _StopBetweenThreads:
             signal.signal(signal.SIGINT, self._previous)
 
 
-def _expected(conversation) -> dict[str, object]:
+def _expected(conversation: Conversation) -> dict[str, object]:
     """What compressing ``conversation`` would do, planned as the page's preview plans it (no model
     call, nothing written): ``would`` and the expected size after."""
     if not conversation.agent.has_capability(COMPRESSION_CAPABILITY):
