@@ -329,8 +329,8 @@ class _Compaction:
             self.media_failed += missed
         if isinstance(message, AIMessage):
             for call in message.tool_calls:
-                if call.get("id"):
-                    self.call_names[call["id"]] = call.get("name") or ""
+                if call_id := call.get("id"):
+                    self.call_names[call_id] = call.get("name") or ""
             new, count = truncate_tool_call_args(message, max_length=self.config.tool_arg_max_length)
             self.truncated += count
             return new

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 
@@ -235,7 +235,10 @@ def stored_estimate(message: BaseMessage, profile: TokenProfile) -> int | None:
     return None
 
 
-def with_estimate(message: BaseMessage, profile: TokenProfile) -> BaseMessage:
+M = TypeVar("M", bound=BaseMessage)
+
+
+def with_estimate(message: M, profile: TokenProfile) -> M:
     """``message`` carrying its estimate under ``profile`` (itself when it already does; else a copy).
     A tool result with text content also carries the estimate of that text (``text``): compaction
     decides on it whether to offload the result."""

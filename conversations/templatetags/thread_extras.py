@@ -9,6 +9,7 @@ from django import template
 from django.utils.safestring import SafeString, mark_safe
 
 from context_engine.compaction.media import SavedMedia, media_of
+from context_engine.compaction.receipts import Receipt
 from context_engine.tokens.messages import format_tokens
 from conversations import pages
 from conversations.markdown import markdown_to_html
@@ -23,7 +24,7 @@ def tokens(value: Any) -> str:
 
 
 @register.filter
-def receipt(content: Any) -> pages.Receipt | None:
+def receipt(content: Any) -> Receipt | None:
     return pages.receipt_parse(content)
 
 
