@@ -242,30 +242,25 @@ class Agent(models.Model):
 
     def _model_errors(self) -> dict[str, str]:
         """With an endpoint, a model it serves: named here or its default, never the offline model."""
-        if self.endpoint_id is None:
-            return {}
-        if not self.resolved_model_name:
-            return {"model_name": _("Name a model: this endpoint has no default model.")}
-        if self.model_name == OFFLINE_MODEL_NAME:
-            return {
-                "model_name": _(
-                    "%(name)s is the built-in offline model, which no endpoint serves: name the endpoint's "
-                    "model, or leave this empty for its default."
-                )
-                % {"name": OFFLINE_MODEL_NAME}
-            }
-        return {}
+        errors: dict[str, str] = {}
+        if self.endpoint_id is not None and not self.resolved_model_name:
+            errors["model_name"] = _("Name a model: this endpoint has no default model.")
+        elif self.endpoint_id is not None and self.model_name == OFFLINE_MODEL_NAME:
+            errors["model_name"] = _(
+                "%(name)s is the built-in offline model, which no endpoint serves: name the endpoint's "
+                "model, or leave this empty for its default."
+            ) % {"name": OFFLINE_MODEL_NAME}
+        return errors
 
     def _window_errors(self) -> dict[str, str]:
+        errors: dict[str, str] = {}
         if problem := context_window_error(self.context_window):
-            return {"context_window": problem}
-        if self.resolved_context_window is None:
-            return {
-                "context_window": _(
-                    "This model is not in the known-models table: enter its context window (max input tokens)."
-                )
-            }
-        return {}
+            errors["context_window"] = problem
+        elif self.resolved_context_window is None:
+            errors["context_window"] = _(
+                "This model is not in the known-models table: enter its context window (max input tokens)."
+            )
+        return errors
 
     @property
     def sees_images(self) -> bool:
