@@ -23,7 +23,7 @@ from context_engine.state import PINNED_IDS_CONFIG_KEY, TOKEN_USAGE_KEY, merge_t
 from context_engine.text import clean_text
 from context_engine.tokens.messages import profile_for_model, with_estimate
 from conversations import events, run_signals
-from conversations.models import AgentRun, Conversation, Message
+from conversations.models import AgentRun, Conversation
 from conversations.selectors import pinned_message_ids, run_queue_head
 from conversations.services.attachments import message_model_content
 from conversations.services.closing import (
@@ -35,7 +35,7 @@ from conversations.services.closing import (
 )
 from conversations.services.leases import run_is_orphaned, run_lease, run_reclaim, worker_name
 from conversations.services.pressure import conversation_pressure_update
-from conversations.services.run_reading import interrupt_question, message_text
+from conversations.services.run_reading import interrupt_question, message_text, transcript_entry
 from conversations.services.stop_checks import RunStopChecks
 from conversations.services.streaming import ReplyStream
 from conversations.services.threads import conversation_lock, failure_notice_append, message_append
@@ -367,29 +367,11 @@ class _RunRelay:
             self.open_calls = {call.get("id") or "" for call in message.tool_calls}
             if not interrupted:  # this model call's reply is complete: the next one streams afresh
                 self.reply.reset()
-            fields = {
-                "role": Message.Role.ASSISTANT,
-                "tool_calls": [
-                    {"id": call.get("id"), "name": call["name"], "args": call.get("args", {})}
-                    for call in message.tool_calls
-                ],
-            }
         else:
             self.open_calls.discard(message.tool_call_id)
-            fields = {
-                "role": Message.Role.TOOL,
-                "tool_call_id": message.tool_call_id,
-                "tool_name": message.name,
-            }
+        entry = transcript_entry(message, run=self.run, interrupted=interrupted)
         with conversation_lock(conversation_id=self.conversation.pk):
-            row = message_append(
-                conversation=self.conversation,
-                content=message_text(message),
-                run=self.run,
-                lc_message_id=message.id,
-                interrupted=interrupted,
-                **fields,
-            )
+            row = message_append(conversation=self.conversation, message=entry)
             if isinstance(message, AIMessage):
                 usage_record_reply(run=self.run, message=row, usage=message.usage_metadata)
 
