@@ -2,19 +2,19 @@
 
 import os
 
+from channels.auth import AuthMiddlewareStack
+from channels.routing import ProtocolTypeRouter, URLRouter
 from django.conf import settings
 from django.core.asgi import get_asgi_application
 
+from config.ws_origin import SameOriginValidator
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-# Django's app registry first: Channels' auth, the body gate (API tokens) and the consumers import
-# models, so the imports below must wait for it (the late import of Channels' own ASGI example).
+# Django's app registry first: the body gate (API tokens) and the consumers import models, so their
+# imports wait for it (the late import of Channels' own ASGI example).
 django_asgi_app = get_asgi_application()
 
-from channels.auth import AuthMiddlewareStack  # noqa: E402
-from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
-
 from config.body_gate import BodyGate  # noqa: E402
-from config.ws_origin import SameOriginValidator  # noqa: E402
 from conversations.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
