@@ -16,6 +16,7 @@ from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
 from django.utils.translation import gettext_lazy as _
 
+from agent_platform import axes_admin  # noqa: F401  (registers axes' login-attempt admin)
 from agent_platform.admin_forms import GENERAL_FIELDS, MODEL_FIELDS, TOOL_FIELDS, AgentAdminForm
 from agent_platform.budget import agent_budget_figures, budget_figures_html
 from agent_platform.calibration.selectors import calibration_for
@@ -233,6 +234,3 @@ class ApiTokenAdmin(admin.ModelAdmin):
     def has_add_permission(self, request: HttpRequest) -> bool:
         # Raw tokens are shown once, by `manage.py create_api_token`; the admin only revokes.
         return False
-
-
-from agent_platform import axes_admin  # noqa: E402,F401 - axes' login attempts, with their action's permission

@@ -1,8 +1,7 @@
-"""Admin-only agent configuration: model endpoints and agents (API tokens: ``api_tokens.models``)."""
+"""Admin-only agent configuration: agents, and the registry of the app's models kept in sub-packages
+(model endpoints: ``endpoints.models``; API tokens: ``api_tokens.models``)."""
 
 from __future__ import annotations
-
-from decimal import Decimal
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -10,7 +9,17 @@ from django.core.validators import MaxValueValidator
 from django.db import models
 from django.utils.translation import gettext_lazy as _
 
-from agent_platform.key_bindings import binding_error, key_env_error  # noqa: F401 - key_env_error: re-exported
+# The app's models kept in their own modules (they import nothing from here): importing them here
+# registers them with the app, and the redundant aliases mark them as re-exported.
+from agent_platform.api_tokens.models import ApiToken as ApiToken
+from agent_platform.api_tokens.models import ApiTokenQuerySet as ApiTokenQuerySet
+from agent_platform.calibration.models import TokenCalibration as TokenCalibration
+from agent_platform.endpoints.models import ModelEndpoint as ModelEndpoint
+from agent_platform.endpoints.models import context_window_error
+from agent_platform.key_bindings import key_env_error as key_env_error
+from agent_platform.knowledge.models import Chunk as Chunk
+from agent_platform.knowledge.models import Document as Document
+from agent_platform.knowledge.models import KnowledgeBase as KnowledgeBase
 from agent_platform.model_catalog import OFFLINE_MODEL_NAME, context_window_for
 from context_engine.config import (
     COMPRESSION_CAPABILITY,
@@ -40,7 +49,6 @@ TOOL_CHOICES = [
 ]
 TOOL_NAMES = [name for name, _label in TOOL_CHOICES]
 CAPABILITY_CHOICES = [(COMPRESSION_CAPABILITY, f"{COMPRESSION_CAPABILITY}: manual and bulk compression")]
-MIN_CONTEXT_WINDOW = 1024
 # Where an agent's context window comes from (``Agent.context_window_source``), in the order tried.
 WINDOW_FROM_FIELD, WINDOW_FROM_ENDPOINT, WINDOW_FROM_TABLE, WINDOW_UNKNOWN = (
     "field",
@@ -68,104 +76,6 @@ def _default_tools() -> list[str]:
 
 def _default_capabilities() -> list[str]:
     return [COMPRESSION_CAPABILITY]
-
-
-class ModelEndpoint(models.Model):
-    """An OpenAI-compatible server and the environment variable holding its key (never the key).
-
-    A key is only ever sent to its own endpoint's URL, and only when the operator bound the variable to
-    that URL's origin (``MODEL_KEY_BINDINGS``): agents pick an endpoint, never a URL or a key variable,
-    and only holders of ``manage_model_endpoints`` create or change endpoints.
-    """
-
-    name = models.CharField(verbose_name=_("name"), max_length=100, unique=True)
-    base_url = models.URLField(
-        verbose_name=_("base URL"),
-        max_length=500,
-        help_text=_("OpenAI-compatible base URL, e.g. https://api.openai.com/v1."),
-    )
-    api_key_env = models.CharField(
-        verbose_name=_("API key variable"),
-        max_length=100,
-        blank=True,
-        help_text=_(
-            "Name of the environment variable holding this endpoint's key (the key itself is never "
-            "stored). Must match MODEL_KEY_ENV_ALLOWLIST. Empty: a server that needs no key."
-        ),
-    )
-    default_model = models.CharField(
-        verbose_name=_("default model"),
-        max_length=200,
-        blank=True,
-        help_text=_("Model used by agents that name none."),
-    )
-    context_window = models.PositiveIntegerField(
-        verbose_name=_("context window"),
-        null=True,
-        blank=True,
-        help_text=_("Max input tokens of the default model, when the known-models table lacks it."),
-    )
-    supports_vision = models.BooleanField(
-        verbose_name=_("supports vision"),
-        default=False,
-        help_text=_("The endpoint's models accept image inputs."),
-    )
-    # Prices for usage accounting, in any one currency: both set, or neither (then usage has no cost).
-    input_price_per_million = models.DecimalField(
-        verbose_name=_("input price per million tokens"),
-        max_digits=12,
-        decimal_places=4,
-        null=True,
-        blank=True,
-        help_text=_("What the provider charges for a million prompt tokens. Empty: not priced."),
-    )
-    output_price_per_million = models.DecimalField(
-        verbose_name=_("output price per million tokens"),
-        max_digits=12,
-        decimal_places=4,
-        null=True,
-        blank=True,
-        help_text=_("What the provider charges for a million completion tokens. Empty: not priced."),
-    )
-    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
-    updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
-
-    class Meta:
-        verbose_name = _("model endpoint")
-        verbose_name_plural = _("model endpoints")
-        ordering = ["name"]
-        # Only "view" by default: adding, changing and deleting all need the one dedicated permission.
-        default_permissions = ("view",)
-        permissions = [("manage_model_endpoints", "Can create, change and delete model endpoints")]
-
-    def __str__(self) -> str:
-        return self.name
-
-    def clean(self) -> None:
-        errors: dict[str, str] = {}
-        if self.api_key_env and (problem := key_env_error(self.api_key_env)):
-            errors["api_key_env"] = problem
-        elif problem := binding_error(key_env=self.api_key_env, url=self.base_url or ""):
-            errors["base_url"] = problem
-        if self.context_window is not None and self.context_window < MIN_CONTEXT_WINDOW:
-            errors["context_window"] = _(
-                "A context window below %(min)s tokens cannot hold a conversation."
-            ) % {"min": MIN_CONTEXT_WINDOW}
-        prices = (self.input_price_per_million, self.output_price_per_million)
-        if (prices[0] is None) != (prices[1] is None):
-            missing = "output_price_per_million" if prices[1] is None else "input_price_per_million"
-            errors[missing] = _("Set both prices, or neither.")
-        if any(price is not None and price < 0 for price in prices):
-            errors["input_price_per_million"] = _("A price cannot be negative.")
-        if errors:
-            raise ValidationError(errors)
-
-    def cost(self, *, input_tokens: int, output_tokens: int) -> Decimal | None:
-        """What these tokens cost at this endpoint's prices now; None when it is not priced."""
-        if self.input_price_per_million is None or self.output_price_per_million is None:
-            return None
-        total = input_tokens * self.input_price_per_million + output_tokens * self.output_price_per_million
-        return (total / Decimal(1_000_000)).quantize(Decimal("0.000001"))
 
 
 class Agent(models.Model):
@@ -292,6 +202,22 @@ class Agent(models.Model):
         return self.name
 
     def clean(self) -> None:
+        # One check per concern; each names at most one error per field, so the order of the
+        # form's errors is the order of these checks.
+        errors: dict[str, str] = {}
+        for check in (
+            self._compression_errors,
+            self._choice_errors,
+            self._model_errors,
+            self._window_errors,
+        ):
+            errors.update(check())
+        if self.temperature is not None and not 0 <= self.temperature <= 2:
+            errors["temperature"] = _("Temperature must be between 0 and 2.")
+        if errors:
+            raise ValidationError(errors)
+
+    def _compression_errors(self) -> dict[str, str]:
         errors: dict[str, str] = {}
         if not self.summary_threshold or self.summary_threshold <= 0:
             errors["summary_threshold"] = _("The threshold must be greater than 0.")
@@ -299,15 +225,24 @@ class Agent(models.Model):
             errors["summary_keep_messages"] = _("Keep at least 1 message.")
         if self.summary_tool_result_token_limit is None or self.summary_tool_result_token_limit < 0:
             errors["summary_tool_result_token_limit"] = _("The limit must be 0 or more.")
-        prompt_error = summary_prompt_error(self.summary_prompt)
-        if prompt_error:
+        if prompt_error := summary_prompt_error(self.summary_prompt):
             errors["summary_prompt"] = prompt_error
+        return errors
+
+    def _choice_errors(self) -> dict[str, str]:
+        """Tools and capabilities: lists of known names only."""
+        errors: dict[str, str] = {}
         unknown_tools = sorted(set(self.tools or []) - set(TOOL_NAMES))
         if not isinstance(self.tools, list) or unknown_tools:
             errors["tools"] = _("Unknown tools: %(names)s") % {"names": ", ".join(map(str, unknown_tools))}
         known_caps = {name for name, _label in CAPABILITY_CHOICES}
         if not isinstance(self.capabilities, list) or set(self.capabilities or []) - known_caps:
             errors["capabilities"] = _("Unknown capabilities.")
+        return errors
+
+    def _model_errors(self) -> dict[str, str]:
+        """With an endpoint, a model it serves: named here or its default, never the offline model."""
+        errors: dict[str, str] = {}
         if self.endpoint_id is not None and not self.resolved_model_name:
             errors["model_name"] = _("Name a model: this endpoint has no default model.")
         elif self.endpoint_id is not None and self.model_name == OFFLINE_MODEL_NAME:
@@ -315,18 +250,17 @@ class Agent(models.Model):
                 "%(name)s is the built-in offline model, which no endpoint serves: name the endpoint's "
                 "model, or leave this empty for its default."
             ) % {"name": OFFLINE_MODEL_NAME}
-        if self.context_window is not None and self.context_window < MIN_CONTEXT_WINDOW:
-            errors["context_window"] = _(
-                "A context window below %(min)s tokens cannot hold a conversation."
-            ) % {"min": MIN_CONTEXT_WINDOW}
+        return errors
+
+    def _window_errors(self) -> dict[str, str]:
+        errors: dict[str, str] = {}
+        if problem := context_window_error(self.context_window):
+            errors["context_window"] = problem
         elif self.resolved_context_window is None:
             errors["context_window"] = _(
                 "This model is not in the known-models table: enter its context window (max input tokens)."
             )
-        if self.temperature is not None and not 0 <= self.temperature <= 2:
-            errors["temperature"] = _("Temperature must be between 0 and 2.")
-        if errors:
-            raise ValidationError(errors)
+        return errors
 
     @property
     def sees_images(self) -> bool:
@@ -392,9 +326,3 @@ def summary_prompt_error(prompt: str | None) -> str | None:
     except ValueError as exc:
         return str(exc)
     return None
-
-
-# Models kept in their own modules: importing them here registers them with the app.
-from agent_platform.api_tokens.models import ApiToken, ApiTokenQuerySet  # noqa: E402, F401
-from agent_platform.calibration.models import TokenCalibration  # noqa: E402, F401
-from agent_platform.knowledge.models import Chunk, Document, KnowledgeBase  # noqa: E402, F401

@@ -56,20 +56,30 @@ def resolve(path: str) -> str:
     """
     if not isinstance(path, str):
         raise WorkdirPathError("The path must be a string.")
+    if problem := _whole_path_error(path):
+        raise WorkdirPathError(problem)
+    return "/".join(_kept_segments(path))
+
+
+def _whole_path_error(path: str) -> str | None:
+    """What is wrong with the path as a whole, before its segments are read; None when nothing is."""
     if path == "":
-        raise WorkdirPathError("The path is empty. Use '.' for the workdir root.")
+        return "The path is empty. Use '.' for the workdir root."
     if len(path) > MAX_PATH_LENGTH:
-        raise WorkdirPathError(f"The path is longer than {MAX_PATH_LENGTH} characters.")
+        return f"The path is longer than {MAX_PATH_LENGTH} characters."
     if _CONTROL_CHARS.search(path):
-        raise WorkdirPathError("The path contains a NUL or control character.")
+        return "The path contains a NUL or control character."
     if not _is_utf8(path):
-        raise WorkdirPathError("The path is not valid text (it holds a lone surrogate).")
+        return "The path is not valid text (it holds a lone surrogate)."
     if "\\" in path:
-        raise WorkdirPathError("The path contains a backslash; use '/' between directories.")
+        return "The path contains a backslash; use '/' between directories."
     if path.startswith("/") or path.startswith("~") or _DRIVE_PREFIX.match(path):
-        raise WorkdirPathError(
-            "Absolute paths are not allowed: use a path relative to the workdir, e.g. outputs/notes.md."
-        )
+        return "Absolute paths are not allowed: use a path relative to the workdir, e.g. outputs/notes.md."
+    return None
+
+
+def _kept_segments(path: str) -> list[str]:
+    """The path's segments without ``.`` and empty ones; ``WorkdirPathError`` on ``..`` or a long one."""
     segments = []
     for segment in path.split("/"):
         if segment in ("", "."):
@@ -79,7 +89,7 @@ def resolve(path: str) -> str:
         if len(segment) > MAX_SEGMENT_LENGTH:
             raise WorkdirPathError(f"A path segment is longer than {MAX_SEGMENT_LENGTH} characters.")
         segments.append(segment)
-    return "/".join(segments)
+    return segments
 
 
 def _is_utf8(text: str) -> bool:

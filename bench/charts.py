@@ -7,10 +7,11 @@ from pathlib import Path
 
 import matplotlib
 
+from bench import peers
+
+# The backend is chosen before pyplot loads (matplotlib's own order): charts are files, never windows.
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
-
-from bench import peers  # noqa: E402
 
 CHART_DIR = Path(__file__).resolve().parents[1] / "docs" / "benchmarks"
 COLORS = {"ours": "#1b7837", "langchain": "#2166ac", "deepagents": "#b2182b", "chars/4": "#999999"}

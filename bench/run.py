@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -166,23 +167,45 @@ def overhead_notes(rows: list[dict], hot: list[dict]) -> str:
 # --- headline ------------------------------------------------------------------------------------
 
 
-def headline(
-    acc: list[dict],
-    summary: list[dict],
-    over: list[dict],
-    latency: list[dict] | None = None,
-    bulk_rows: list[dict] | None = None,
-    fresh: list[dict] | None = None,
-    speed: list[dict] | None = None,
-    calib: dict[str, list[dict]] | None = None,
-    extra: list[dict] | None = None,
-) -> str:
+@dataclass(frozen=True)
+class Measured:
+    """The figures the headline reads, one field per section; an optional section left empty (None or
+    no rows) has no headline row."""
+
+    accuracy: list[dict]
+    summary: list[dict]
+    overhead: list[dict]
+    latency: list[dict] | None = None
+    bulk: list[dict] | None = None
+    fresh: list[dict] | None = None
+    speed: list[dict] | None = None
+    calib: dict[str, list[dict]] | None = None
+    extra: list[dict] | None = None
+
+
+def headline(measured: Measured) -> str:
+    rows = [
+        *_core_rows(measured),
+        *_fresh_rows(measured.fresh),
+        *_speed_rows(measured.speed),
+        *_calibration_rows(measured.calib),
+        *_latency_rows(measured.latency),
+        *_bulk_rows(measured.bulk),
+        *(measured.extra or ()),
+    ]
+    return markdown_table(rows, ["measure", "ours", "peers", "target"])
+
+
+def _core_rows(measured: Measured) -> list[dict]:
+    """Estimator error, summary calls, recoverability and overhead: the rows every run has."""
+    acc, over = measured.accuracy, measured.overhead
+
     def err(corpus: str, tok: str) -> dict:
         return next(r for r in acc if r["corpus"] == corpus and r["tokenizer"] == tok)
 
-    total = summary[-1]
+    total = measured.summary[-1]
     below = [r for r in over if r["scenario"] == "below"]
-    rows = [
+    return [
         {
             "measure": "Token estimate, Chinese chats: median error vs cl100k / Qwen",
             "ours": f"{_pct(err('zh_chats', 'cl100k')['ours_median'])} / {_pct(err('zh_chats', 'qwen')['ours_median'])}",
@@ -227,98 +250,115 @@ def headline(
             "target": "reported (the estimator reads every byte once)",
         },
     ]
-    if fresh:
-        rows.append(
-            {
-                "measure": "First call in a fresh worker process, stored estimates, "
-                + " / ".join(f"{r['messages'] // 1000}K" for r in fresh)
-                + " messages",
-                "ours": " / ".join(_x(r["ours_vs_faster_peer"]) for r in fresh),
-                "peers": "× the faster peer (without stored estimates: "
-                + " / ".join(_x(r["unstored_vs_faster_peer"]) for r in fresh)
-                + ")",
-                "target": "<= 1.5×" + ("" if all(r["target_met"] == "yes" for r in fresh) else " (MISSED)"),
-            }
-        )
-    if speed:
-        total = speed[-1]
-        worst = min(speed[:-1], key=lambda r: r["vs_tiktoken"])
-        rows.append(
-            {
-                "measure": "Estimator throughput vs tiktoken's exact count, all corpora (slowest corpus)",
-                "ours": f"{_x(total['vs_tiktoken'])} ({worst['corpus']} {_x(worst['vs_tiktoken'])})",
-                "peers": f"tiktoken {total['tiktoken_MBps']:.1f} MB/s, ours {total['ours_MBps']:.1f} MB/s",
-                "target": ">= 4×" + ("" if total["target_met"] == "yes" else " (MISSED)"),
-            }
-        )
-    if calib:
-        conv, summ = calib["convergence"][-1], calib["summaries"][-1]
-        met = calibration.targets(calib)["met"]
-        rows.append(
-            {
-                "measure": "Calibration from reported usage (conservative profile, cl100k-counting stub): "
-                "estimates within ±3% after 10 calls; summary calls",
-                "ours": f"{conv['after_10_within_3pct']:.0%}; {summ['calibrated']} calibrated vs "
-                f"{summ['uncalibrated']} uncalibrated",
-                "peers": f"uncalibrated first-call error {conv['first_call_error']:+.1%}",
-                "target": "±3% after 10 calls" + ("" if met else " (MISSED)"),
-            }
-        )
+
+
+def _fresh_rows(fresh: list[dict] | None) -> list[dict]:
+    if not fresh:
+        return []
+    return [
+        {
+            "measure": "First call in a fresh worker process, stored estimates, "
+            + " / ".join(f"{r['messages'] // 1000}K" for r in fresh)
+            + " messages",
+            "ours": " / ".join(_x(r["ours_vs_faster_peer"]) for r in fresh),
+            "peers": "× the faster peer (without stored estimates: "
+            + " / ".join(_x(r["unstored_vs_faster_peer"]) for r in fresh)
+            + ")",
+            "target": "<= 1.5×" + ("" if all(r["target_met"] == "yes" for r in fresh) else " (MISSED)"),
+        }
+    ]
+
+
+def _speed_rows(speed: list[dict] | None) -> list[dict]:
+    if not speed:
+        return []
+    total = speed[-1]
+    worst = min(speed[:-1], key=lambda r: r["vs_tiktoken"])
+    return [
+        {
+            "measure": "Estimator throughput vs tiktoken's exact count, all corpora (slowest corpus)",
+            "ours": f"{_x(total['vs_tiktoken'])} ({worst['corpus']} {_x(worst['vs_tiktoken'])})",
+            "peers": f"tiktoken {total['tiktoken_MBps']:.1f} MB/s, ours {total['ours_MBps']:.1f} MB/s",
+            "target": ">= 4×" + ("" if total["target_met"] == "yes" else " (MISSED)"),
+        }
+    ]
+
+
+def _calibration_rows(calib: dict[str, list[dict]] | None) -> list[dict]:
+    if not calib:
+        return []
+    conv, summ = calib["convergence"][-1], calib["summaries"][-1]
+    met = calibration.targets(calib)["met"]
+    return [
+        {
+            "measure": "Calibration from reported usage (conservative profile, cl100k-counting stub): "
+            "estimates within ±3% after 10 calls; summary calls",
+            "ours": f"{conv['after_10_within_3pct']:.0%}; {summ['calibrated']} calibrated vs "
+            f"{summ['uncalibrated']} uncalibrated",
+            "peers": f"uncalibrated first-call error {conv['first_call_error']:+.1%}",
+            "target": "±3% after 10 calls" + ("" if met else " (MISSED)"),
+        }
+    ]
+
+
+def _latency_rows(latency: list[dict] | None) -> list[dict]:
     totals = [r for r in latency or () if r["scenario"] == "idle" and r["phase"] == "total"]
-    if totals:
-        floor = manual_latency.floor_ratio(latency or [])
+    if not totals:
+        return []
+    rows: list[dict] = []
+    floor = manual_latency.floor_ratio(latency or [])
+    rows.append(
+        {
+            "measure": "Manual compression on PostgreSQL (offline model), p50 / p95, "
+            + " / ".join(f"{r['messages']:,}" for r in totals)
+            + " messages",
+            "ours": " / ".join(f"{r['p50_ms']:.0f} / {r['p95_ms']:.0f} ms" for r in totals),
+            "peers": "(no peer has manual compression)",
+            "target": "reported",
+        }
+    )
+    if floor:
         rows.append(
             {
-                "measure": "Manual compression on PostgreSQL (offline model), p50 / p95, "
-                + " / ".join(f"{r['messages']:,}" for r in totals)
-                + " messages",
-                "ours": " / ".join(f"{r['p50_ms']:.0f} / {r['p95_ms']:.0f} ms" for r in totals),
+                "measure": f"Manual compression, {floor['messages']:,} messages: p95 without the model call "
+                "vs the bare checkpoint read + write",
+                "ours": f"{floor['ratio']:.2f}× ({floor['p95_ms']:.0f} vs {floor['floor_ms']:.0f} ms)",
                 "peers": "(no peer has manual compression)",
-                "target": "reported",
+                "target": "<= 3×" + ("" if floor["ratio"] <= manual_latency.FLOOR_TARGET else " (MISSED)"),
             }
         )
-        if floor:
-            rows.append(
-                {
-                    "measure": f"Manual compression, {floor['messages']:,} messages: p95 without the model call "
-                    "vs the bare checkpoint read + write",
-                    "ours": f"{floor['ratio']:.2f}× ({floor['p95_ms']:.0f} vs {floor['floor_ms']:.0f} ms)",
-                    "peers": "(no peer has manual compression)",
-                    "target": "<= 3×"
-                    + ("" if floor["ratio"] <= manual_latency.FLOOR_TARGET else " (MISSED)"),
-                }
-            )
-        held = manual_latency.lock_ratio(latency or []) if hasattr(manual_latency, "lock_ratio") else None
-        if held:
-            slow = (
-                "" if held["slow_p95_ms"] is None else f"; {held['slow_p95_ms']:.0f} ms with a 5 s summarizer"
-            )
-            rows.append(
-                {
-                    "measure": f"Manual compression, {held['messages']:,} messages: p95 time the row lock is "
-                    "held (claim + apply) vs the bare checkpoint read + write",
-                    "ours": f"{held['ratio']:.2f}× ({held['p95_ms']:.0f} vs {held['floor_ms']:.0f} ms){slow}",
-                    "peers": "(no peer has manual compression)",
-                    "target": "<= 2×" + ("" if held["ratio"] <= manual_latency.LOCK_TARGET else " (MISSED)"),
-                }
-            )
+    held = manual_latency.lock_ratio(latency or []) if hasattr(manual_latency, "lock_ratio") else None
+    if held:
+        slow = "" if held["slow_p95_ms"] is None else f"; {held['slow_p95_ms']:.0f} ms with a 5 s summarizer"
+        rows.append(
+            {
+                "measure": f"Manual compression, {held['messages']:,} messages: p95 time the row lock is "
+                "held (claim + apply) vs the bare checkpoint read + write",
+                "ours": f"{held['ratio']:.2f}× ({held['p95_ms']:.0f} vs {held['floor_ms']:.0f} ms){slow}",
+                "peers": "(no peer has manual compression)",
+                "target": "<= 2×" + ("" if held["ratio"] <= manual_latency.LOCK_TARGET else " (MISSED)"),
+            }
+        )
+    return rows
+
+
+def _bulk_rows(bulk_rows: list[dict] | None) -> list[dict]:
     picked = [
         r
         for r in bulk_rows or ()
         if r.get("part") == "selection" and r.get("filters") == bulk.HEADLINE_SELECTION
     ]
-    if picked:
-        row = picked[0]
-        rows.append(
-            {
-                "measure": f"Bulk candidate selection over {row['threads']:,} threads (`{row['filters']}`)",
-                "ours": f"{row['median_ms']:.1f} ms",
-                "peers": "opening every checkpoint instead: see docs/benchmarks.md",
-                "target": "indexed, no checkpoint reads",
-            }
-        )
-    rows.extend(extra or ())
-    return markdown_table(rows, ["measure", "ours", "peers", "target"])
+    if not picked:
+        return []
+    row = picked[0]
+    return [
+        {
+            "measure": f"Bulk candidate selection over {row['threads']:,} threads (`{row['filters']}`)",
+            "ours": f"{row['median_ms']:.1f} ms",
+            "peers": "opening every checkpoint instead: see docs/benchmarks.md",
+            "target": "indexed, no checkpoint reads",
+        }
+    ]
 
 
 # --- the run -------------------------------------------------------------------------------------
@@ -421,19 +461,21 @@ def main() -> None:
     section("6b. Reference index: nothing folded out of reach", reference_index.render(reached))
 
     head = headline(
-        acc,
-        summary,
-        over,
-        latency,
-        bulk_rows,
-        fresh,
-        vs_tiktoken,
-        calib,
-        extra=[
-            *loss_report.headline_rows(survival),
-            *preview_accuracy.headline_rows(previews),
-            *reference_index.headline_rows(reached),
-        ],
+        Measured(
+            accuracy=acc,
+            summary=summary,
+            overhead=over,
+            latency=latency,
+            bulk=bulk_rows,
+            fresh=fresh,
+            speed=vs_tiktoken,
+            calib=calib,
+            extra=[
+                *loss_report.headline_rows(survival),
+                *preview_accuracy.headline_rows(previews),
+                *reference_index.headline_rows(reached),
+            ],
+        )
     )
     elapsed = time.perf_counter() - started
     doc = (

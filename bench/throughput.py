@@ -32,6 +32,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlparse, urlunparse
 
 HERE = Path(__file__).resolve().parents[1]
@@ -94,6 +95,194 @@ def _redis_connections(redis_url: str) -> int:
     return int(redis.Redis.from_url(redis_url).info("stats")["total_connections_received"])
 
 
+def _bench_environment(bench_url: str) -> dict[str, str]:
+    """The environment of this process and of the workers: the bench database, a queue of this run's
+    own and a fresh workdir root (set in ``os.environ`` too, before Django starts here)."""
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": bench_url,
+        "CELERY_TASK_DEFAULT_QUEUE": f"bench-{uuid.uuid4().hex[:8]}",
+        "WORKDIR_ROOT": str(Path(tempfile.mkdtemp(prefix="bench-throughput-"))),
+        "BENCH_API_KEY": "sk-bench",
+        "LOG_LEVEL": "WARNING",
+    }
+    os.environ.update(env)
+    return env
+
+
+def _seeded(env: dict[str, str]) -> tuple[Any, Any, list[Any]]:
+    """Migrate the bench database, start Django here and the stub, and create the user, the endpoint, the
+    agent and the threads: (stub, user, threads). Binds the key to the stub's origin in ``env``, for the
+    workers started afterwards."""
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
+    )
+    import django
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+
+    from agent_platform.models import Agent, ModelEndpoint
+    from conversations.services import thread_create
+    from tests.support.openai_stub import OpenAIStub
+
+    stub = OpenAIStub().start()
+    # (the origin from the URL: an earlier checkout's stub, measured by --compare, has no ``origin``)
+    origin = "{0.scheme}://{0.netloc}".format(urlparse(stub.base_url))
+    env["MODEL_KEY_BINDINGS"] = f"BENCH_API_KEY={origin}"
+    for _ in range(THREADS * MESSAGES):
+        stub.reply("A short answer from the stub.")
+    user = get_user_model().objects.create_user("bench", password="bench-pw-123")
+    endpoint = ModelEndpoint.objects.create(name="stub", base_url=stub.base_url, api_key_env="BENCH_API_KEY")
+    Agent.objects.create(name="Bench", slug="bench", endpoint=endpoint, model_name="gpt-4o-mini", tools=[])
+    threads = [thread_create(user=user, agent_slug="bench", title=f"bench {n}") for n in range(THREADS)]
+    return stub, user, threads
+
+
+def _start_workers(workers: list[subprocess.Popen], env: dict[str, str]) -> None:
+    """Start the Celery workers on this run's queue, into ``workers`` one by one (so that the caller stops
+    those already started if a later one fails to start)."""
+    queue = env["CELERY_TASK_DEFAULT_QUEUE"]
+    for n in range(WORKERS):
+        workers.append(
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "celery",
+                    "-A",
+                    "config",
+                    "worker",
+                    "-Q",
+                    queue,
+                    "--pool=prefork",
+                    "-c",
+                    "1",
+                    "--without-gossip",
+                    "--without-mingle",
+                    "--without-heartbeat",
+                    "-l",
+                    "warning",
+                    "-n",
+                    f"{queue}-{n}@%h",
+                ],
+                cwd=ROOT,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+        )
+
+
+def _background_connection_rate(redis_url: str) -> float:
+    """Connections per second the shared Redis receives from other clients, measured idle for 5 s."""
+    idle_started, idle_connections = time.monotonic(), _redis_connections(redis_url)
+    time.sleep(5)
+    return (_redis_connections(redis_url) - idle_connections) / (time.monotonic() - idle_started)
+
+
+class _Pending:
+    """The runs the clients wait for. One watcher reads every pending run's status in one query every
+    20 ms and wakes its client: the clients' own polling (20 threads, a query each every 20 ms: ~1,000
+    queries/s) cost the machine as much CPU as a worker, on the two cores the workers are measured on."""
+
+    def __init__(self) -> None:
+        self._runs: dict[int, tuple[threading.Event, list]] = {}
+        self._lock = threading.Lock()
+        self.finished = threading.Event()
+
+    def wait(self, run_pk: int) -> tuple[str, str]:
+        """(status, error) of the run once it ends, or ("timeout", ...) after ``RUN_TIMEOUT_SECONDS``."""
+        done, result = threading.Event(), []
+        with self._lock:
+            self._runs[run_pk] = (done, result)
+        if done.wait(RUN_TIMEOUT_SECONDS):
+            status, error = result
+            return status, error
+        return "timeout", "no result"
+
+    def watch(self) -> None:
+        from django.db import connection
+
+        from conversations.models import AgentRun
+
+        try:
+            while not self.finished.is_set():
+                with self._lock:
+                    ids = list(self._runs)
+                if ids:
+                    ended = AgentRun.objects.filter(pk__in=ids, status__in=("succeeded", "failed"))
+                    for pk, status, error in ended.values_list("pk", "status", "error"):
+                        with self._lock:
+                            done, result = self._runs.pop(pk)
+                        result[:] = [status, error]
+                        done.set()
+                time.sleep(0.02)
+        finally:
+            connection.close()
+
+
+def _send_all(threads: list[Any], *, user: Any) -> tuple[list[float], list[str], float]:
+    """Every thread's client sends its messages, each after the previous run ended, all clients at once:
+    (latencies, failures, wall seconds from the start to the last client's end)."""
+    from conversations.services import message_intake
+
+    latencies: list[float] = []
+    failures: list[str] = []
+    lock = threading.Lock()
+    pending = _Pending()
+
+    def client(conversation) -> None:
+        from django.db import connection
+
+        try:
+            for i in range(MESSAGES):
+                sent = time.monotonic()
+                run = message_intake(thread_id=conversation.thread_id, user=user, content=f"message {i}").run
+                status, error = pending.wait(run.pk)
+                with lock:
+                    latencies.append(time.monotonic() - sent)
+                    if status != "succeeded":
+                        failures.append(f"{status}: {error}")
+        finally:
+            connection.close()
+
+    started = time.monotonic()
+    watching = threading.Thread(target=pending.watch, daemon=True)
+    watching.start()
+    clients = [threading.Thread(target=client, args=(t,)) for t in threads]
+    for thread in clients:
+        thread.start()
+    for thread in clients:
+        thread.join()
+    wall = time.monotonic() - started
+    pending.finished.set()
+    watching.join(5)
+    return latencies, failures, wall
+
+
+def _stop_workers(workers: list[subprocess.Popen]) -> None:
+    for worker in workers:
+        worker.terminate()
+    for worker in workers:
+        try:
+            worker.wait(30)
+        except subprocess.TimeoutExpired:
+            worker.kill()
+
+
+def _close_and_drop(admin_url: str, bench_name: str) -> None:
+    """Close this process's connections (Django's and the checkpointer's pool), then drop the database."""
+    from django.db import connections
+
+    connections.close_all()
+    from agent_platform.runtime.checkpointer import checkpointer_close
+
+    checkpointer_close()
+    _psql(admin_url, f'DROP DATABASE IF EXISTS "{bench_name}" WITH (FORCE)')
+
+
 def measure() -> dict[str, float | int]:
     base_url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
     if not base_url.startswith("postgres") or not redis_url:
@@ -101,149 +290,19 @@ def measure() -> dict[str, float | int]:
     bench_url, bench_name, admin_url = _bench_database(base_url)
     _psql(admin_url, f'DROP DATABASE IF EXISTS "{bench_name}" WITH (FORCE)')
     _psql(admin_url, f'CREATE DATABASE "{bench_name}"')
-    workdir = Path(tempfile.mkdtemp(prefix="bench-throughput-"))
-    queue = f"bench-{uuid.uuid4().hex[:8]}"
-    env = {
-        **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": bench_url,
-        "CELERY_TASK_DEFAULT_QUEUE": queue,
-        "WORKDIR_ROOT": str(workdir),
-        "BENCH_API_KEY": "sk-bench",
-        "LOG_LEVEL": "WARNING",
-    }
-    os.environ.update(env)
+    env = _bench_environment(bench_url)
     workers: list[subprocess.Popen] = []
     try:
-        subprocess.run(
-            [sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, env=env, check=True
-        )
-        import django
-
-        django.setup()
-        from django.contrib.auth import get_user_model
-
-        from agent_platform.models import Agent, ModelEndpoint
-        from conversations.models import AgentRun
-        from conversations.services import message_intake, thread_create
-        from tests.support.openai_stub import OpenAIStub
-
-        stub = OpenAIStub().start()
-        # The operator binds the key to the stub's origin, for the workers started below.
-        # (from the URL: an earlier checkout's stub, measured by --compare, has no ``origin``)
-        origin = "{0.scheme}://{0.netloc}".format(urlparse(stub.base_url))
-        env["MODEL_KEY_BINDINGS"] = f"BENCH_API_KEY={origin}"
-        for _ in range(THREADS * MESSAGES):
-            stub.reply("A short answer from the stub.")
-        user = get_user_model().objects.create_user("bench", password="bench-pw-123")
-        endpoint = ModelEndpoint.objects.create(
-            name="stub", base_url=stub.base_url, api_key_env="BENCH_API_KEY"
-        )
-        Agent.objects.create(
-            name="Bench", slug="bench", endpoint=endpoint, model_name="gpt-4o-mini", tools=[]
-        )
-        threads = [thread_create(user=user, agent_slug="bench", title=f"bench {n}") for n in range(THREADS)]
-
-        for n in range(WORKERS):
-            workers.append(
-                subprocess.Popen(
-                    [
-                        sys.executable,
-                        "-m",
-                        "celery",
-                        "-A",
-                        "config",
-                        "worker",
-                        "-Q",
-                        queue,
-                        "--pool=prefork",
-                        "-c",
-                        "1",
-                        "--without-gossip",
-                        "--without-mingle",
-                        "--without-heartbeat",
-                        "-l",
-                        "warning",
-                        "-n",
-                        f"{queue}-{n}@%h",
-                    ],
-                    cwd=ROOT,
-                    env=env,
-                    stdout=subprocess.DEVNULL,
-                    stderr=subprocess.DEVNULL,
-                )  # fmt: skip
-            )
+        stub, user, threads = _seeded(env)
+        _start_workers(workers, env)
         time.sleep(5)  # the workers connect to the broker
-        idle_started, idle_connections = time.monotonic(), _redis_connections(redis_url)
-        time.sleep(5)  # the shared Redis's background: connections other clients open meanwhile
-        background_rate = (_redis_connections(redis_url) - idle_connections) / (
-            time.monotonic() - idle_started
-        )
-
-        latencies: list[float] = []
-        failures: list[str] = []
-        lock = threading.Lock()
-        # One watcher reads every pending run's status in one query every 20 ms and wakes its client: the
-        # clients' own polling (20 threads, a query each every 20 ms: ~1,000 queries/s) cost the machine
-        # as much CPU as a worker, on the two cores the workers are measured on.
-        pending: dict[int, tuple[threading.Event, list]] = {}
-        pending_lock, finished = threading.Lock(), threading.Event()
-
-        def watcher() -> None:
-            from django.db import connection
-
-            try:
-                while not finished.is_set():
-                    with pending_lock:
-                        ids = list(pending)
-                    if ids:
-                        ended = AgentRun.objects.filter(pk__in=ids, status__in=("succeeded", "failed"))
-                        for pk, status, error in ended.values_list("pk", "status", "error"):
-                            with pending_lock:
-                                done, result = pending.pop(pk)
-                            result[:] = [status, error]
-                            done.set()
-                    time.sleep(0.02)
-            finally:
-                connection.close()
-
-        def client(conversation) -> None:
-            from django.db import connection
-
-            try:
-                for i in range(MESSAGES):
-                    sent = time.monotonic()
-                    run = message_intake(
-                        thread_id=conversation.thread_id, user=user, content=f"message {i}"
-                    ).run
-                    done, result = threading.Event(), []
-                    with pending_lock:
-                        pending[run.pk] = (done, result)
-                    if done.wait(RUN_TIMEOUT_SECONDS):
-                        status, error = result
-                    else:
-                        status, error = "timeout", "no result"
-                    with lock:
-                        latencies.append(time.monotonic() - sent)
-                        if status != "succeeded":
-                            failures.append(f"{status}: {error}")
-            finally:
-                connection.close()
+        # The shared Redis's background: connections other clients open meanwhile.
+        background_rate = _background_connection_rate(redis_url)
 
         worker_pids = [worker.pid for worker in workers]
         load_start = os.getloadavg()[0]
         cpu_start, connections_start = _cpu_seconds(worker_pids), _redis_connections(redis_url)
-        started = time.monotonic()
-        watching = threading.Thread(target=watcher, daemon=True)
-        watching.start()
-        clients = [threading.Thread(target=client, args=(t,)) for t in threads]
-        for thread in clients:
-            thread.start()
-        for thread in clients:
-            thread.join()
-        wall = time.monotonic() - started
-        finished.set()
-        watching.join(5)
+        latencies, failures, wall = _send_all(threads, user=user)
         time.sleep(0.5)  # the last events leave the workers' publishers
         cpu = _cpu_seconds(worker_pids) - cpu_start
         opened = _redis_connections(redis_url) - connections_start
@@ -264,20 +323,8 @@ def measure() -> dict[str, float | int]:
             "cores": os.cpu_count() or 0,
         }
     finally:
-        for worker in workers:
-            worker.terminate()
-        for worker in workers:
-            try:
-                worker.wait(30)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-        from django.db import connections
-
-        connections.close_all()
-        from agent_platform.runtime.checkpointer import checkpointer_close
-
-        checkpointer_close()
-        _psql(admin_url, f'DROP DATABASE IF EXISTS "{bench_name}" WITH (FORCE)')
+        _stop_workers(workers)
+        _close_and_drop(admin_url, bench_name)
 
 
 def _label(root: Path) -> str:

@@ -286,96 +286,126 @@ def _site(url: str | None) -> str | None:
     return urlparse(url).hostname if url else None
 
 
-def _web_results(kind: str, payload) -> tuple[str | None, list[dict]]:
-    """(query, results) of one recorded provider payload, as the platform's web_search records."""
-    if kind == "tavily_search_response":
-        return payload.get("query"), [
-            {
-                "title": r.get("title"),
-                "url": r.get("url"),
-                "site_name": _site(r.get("url")),
-                "publish_time": r.get("published_date"),
-                "score": r.get("score"),
-                "content": r.get("content") or "",
-            }
-            for r in payload.get("results", [])
-        ]
-    if kind == "groq_executed_tool":
-        query = (_literal(payload.get("arguments")) or {}).get("query")
-        results = []
-        for block in re.split(r"\n(?=Title: )", payload.get("output") or ""):
-            m = re.match(r"Title: (.*)\nURL: (\S+)\n+(?:Content: )?(.*)", block, re.S)
-            if m:
-                results.append(
-                    {
-                        "title": m[1],
-                        "url": m[2],
-                        "site_name": _site(m[2]),
-                        "publish_time": None,
-                        "score": None,
-                        "content": m[3].strip(),
-                    }
-                )
-        return query, results
-    if kind == "web_search_tool_result" and isinstance(payload.get("content"), list):
-        return None, [
-            {
-                "title": r.get("title"),
-                "url": r.get("url"),
-                "site_name": _site(r.get("url")),
-                "publish_time": r.get("page_age"),
-                "score": None,
-                "content": "",
-            }  # page text is encrypted
-            for r in payload["content"]
-            if isinstance(r, dict) and r.get("url")
-        ]
-    if kind == "web_fetch_tool_result":
-        inner = payload.get("content", {})
-        url = inner.get("url")
-        data = ((inner.get("content") or {}).get("source") or {}).get("data", "")
-        title = (inner.get("content") or {}).get("title")
-        return None, [
-            {
-                "title": title,
-                "url": url,
-                "site_name": _site(url),
-                "publish_time": inner.get("retrieved_at"),
-                "score": None,
-                "content": data,
-            }
-        ]
-    if kind == "google_grounding_metadata":
-        chunks = payload.get("groundingChunks") or []
-        texts: dict[int, list[str]] = {}
-        for support in payload.get("groundingSupports") or []:
-            for idx in support.get("groundingChunkIndices", []):
-                texts.setdefault(idx, []).append(support.get("segment", {}).get("text", ""))
-        queries = payload.get("webSearchQueries") or [None]
-        return queries[0], [
-            {
-                "title": c.get("web", {}).get("title"),
-                "url": c.get("web", {}).get("uri"),
-                "site_name": c.get("web", {}).get("title"),
-                "publish_time": None,
-                "score": None,
-                "content": " ".join(texts.get(i, [])),
-            }
-            for i, c in enumerate(chunks)
-        ]
-    if kind == "mcp_tool_result":
-        text = "\n".join(c.get("text", "") for c in payload.get("content", []) if isinstance(c, dict))
-        return None, [
-            {
-                "title": "MCP tool result",
-                "url": None,
-                "site_name": None,
-                "publish_time": None,
-                "score": None,
-                "content": text,
-            }
-        ]
-    return None, []
+# One reader per recorded provider payload kind: (query, results), as the platform's web_search records.
+WebResults = tuple[str | None, list[dict]]
+
+
+def _tavily_results(payload) -> WebResults:
+    return payload.get("query"), [
+        {
+            "title": r.get("title"),
+            "url": r.get("url"),
+            "site_name": _site(r.get("url")),
+            "publish_time": r.get("published_date"),
+            "score": r.get("score"),
+            "content": r.get("content") or "",
+        }
+        for r in payload.get("results", [])
+    ]
+
+
+def _groq_results(payload) -> WebResults:
+    query = (_literal(payload.get("arguments")) or {}).get("query")
+    results = []
+    for block in re.split(r"\n(?=Title: )", payload.get("output") or ""):
+        m = re.match(r"Title: (.*)\nURL: (\S+)\n+(?:Content: )?(.*)", block, re.S)
+        if m:
+            results.append(
+                {
+                    "title": m[1],
+                    "url": m[2],
+                    "site_name": _site(m[2]),
+                    "publish_time": None,
+                    "score": None,
+                    "content": m[3].strip(),
+                }
+            )
+    return query, results
+
+
+def _anthropic_search_results(payload) -> WebResults:
+    if not isinstance(payload.get("content"), list):
+        return None, []
+    return None, [
+        {
+            "title": r.get("title"),
+            "url": r.get("url"),
+            "site_name": _site(r.get("url")),
+            "publish_time": r.get("page_age"),
+            "score": None,
+            "content": "",
+        }  # page text is encrypted
+        for r in payload["content"]
+        if isinstance(r, dict) and r.get("url")
+    ]
+
+
+def _anthropic_fetch_results(payload) -> WebResults:
+    inner = payload.get("content", {})
+    url = inner.get("url")
+    data = ((inner.get("content") or {}).get("source") or {}).get("data", "")
+    title = (inner.get("content") or {}).get("title")
+    return None, [
+        {
+            "title": title,
+            "url": url,
+            "site_name": _site(url),
+            "publish_time": inner.get("retrieved_at"),
+            "score": None,
+            "content": data,
+        }
+    ]
+
+
+def _google_results(payload) -> WebResults:
+    chunks = payload.get("groundingChunks") or []
+    texts: dict[int, list[str]] = {}
+    for support in payload.get("groundingSupports") or []:
+        for idx in support.get("groundingChunkIndices", []):
+            texts.setdefault(idx, []).append(support.get("segment", {}).get("text", ""))
+    queries = payload.get("webSearchQueries") or [None]
+    return queries[0], [
+        {
+            "title": c.get("web", {}).get("title"),
+            "url": c.get("web", {}).get("uri"),
+            "site_name": c.get("web", {}).get("title"),
+            "publish_time": None,
+            "score": None,
+            "content": " ".join(texts.get(i, [])),
+        }
+        for i, c in enumerate(chunks)
+    ]
+
+
+def _mcp_results(payload) -> WebResults:
+    text = "\n".join(c.get("text", "") for c in payload.get("content", []) if isinstance(c, dict))
+    return None, [
+        {
+            "title": "MCP tool result",
+            "url": None,
+            "site_name": None,
+            "publish_time": None,
+            "score": None,
+            "content": text,
+        }
+    ]
+
+
+_WEB_READERS = {
+    "tavily_search_response": _tavily_results,
+    "groq_executed_tool": _groq_results,
+    "web_search_tool_result": _anthropic_search_results,
+    "web_fetch_tool_result": _anthropic_fetch_results,
+    "google_grounding_metadata": _google_results,
+    "mcp_tool_result": _mcp_results,
+}
+
+
+def _web_results(kind: str, payload) -> WebResults:
+    """(query, results) of one recorded provider payload, as the platform's web_search records; a kind
+    with no reader has none."""
+    reader = _WEB_READERS.get(kind)
+    return reader(payload) if reader else (None, [])
 
 
 def _kb_query(rec: dict) -> str:

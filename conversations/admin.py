@@ -13,6 +13,7 @@ from django.utils.translation import gettext_lazy as _
 from agent_platform.admin_base import AuditAdmin
 from context_engine.events import COMPLETED
 from context_engine.events import EVENT_TYPE as COMPRESSION
+from conversations import usage_admin  # noqa: F401  (registers the usage records list)
 from conversations.models import AgentRun, Conversation, Message, MessageFork
 
 
@@ -135,6 +136,3 @@ def thread_label(conversation: Conversation) -> str:
         "owner": conversation.owner.get_username(),
         "date": date_format(localtime(conversation.created_at), "SHORT_DATETIME_FORMAT"),
     }
-
-
-from conversations import usage_admin  # noqa: E402,F401 - registers the usage records list

@@ -5,7 +5,7 @@ raw text), in the active language: ``OfflineChatModel`` describes them under the
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.utils.translation import gettext as _
@@ -104,6 +104,74 @@ def _describe_receipt(tool: str, text: str) -> str:
     return sentence
 
 
+def _describe_search_text(tool: str, text: str, args: dict[str, Any]) -> str | None:
+    """A search's JSON (an object, or a bare list of results); None when it is not JSON."""
+    try:
+        payload = json.loads(text)
+    except ValueError:
+        return None
+    if isinstance(payload, list):
+        payload = {"results": payload}
+    return _describe_search(tool, payload) if isinstance(payload, dict) else None
+
+
+def _describe_listing(tool: str, text: str, args: dict[str, Any]) -> str:
+    entries = [line for line in text.splitlines() if line.strip()]
+    if not entries or text.startswith("(no files"):
+        return _("The workdir has no files there yet.")
+    shown = ", ".join(entries[:5])
+    if len(entries) > 5:
+        shown = _("%(listed)s and %(more)d more") % {"listed": shown, "more": len(entries) - 5}
+    return ngettext(
+        "The workdir lists %(count)d entry: %(shown)s.",
+        "The workdir lists %(count)d entries: %(shown)s.",
+        len(entries),
+    ) % {"count": len(entries), "shown": shown}
+
+
+def _describe_read(tool: str, text: str, args: dict[str, Any]) -> str:
+    path = args.get("path") or _("the file")
+    rows = [line.split("\t", 1)[-1] for line in text.splitlines() if "\t" in line]
+    first = next((row for row in rows if row.strip()), "")
+    sentence = ngettext(
+        "I read %(path)s (%(count)d line shown).", "I read %(path)s (%(count)d lines shown).", len(rows)
+    ) % {"path": path, "count": len(rows)}
+    return sentence + (" " + _("It begins: “%(text)s”") % {"text": clip(first, 140)} if first else "")
+
+
+def _echo(tool: str, text: str, args: dict[str, Any]) -> str:
+    """Tools whose own reply is already a short sentence for the user."""
+    return f"{tool}: {clip(text, 200)}"
+
+
+def _describe_task(tool: str, text: str, args: dict[str, Any]) -> str:
+    return _("The sub-agent answered: “%(text)s”") % {"text": clip(text, 240)}
+
+
+def _describe_any(tool: str, text: str) -> str:
+    if not text.strip():
+        return _("%(tool)s returned nothing.") % {"tool": tool}
+    return ngettext(
+        "%(tool)s returned %(count)d character, starting with “%(text)s”",
+        "%(tool)s returned %(count)d characters, starting with “%(text)s”",
+        len(text),
+    ) % {"tool": tool, "count": len(text), "text": clip(text, 100)}
+
+
+# A describer returns None when the text is not what its tool usually returns: then it is described as
+# any tool's text (``_describe_any``).
+_DESCRIBERS: dict[str, Callable[[str, str, dict[str, Any]], str | None]] = {
+    "query_kb": _describe_search_text,
+    "web_search": _describe_search_text,
+    "ls": _describe_listing,
+    "read_file": _describe_read,
+    "write_file": _echo,
+    "edit_file": _echo,
+    "ask_user": _echo,
+    "task": _describe_task,
+}
+
+
 def describe_tool_result(tool: str | None, text: str, args: dict[str, Any]) -> str:
     """One or two readable sentences citing what a tool found (titles, paths, counts), never its raw text."""
     tool = tool or "tool"
@@ -115,43 +183,6 @@ def describe_tool_result(tool: str | None, text: str, args: dict[str, Any]) -> s
             "tool": tool,
             "error": clip(text[len("Error: ") :], 200),
         }
-    if tool in ("query_kb", "web_search"):
-        try:
-            payload = json.loads(text)
-        except ValueError:
-            payload = None
-        if isinstance(payload, list):
-            payload = {"results": payload}
-        if isinstance(payload, dict):
-            return _describe_search(tool, payload)
-    if tool == "ls":
-        entries = [line for line in text.splitlines() if line.strip()]
-        if not entries or text.startswith("(no files"):
-            return _("The workdir has no files there yet.")
-        shown = ", ".join(entries[:5])
-        if len(entries) > 5:
-            shown = _("%(listed)s and %(more)d more") % {"listed": shown, "more": len(entries) - 5}
-        return ngettext(
-            "The workdir lists %(count)d entry: %(shown)s.",
-            "The workdir lists %(count)d entries: %(shown)s.",
-            len(entries),
-        ) % {"count": len(entries), "shown": shown}
-    if tool == "read_file":
-        path = args.get("path") or _("the file")
-        rows = [line.split("\t", 1)[-1] for line in text.splitlines() if "\t" in line]
-        first = next((row for row in rows if row.strip()), "")
-        sentence = ngettext(
-            "I read %(path)s (%(count)d line shown).", "I read %(path)s (%(count)d lines shown).", len(rows)
-        ) % {"path": path, "count": len(rows)}
-        return sentence + (" " + _("It begins: “%(text)s”") % {"text": clip(first, 140)} if first else "")
-    if tool in ("write_file", "edit_file", "ask_user"):
-        return f"{tool}: {clip(text, 200)}"
-    if tool == "task":
-        return _("The sub-agent answered: “%(text)s”") % {"text": clip(text, 240)}
-    if not text.strip():
-        return _("%(tool)s returned nothing.") % {"tool": tool}
-    return ngettext(
-        "%(tool)s returned %(count)d character, starting with “%(text)s”",
-        "%(tool)s returned %(count)d characters, starting with “%(text)s”",
-        len(text),
-    ) % {"tool": tool, "count": len(text), "text": clip(text, 100)}
+    describer = _DESCRIBERS.get(tool)
+    sentence = describer(tool, text, args) if describer else None
+    return sentence if sentence is not None else _describe_any(tool, text)

@@ -59,6 +59,53 @@ def format_lines(text: str, *, offset: int = 0, limit: int = READ_DEFAULT_LIMIT)
     return "\n".join(rows)
 
 
+# What each tool does, apart from the closure that binds it to one workdir: the tools below carry only
+# the docstrings and signatures the model reads.
+def _list(workdir: Workdir, path: str) -> str:
+    try:
+        entries = workdir.list_dir(path)
+    except StoreError as exc:
+        return _error(str(exc))
+    return "\n".join(entries) if entries else f"(no files in {resolve(path) or '.'})"
+
+
+def _read(workdir: Workdir, *, path: str, offset: int, limit: int) -> str:
+    path, line = parse_pointer(path) if isinstance(path, str) else (path, None)
+    if line is not None and offset == 0:
+        offset = line - 1
+    try:
+        text = workdir.read_text(path)
+    except StoreError as exc:
+        return _error(str(exc))
+    return format_lines(text, offset=offset, limit=limit)
+
+
+def _write_new(workdir: Workdir, *, path: str, content: str) -> str:
+    try:
+        name = resolve(path)
+        if not name:
+            return _error("give a file path, not the workdir root.")
+        if problem := _check_writable(name):
+            return _error(problem)
+        if workdir.exists(name):
+            return _error(f"{name} already exists. Read it and use edit_file, or write to a new path.")
+        workdir.write_text(name, content)
+    except StoreError as exc:
+        return _error(str(exc))
+    return f"Wrote {name} ({len(content.splitlines()) or 1} lines)."
+
+
+def _edit(workdir: Workdir, *, path: str, old_string: str, new_string: str, replace_all: bool) -> str:
+    try:
+        name = resolve(path)
+        if problem := _check_writable(name):
+            return _error(problem)
+        count = workdir.edit_text(name, old_string, new_string, replace_all=replace_all)
+    except StoreError as exc:
+        return _error(str(exc))
+    return f"Edited {name}: replaced {count} occurrence{'s' if count != 1 else ''}."
+
+
 def build_file_tools(workdir: Workdir) -> dict[str, BaseTool]:
     @tool("ls", parse_docstring=True)
     def ls(path: str = ".") -> str:
@@ -67,11 +114,7 @@ def build_file_tools(workdir: Workdir) -> dict[str, BaseTool]:
         Args:
             path: A directory relative to the workdir, e.g. "." or "outputs/large_tool_results".
         """
-        try:
-            entries = workdir.list_dir(path)
-        except StoreError as exc:
-            return _error(str(exc))
-        return "\n".join(entries) if entries else f"(no files in {resolve(path) or '.'})"
+        return _list(workdir, path)
 
     @tool("read_file", parse_docstring=True)
     def read_file(path: str, offset: int = 0, limit: int = READ_DEFAULT_LIMIT) -> str:
@@ -84,14 +127,7 @@ def build_file_tools(workdir: Workdir) -> dict[str, BaseTool]:
             offset: The first line to read, counting from 0 (a pointer's line is used when this is 0).
             limit: The most lines to return.
         """
-        path, line = parse_pointer(path) if isinstance(path, str) else (path, None)
-        if line is not None and offset == 0:
-            offset = line - 1
-        try:
-            text = workdir.read_text(path)
-        except StoreError as exc:
-            return _error(str(exc))
-        return format_lines(text, offset=offset, limit=limit)
+        return _read(workdir, path=path, offset=offset, limit=limit)
 
     @tool("write_file", parse_docstring=True)
     def write_file(path: str, content: str) -> str:
@@ -101,18 +137,7 @@ def build_file_tools(workdir: Workdir) -> dict[str, BaseTool]:
             path: A new file relative to the workdir, e.g. "notes/plan.md".
             content: The full text of the file.
         """
-        try:
-            name = resolve(path)
-            if not name:
-                return _error("give a file path, not the workdir root.")
-            if problem := _check_writable(name):
-                return _error(problem)
-            if workdir.exists(name):
-                return _error(f"{name} already exists. Read it and use edit_file, or write to a new path.")
-            workdir.write_text(name, content)
-        except StoreError as exc:
-            return _error(str(exc))
-        return f"Wrote {name} ({len(content.splitlines()) or 1} lines)."
+        return _write_new(workdir, path=path, content=content)
 
     @tool("edit_file", parse_docstring=True)
     def edit_file(path: str, old_string: str, new_string: str, replace_all: bool = False) -> str:
@@ -124,13 +149,8 @@ def build_file_tools(workdir: Workdir) -> dict[str, BaseTool]:
             new_string: The replacement text.
             replace_all: Replace every occurrence instead of exactly one.
         """
-        try:
-            name = resolve(path)
-            if problem := _check_writable(name):
-                return _error(problem)
-            count = workdir.edit_text(name, old_string, new_string, replace_all=replace_all)
-        except StoreError as exc:
-            return _error(str(exc))
-        return f"Edited {name}: replaced {count} occurrence{'s' if count != 1 else ''}."
+        return _edit(
+            workdir, path=path, old_string=old_string, new_string=new_string, replace_all=replace_all
+        )
 
     return {"ls": ls, "read_file": read_file, "write_file": write_file, "edit_file": edit_file}

@@ -7,6 +7,8 @@ string the model can act on. Regular expressions run under a time limit (the ``r
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import regex
 from langchain_core.tools import BaseTool, tool
 
@@ -47,31 +49,35 @@ def _clip(line: str, start: int, end: int) -> str:
     return ("…" if left else "") + line[left:right] + ("…" if right < len(line) else "")
 
 
-def search_files(
-    workdir: Workdir,
-    pattern: str,
-    *,
-    use_regex: bool = False,
-    ignore_case: bool = False,
-    offset: int = 0,
-    limit: int = SEARCH_DEFAULT_LIMIT,
-) -> str:
-    """The text ``search_history`` answers (see the module docstring)."""
+class _SlowPattern(Exception):
+    """A regular expression ran past ``REGEX_TIMEOUT_SECONDS`` on one line (a storage timeout is not one)."""
+
+
+def _argument_error(pattern: str, *, offset: int, limit: int) -> str | None:
     if not pattern:
-        return _error("give a pattern to search for.")
+        return "give a pattern to search for."
     if len(pattern) > PATTERN_MAX_CHARS:
-        return _error(f"the pattern is longer than {PATTERN_MAX_CHARS} characters.")
+        return f"the pattern is longer than {PATTERN_MAX_CHARS} characters."
     if offset < 0 or not 1 <= limit <= SEARCH_MAX_LIMIT:
-        return _error(f"offset must be 0 or more and limit between 1 and {SEARCH_MAX_LIMIT}.")
-    flags = regex.IGNORECASE if ignore_case else 0
-    try:
-        compiled = regex.compile(pattern if use_regex else regex.escape(pattern), flags | regex.V0)
-    except regex.error as exc:
-        return _error(f"not a valid regular expression ({exc}). Pass regex=false to search for it literally.")
-    try:
-        files = searched_files(workdir)
-    except StoreError as exc:
-        return _error(str(exc))
+        return f"offset must be 0 or more and limit between 1 and {SEARCH_MAX_LIMIT}."
+    return None
+
+
+def _line_matches(compiled: regex.Pattern, text: str) -> Iterator[tuple[int, str, regex.Match]]:
+    """Each matching line of a text, numbered from 1; raises ``_SlowPattern`` past the time limit."""
+    for number, line in enumerate(split_lines(text), start=1):
+        try:
+            match = compiled.search(line, timeout=REGEX_TIMEOUT_SECONDS)
+        except TimeoutError as exc:
+            raise _SlowPattern from exc
+        if match is not None:
+            yield number, line, match
+
+
+def _collect(
+    workdir: Workdir, files: list[str], compiled: regex.Pattern, *, offset: int, limit: int
+) -> tuple[list[str], int]:
+    """The hits on the page ``offset``/``limit``, and how many were counted (at most ``SEARCH_MAX_HITS``)."""
     hits: list[str] = []
     total = 0
     for path in files:
@@ -79,20 +85,16 @@ def search_files(
             text = workdir.read_text(path)
         except StoreError:
             continue  # a binary or vanished file holds no text hits
-        try:
-            for number, line in enumerate(split_lines(text), start=1):
-                match = compiled.search(line, timeout=REGEX_TIMEOUT_SECONDS)
-                if match is None:
-                    continue
-                total += 1
-                if offset < total <= offset + limit:
-                    hits.append(f"{pointer(path, number)}: {_clip(line, match.start(), match.end())}")
-                if total >= SEARCH_MAX_HITS:
-                    break
-        except TimeoutError:
-            return _error("the regular expression took too long; use a simpler one or a literal search.")
-        if total >= SEARCH_MAX_HITS:
-            break
+        for number, line, match in _line_matches(compiled, text):
+            total += 1
+            if offset < total <= offset + limit:
+                hits.append(f"{pointer(path, number)}: {_clip(line, match.start(), match.end())}")
+            if total >= SEARCH_MAX_HITS:
+                return hits, total
+    return hits, total
+
+
+def _answer(pattern: str, hits: list[str], *, total: int, offset: int) -> str:
     if not total:
         return f"No match for {pattern!r} in {', '.join(SEARCHED_DIRS)}."
     shown = _bounded(hits)
@@ -103,6 +105,34 @@ def search_files(
     footer = f"(hits {offset + 1}-{end} of {counted}"
     footer += f"; call search_history with offset={end} for more)" if end < total else ")"
     return "\n".join([*shown, footer])
+
+
+def search_files(
+    workdir: Workdir,
+    pattern: str,
+    *,
+    use_regex: bool = False,
+    ignore_case: bool = False,
+    offset: int = 0,
+    limit: int = SEARCH_DEFAULT_LIMIT,
+) -> str:
+    """The text ``search_history`` answers (see the module docstring)."""
+    if problem := _argument_error(pattern, offset=offset, limit=limit):
+        return _error(problem)
+    flags = regex.IGNORECASE if ignore_case else 0
+    try:
+        compiled = regex.compile(pattern if use_regex else regex.escape(pattern), flags | regex.V0)
+    except regex.error as exc:
+        return _error(f"not a valid regular expression ({exc}). Pass regex=false to search for it literally.")
+    try:
+        files = searched_files(workdir)
+    except StoreError as exc:
+        return _error(str(exc))
+    try:
+        hits, total = _collect(workdir, files, compiled, offset=offset, limit=limit)
+    except _SlowPattern:
+        return _error("the regular expression took too long; use a simpler one or a literal search.")
+    return _answer(pattern, hits, total=total, offset=offset)
 
 
 def _bounded(rows: list[str]) -> list[str]:

@@ -13,8 +13,9 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, suppress
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -194,9 +195,7 @@ def _work(job: CompressionJob, *, held: Callable[[], QuerySet[CompressionJob]]) 
             held=held,
             error=error,
             detail=detail,
-            version=version,
-            spent=spent,
-            values=values,
+            billed=_Billed(calls=spent, values=values, version=version),
             started_at=started_at,
         )
         notice.fail(error.message)
@@ -273,15 +272,23 @@ def _apply(
     return record
 
 
+@dataclass(frozen=True)
+class _Billed:
+    """The summary calls a job made (a provider bills them even when the job fails: their input tokens)
+    and the checkpoint they were made from, whose spend-guard ledger enters them."""
+
+    calls: Sequence[int]
+    values: Mapping[str, Any]
+    version: str
+
+
 def _fail(
     job: CompressionJob,
     *,
     held: Callable[[], QuerySet[CompressionJob]],
     error: ApplicationError,
     detail: str,
-    version: str,
-    spent: list[int],
-    values: Mapping[str, Any],
+    billed: _Billed,
     started_at: datetime,
 ) -> None:
     """The job's failure, recorded; the spend guard's ledger bills the summary calls made, but only on
@@ -312,8 +319,9 @@ def _fail(
             return
         if record is not None:
             record_accounted(record)  # counted once it is sure to commit
-        if spent and values:
+        if billed.calls and billed.values:
             with suppress(CheckpointMoved):  # billed only on the checkpoint the calls were made from
                 state_repository_for(conversation).update(
-                    ledger_update(values, spent, now=datetime.now(UTC)), expected_version=version
+                    ledger_update(billed.values, billed.calls, now=datetime.now(UTC)),
+                    expected_version=billed.version,
                 )

@@ -7,6 +7,7 @@ from conversations.services.intake import IntakeResult, message_intake, run_resu
 from conversations.services.pins import PinState, message_pin, message_unpin
 from conversations.services.recovery import RecoveryReport, runs_recover
 from conversations.services.threads import (
+    NewMessage,
     message_append,
     thread_create,
     thread_lock,
@@ -16,6 +17,7 @@ from conversations.services.threads import (
 
 __all__ = [
     "IntakeResult",
+    "NewMessage",
     "PinState",
     "RecoveryReport",
     "message_append",

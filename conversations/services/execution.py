@@ -23,7 +23,7 @@ from context_engine.state import PINNED_IDS_CONFIG_KEY, TOKEN_USAGE_KEY, merge_t
 from context_engine.text import clean_text
 from context_engine.tokens.messages import with_estimate
 from conversations import events, run_signals
-from conversations.models import AgentRun, Conversation, Message
+from conversations.models import AgentRun, Conversation
 from conversations.selectors import pinned_message_ids, run_queue_head
 from conversations.services.attachments import message_model_content
 from conversations.services.closing import (
@@ -35,7 +35,7 @@ from conversations.services.closing import (
 )
 from conversations.services.leases import run_is_orphaned, run_lease, run_reclaim, worker_name
 from conversations.services.pressure import conversation_pressure_update
-from conversations.services.run_reading import interrupt_question, message_text
+from conversations.services.run_reading import interrupt_question, message_text, transcript_entry
 from conversations.services.stop_checks import RunStopChecks
 from conversations.services.streaming import ReplyStream
 from conversations.services.threads import conversation_lock, failure_notice_append, message_append
@@ -177,15 +177,7 @@ class _RunRelay:
             **{PINNED_IDS_CONFIG_KEY: pinned_message_ids(conversation=self.conversation)},
         )
         repository = self.repository = AgentStateRepository(graph, self.thread_id)
-        snapshot = repository.snapshot()
-        if not snapshot.interrupts and self.answer_dangling_tool_calls(
-            reason=EARLIER_ATTEMPT_STOPPED, snapshot=snapshot
-        ):
-            snapshot = repository.snapshot()
-        self.seen = {m.id for m in snapshot.values.get("messages", []) if m.id}
-        self.token_usage = snapshot.values.get(TOKEN_USAGE_KEY)
-        payload = self._input(pending_interrupt=bool(snapshot.interrupts))
-        interrupted: Any = None
+        payload = self._prepared_input(repository)
         cancelled = self.stop_checks.flag()  # the row read at the claim said whether Stop came first
         config = {
             **config,
@@ -194,14 +186,31 @@ class _RunRelay:
         # A tool that waits (search, sub-agent) watches too: Stop ends it, not its return.
         config["configurable"][STOP_CHECK_CONFIG_KEY] = self.stop_checks.in_tool
         stream = graph.stream(payload, config, stream_mode=["messages", "custom", "updates"])
+        cancelled, interrupted = self._relay(stream, cancelled=cancelled)
+        if cancelled:
+            self._end_cancelled(repository)
+        else:
+            self._end(repository, interrupted=interrupted)
+
+    def _prepared_input(self, repository: AgentStateRepository) -> Any:
+        """The run's graph input, from the checkpoint as this run finds it: tool calls an earlier attempt
+        left unanswered are answered first (then the checkpoint is read again)."""
+        snapshot = repository.snapshot()
+        if not snapshot.interrupts and self.answer_dangling_tool_calls(
+            reason=EARLIER_ATTEMPT_STOPPED, snapshot=snapshot
+        ):
+            snapshot = repository.snapshot()
+        self.seen = {m.id for m in snapshot.values.get("messages", []) if m.id}
+        self.token_usage = snapshot.values.get(TOKEN_USAGE_KEY)
+        return self._input(pending_interrupt=bool(snapshot.interrupts))
+
+    def _relay(self, stream: Any, *, cancelled: bool) -> tuple[bool, Any]:
+        """Relay the stream until it ends or Stop is seen: (cancelled, the interrupt an update carried).
+        The stream is closed either way; a run already cancelled at the claim never starts it."""
+        interrupted: Any = None
         try:
             for mode, chunk in () if cancelled else stream:
-                if mode == "messages":
-                    self._on_token(*chunk)
-                elif mode == "custom":
-                    self._on_custom(chunk)
-                elif mode == "updates":
-                    interrupted = self._on_updates(chunk) or interrupted
+                interrupted = self._on_chunk(mode, chunk) or interrupted
                 if self.stop_checks.by_executor():  # between steps (a long tool), or a lost cache flag
                     cancelled = True
                     break
@@ -209,13 +218,26 @@ class _RunRelay:
             cancelled = True
         finally:
             stream.close()
-        if cancelled:
-            if self.open_compression is not None:  # its end was lost with the stream that Stop closed
-                self._on_custom({"type": events.COMPRESSION, **stopped_event(**self.open_compression)})
-            self._close_cancelled(repository)
-            self._record_pressure()
-            _finish(self.run, AgentRun.Status.CANCELLED)
-            return
+        return cancelled, interrupted
+
+    def _on_chunk(self, mode: str, chunk: Any) -> Any:
+        """One item of the stream to its handler; returns the interrupt an update carries, else None."""
+        if mode == "messages":
+            self._on_token(*chunk)
+        elif mode == "custom":
+            self._on_custom(chunk)
+        elif mode == "updates":
+            return self._on_updates(chunk)
+        return None
+
+    def _end_cancelled(self, repository: AgentStateRepository) -> None:
+        if self.open_compression is not None:  # its end was lost with the stream that Stop closed
+            self._on_custom({"type": events.COMPRESSION, **stopped_event(**self.open_compression)})
+        self._close_cancelled(repository)
+        self._record_pressure()
+        _finish(self.run, AgentRun.Status.CANCELLED)
+
+    def _end(self, repository: AgentStateRepository, *, interrupted: Any) -> None:
         if interrupted is None and self.open_calls:  # only a tool call can wait on the user (ask_user)
             interrupted = repository.snapshot().interrupts or None
         self._record_pressure()
@@ -345,29 +367,11 @@ class _RunRelay:
             self.open_calls = {call.get("id") or "" for call in message.tool_calls}
             if not interrupted:  # this model call's reply is complete: the next one streams afresh
                 self.reply.reset()
-            fields = {
-                "role": Message.Role.ASSISTANT,
-                "tool_calls": [
-                    {"id": call.get("id"), "name": call["name"], "args": call.get("args", {})}
-                    for call in message.tool_calls
-                ],
-            }
         else:
             self.open_calls.discard(message.tool_call_id)
-            fields = {
-                "role": Message.Role.TOOL,
-                "tool_call_id": message.tool_call_id,
-                "tool_name": message.name,
-            }
+        entry = transcript_entry(message, run=self.run, interrupted=interrupted)
         with conversation_lock(conversation_id=self.conversation.pk):
-            row = message_append(
-                conversation=self.conversation,
-                content=message_text(message),
-                run=self.run,
-                lc_message_id=message.id,
-                interrupted=interrupted,
-                **fields,
-            )
+            row = message_append(conversation=self.conversation, message=entry)
             if isinstance(message, AIMessage):
                 usage_record_reply(run=self.run, message=row, usage=message.usage_metadata)
 

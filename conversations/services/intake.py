@@ -18,7 +18,13 @@ from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import run_latest, thread_in_maintenance
 from conversations.services.attachments import CheckedUpload, Upload, attachments_check, attachments_save
 from conversations.services.dispatch import run_dispatch_next
-from conversations.services.threads import message_append, text_checked, thread_lock, title_from_message
+from conversations.services.threads import (
+    NewMessage,
+    message_append,
+    text_checked,
+    thread_lock,
+    title_from_message,
+)
 
 MESSAGE_MAX_CHARS = 100_000
 REQUEST_ID_MAX_CHARS = 100  # AgentRun.request_id
@@ -65,11 +71,13 @@ def run_open(
     )
     run.input_message = message_append(
         conversation=conversation,
-        role=Message.Role.USER,
-        content=content,
-        run=run,
-        lc_message_id=f"user-{uuid.uuid4()}",
-        version_of=version_of,
+        message=NewMessage(
+            role=Message.Role.USER,
+            content=content,
+            run=run,
+            lc_message_id=f"user-{uuid.uuid4()}",
+            version_of=version_of,
+        ),
     )
     run.save(update_fields=["input_message"])
     return run

@@ -5,6 +5,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
@@ -162,19 +163,23 @@ def message_payload(message: Message) -> dict[str, object]:
     }
 
 
-def message_append(
-    *,
-    conversation: Conversation,
-    role: str,
-    content: str,
-    run: AgentRun | None = None,
-    tool_calls: list | None = None,
-    tool_call_id: str = "",
-    tool_name: str = "",
-    lc_message_id: str = "",
-    interrupted: bool = False,
-    version_of: Message | None = None,
-) -> Message:
+@dataclass(frozen=True)
+class NewMessage:
+    """A transcript row to append, as its caller knows it; the thread, the sequence number and the time
+    are ``message_append``'s."""
+
+    role: str
+    content: str
+    run: AgentRun | None = None
+    tool_calls: list | None = None
+    tool_call_id: str = ""
+    tool_name: str = ""
+    lc_message_id: str = ""
+    interrupted: bool = False
+    version_of: Message | None = None
+
+
+def message_append(*, conversation: Conversation, message: NewMessage) -> Message:
     """Append the next message of the transcript. The caller holds the thread's row lock.
 
     A NUL character (which PostgreSQL text and JSON columns refuse) and a lone surrogate (which no
@@ -182,21 +187,21 @@ def message_append(
     carrying one is kept rather than failing the run; the checkpoint keeps NUL as it was.
     """
     last = conversation.messages.aggregate(last=Max("seq"))["last"] or 0
-    message = Message.objects.create(
+    row = Message.objects.create(
         conversation=conversation,
         seq=last + 1,
-        role=role,
-        content=clean_text(content),
-        run=run,
-        tool_calls=clean_text(tool_calls or []),
-        tool_call_id=clean_text(tool_call_id or ""),
-        tool_name=clean_text(tool_name or ""),
-        lc_message_id=lc_message_id or "",
-        interrupted=interrupted,
-        version_of=version_of,
+        role=message.role,
+        content=clean_text(message.content),
+        run=message.run,
+        tool_calls=clean_text(message.tool_calls or []),
+        tool_call_id=clean_text(message.tool_call_id or ""),
+        tool_name=clean_text(message.tool_name or ""),
+        lc_message_id=message.lc_message_id or "",
+        interrupted=message.interrupted,
+        version_of=message.version_of,
     )
-    events.broadcast(conversation.thread_id, events.MESSAGE_CREATED, message=message_payload(message))
-    return message
+    events.broadcast(conversation.thread_id, events.MESSAGE_CREATED, message=message_payload(row))
+    return row
 
 
 def thread_soft_delete(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> None:
@@ -220,7 +225,5 @@ def failure_notice_append(*, run: AgentRun, error: str) -> Message:
     with conversation_lock(conversation_id=run.conversation_id) as conversation:
         return message_append(
             conversation=conversation,
-            role=Message.Role.SYSTEM,
-            content=FAILURE_NOTICE.format(error=error),
-            run=run,
+            message=NewMessage(role=Message.Role.SYSTEM, content=FAILURE_NOTICE.format(error=error), run=run),
         )

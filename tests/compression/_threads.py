@@ -84,19 +84,21 @@ def compress_request(client, thread, **headers):
 def transcript_for(conversation, messages: list[BaseMessage]) -> dict[str, int]:
     """Transcript rows mirroring seeded checkpoint messages (same ids); returns checkpoint id → row id."""
     from conversations.models import Message
-    from conversations.services import message_append
+    from conversations.services import NewMessage, message_append
 
     roles = {"human": Message.Role.USER, "ai": Message.Role.ASSISTANT, "tool": Message.Role.TOOL}
     rows: dict[str, int] = {}
     for message in messages:
         row = message_append(
             conversation=conversation,
-            role=roles.get(message.type, Message.Role.SYSTEM),
-            content=message.content if isinstance(message.content, str) else str(message.content),
-            tool_calls=list(getattr(message, "tool_calls", []) or []),
-            tool_call_id=getattr(message, "tool_call_id", "") or "",
-            tool_name=getattr(message, "name", "") or "",
-            lc_message_id=message.id or "",
+            message=NewMessage(
+                role=roles.get(message.type, Message.Role.SYSTEM),
+                content=message.content if isinstance(message.content, str) else str(message.content),
+                tool_calls=list(getattr(message, "tool_calls", []) or []),
+                tool_call_id=getattr(message, "tool_call_id", "") or "",
+                tool_name=getattr(message, "name", "") or "",
+                lc_message_id=message.id or "",
+            ),
         )
         rows[message.id] = row.pk
     return rows

@@ -12,7 +12,7 @@ from compression.models import CompressionRecord
 from context_engine.state import SUMMARY_EVENT_KEY
 from context_engine.summary.history import effective_messages
 from conversations.models import Message
-from conversations.services import message_append, message_pin
+from conversations.services import NewMessage, message_append, message_pin
 from tests.compression._threads import repository_for, seed_state, transcript_for, workdir_files
 from tests.context_engine.chats import conversation_messages
 from tests.context_engine.fakes import ScriptedChatModel
@@ -87,7 +87,8 @@ def test_a_new_message_makes_the_preview_stale_and_nothing_is_folded(client, use
     client.force_login(user)
     preview_id = _preview(client, thread).json()["preview_id"]
     message_append(
-        conversation=thread, role=Message.Role.USER, content="one more thing", lc_message_id="late"
+        conversation=thread,
+        message=NewMessage(role=Message.Role.USER, content="one more thing", lc_message_id="late"),
     )
 
     response = _apply(client, thread, preview_id)

@@ -14,7 +14,7 @@ from compression.models import CompressionRecord
 from compression.services import thread_compress, thread_compress_preview
 from context_engine.state import SUMMARY_EVENT_KEY
 from conversations.models import Message
-from conversations.services import message_append, thread_create
+from conversations.services import NewMessage, message_append, thread_create
 from conversations.services.threads import thread_lock
 from tests.compression._threads import repository_for, seed_state
 from tests.context_engine.chats import conversation_messages
@@ -54,7 +54,10 @@ def test_apply_waits_for_a_concurrent_intake_then_answers_stale_preview(user, ag
     def intake() -> None:  # what message intake does: append under the row lock, then commit
         try:
             with thread_lock(thread_id=thread.thread_id, user=user) as conversation:
-                message_append(conversation=conversation, role=Message.Role.USER, content="sent meanwhile")
+                message_append(
+                    conversation=conversation,
+                    message=NewMessage(role=Message.Role.USER, content="sent meanwhile"),
+                )
                 holding.set()
                 assert release.wait(20)
         finally:

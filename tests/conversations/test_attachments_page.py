@@ -12,7 +12,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from agent_platform.workdir import workdir_for
 from context_engine.compaction.media import media_path
 from conversations.models import Attachment, Message
-from conversations.services import message_append
+from conversations.services import NewMessage, message_append
 from tests.support.files import png_bytes
 
 pytestmark = pytest.mark.django_db
@@ -65,7 +65,8 @@ def test_inline_media_saved_by_compaction_links_to_its_file(owner_client, thread
     image = png_bytes()
     content = f'{{"chart": "data:image/png;base64,{base64.b64encode(image).decode()}"}}'
     message_append(
-        conversation=thread, role=Message.Role.TOOL, content=content, tool_name="plot", tool_call_id="c1"
+        conversation=thread,
+        message=NewMessage(role=Message.Role.TOOL, content=content, tool_name="plot", tool_call_id="c1"),
     )
     path = media_path("image/png", hashlib.sha256(image).hexdigest())
     page = owner_client.get(f"/threads/{thread.thread_id}/").content.decode()

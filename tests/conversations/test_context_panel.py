@@ -9,7 +9,7 @@ from django.urls import reverse
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from compression.models import CompressionRecord
-from conversations.services import message_append
+from conversations.services import NewMessage, message_append
 from tests.compression._threads import seed_state
 from tests.context_engine.chats import conversation_messages
 from tests.conversations.page_support import usage_at, write_token_usage
@@ -46,7 +46,8 @@ def _seed_thread(thread, turns: int = 4) -> list:
         else:
             role, extra = "user", {}
         message_append(
-            conversation=thread, role=role, content=message.content, lc_message_id=message.id, **extra
+            conversation=thread,
+            message=NewMessage(role=role, content=message.content, lc_message_id=message.id, **extra),
         )
     return messages
 
@@ -163,7 +164,7 @@ def test_before_the_model_has_read_anything_the_memory_panel_claims_nothing_abou
     owner_client, thread
 ):
     # Transcript rows without a checkpoint (e.g. imported): the panel must not say nothing was said.
-    message_append(conversation=thread, role="user", content="hello")
+    message_append(conversation=thread, message=NewMessage(role="user", content="hello"))
     panel = _section(owner_client.get(_detail(thread)).content.decode(), "memory-panel")
     assert 'data-summary="false"' in panel
     assert "Nothing is summarized: the model sees the whole conversation." in panel

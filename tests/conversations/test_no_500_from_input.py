@@ -142,9 +142,11 @@ def test_a_lone_surrogate_in_an_api_message_is_a_422_json(owner_client, thread):
 
 
 def test_a_lone_surrogate_reaching_the_transcript_is_stored_as_the_replacement_character(thread):
-    from conversations.services.threads import message_append
+    from conversations.services.threads import NewMessage, message_append
 
-    message = message_append(conversation=thread, role="tool", content=LONE, tool_name=LONE)
+    message = message_append(
+        conversation=thread, message=NewMessage(role="tool", content=LONE, tool_name=LONE)
+    )
     message.refresh_from_db()
     assert (message.content, message.tool_name) == ("name-\ufffd.txt", "name-\ufffd.txt")
 

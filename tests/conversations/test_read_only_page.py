@@ -11,7 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from conversations.models import AgentRun
-from conversations.services import message_append
+from conversations.services import NewMessage, message_append
 from tests.conversations.page_support import usage_at, write_token_usage
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("keep_four")]
@@ -81,8 +81,8 @@ def test_stop_and_dequeue_in_the_fragments_are_the_owners_alone(request, who, th
     client = request.getfixturevalue(f"{who}_client")
     running = AgentRun.objects.create(conversation=thread, status=AgentRun.Status.RUNNING)
     queued = AgentRun.objects.create(conversation=thread, status=AgentRun.Status.QUEUED)
-    message_append(conversation=thread, role="user", content="first", run=running)
-    message_append(conversation=thread, role="user", content="second", run=queued)
+    message_append(conversation=thread, message=NewMessage(role="user", content="first", run=running))
+    message_append(conversation=thread, message=NewMessage(role="user", content="second", run=queued))
     kwargs = {"thread_id": thread.thread_id}
     state = client.get(reverse("conversations:fragment-state", kwargs=kwargs)).content.decode()
     messages = client.get(reverse("conversations:fragment-messages", kwargs=kwargs)).content.decode()

@@ -16,7 +16,7 @@ from conversations.models import AgentRun
 from conversations.services import message_intake, thread_create
 from conversations.services.closing import EARLIER_ATTEMPT_STOPPED, NOT_EXECUTED
 from conversations.services.dispatch import run_execute
-from conversations.services.threads import message_append
+from conversations.services.threads import NewMessage, message_append
 from tests.compression._threads import repository_for
 from tests.conversations.consistency import assert_transcript_equals_checkpoint
 from tests.support.processes import celery_worker, tasks_sent_to
@@ -46,10 +46,10 @@ def test_a_run_retaken_after_its_worker_died_mid_tool_answers_the_call_in_both_s
     repository_for(thread).update(
         {"messages": [HumanMessage("search it", id=user_message.lc_message_id), call]}
     )
-    message_append(
-        conversation=thread, role="assistant", content="", run=run, lc_message_id="a1",
+    message_append(conversation=thread, message=NewMessage(
+        role="assistant", content="", run=run, lc_message_id="a1",
         tool_calls=[{"id": "call-1", "name": "ls", "args": {}}],
-    )  # fmt: skip
+    ))  # fmt: skip
     AgentRun.objects.filter(pk=run.pk).update(attempts=1)  # re-queued by recovery
 
     run_execute(run_id=run.pk)
@@ -112,14 +112,15 @@ from django.contrib.auth import get_user_model
 from agent_platform.models import Agent, ModelEndpoint
 from conversations.models import AgentRun
 from conversations.services import thread_create
-from conversations.services.threads import message_append
+from conversations.services.threads import NewMessage, message_append
 
 user = get_user_model().objects.create_user("killed", password="pw-killed-123")
 endpoint = ModelEndpoint.objects.create(name="stub", base_url="{base_url}", api_key_env="STUB_API_KEY")
 Agent.objects.create(name="Searcher", slug="searcher", endpoint=endpoint, model_name="gpt-4o-mini",
                      tools=["web_search"])
 thread = thread_create(user=user, agent_slug="searcher")
-message = message_append(conversation=thread, role="user", content="search it", lc_message_id="m-search")
+message = message_append(conversation=thread, message=NewMessage(role="user", content="search it",
+                                                                  lc_message_id="m-search"))
 AgentRun.objects.create(conversation=thread, input_message=message)
 """
 # Both stores of that thread, as JSON: (id, text) of every reply and tool result, and the run.

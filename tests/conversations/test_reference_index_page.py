@@ -16,7 +16,7 @@ from agent_platform.workdir import workdir_for
 from compression.panels import memory_from
 from context_engine.formats import REFERENCE_INDEX_HEADER, REFERENCE_INDEX_SEPARATOR
 from context_engine.lines import split_lines
-from conversations.services import message_append
+from conversations.services import NewMessage, message_append
 from tests.compression._threads import seed_state
 from tests.context_engine.chats import conversation_messages
 from tests.conversations.test_context_panel import _detail, _section
@@ -42,7 +42,8 @@ def _seed_with_many_identifiers(thread) -> None:
         else:
             role, extra = "user", {}
         message_append(
-            conversation=thread, role=role, content=message.content, lc_message_id=message.id, **extra
+            conversation=thread,
+            message=NewMessage(role=role, content=message.content, lc_message_id=message.id, **extra),
         )
 
 

@@ -20,7 +20,7 @@ from agent_platform.models import Agent, ModelEndpoint
 from conversations.models import AgentRun
 from conversations.services import message_intake, run_claim, runs_recover, thread_create
 from conversations.services.leases import run_is_orphaned, run_lease
-from conversations.services.threads import message_append
+from conversations.services.threads import NewMessage, message_append
 from tests.support.processes import ROOT, celery_worker, daphne_server, tasks_sent_to
 
 LEASE = 3
@@ -131,14 +131,15 @@ from django.utils import timezone
 from agent_platform.models import Agent, ModelEndpoint
 from conversations.models import AgentRun
 from conversations.services import thread_create
-from conversations.services.threads import message_append
+from conversations.services.threads import NewMessage, message_append
 
 user = get_user_model().objects.create_user("restart", password="pw-restart-123")
 Agent.objects.create(name="Offline", slug="offline")
 now = timezone.now()
 for n, status in enumerate(["running", "queued"]):
     thread = thread_create(user=user, agent_slug="offline")
-    message = message_append(conversation=thread, role="user", content=f"hello {n}", lc_message_id=f"m{n}")
+    message = message_append(conversation=thread, message=NewMessage(role="user", content=f"hello {n}",
+                                                                      lc_message_id=f"m{n}"))
     dead = {"worker": f"{socket.gethostname()}:999999", "attempts": 1, "started_at": now, "heartbeat_at": now}
     AgentRun.objects.create(conversation=thread, input_message=message, status=status,
                             **(dead if status == "running" else {}))
@@ -189,7 +190,9 @@ def test_a_surviving_worker_takes_a_dead_workers_run_back_within_15_seconds(
         celery_worker(tmp_path, RUN_RECOVERY_TIMER="1", STUB_API_KEY="sk-test") as survivor,
         tasks_sent_to(survivor.queue),
     ):
-        message = message_append(conversation=thread, role="user", content="hello", lc_message_id="m-dead")
+        message = message_append(
+            conversation=thread, message=NewMessage(role="user", content="hello", lc_message_id="m-dead")
+        )
         died_at = timezone.now()  # its last renewal: the moment the other machine went silent
         run = AgentRun.objects.create(
             conversation=thread, input_message=message, status="running", worker="a-machine-that-died:4242",

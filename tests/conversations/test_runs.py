@@ -251,14 +251,16 @@ def test_a_knowledge_question_goes_through_query_kb(thread, user, django_capture
 
 
 def test_a_tool_result_with_nul_characters_is_kept_in_the_transcript(thread):
-    from conversations.services import message_append
+    from conversations.services import NewMessage, message_append
 
     message = message_append(
         conversation=thread,
-        role="tool",
-        content="binary\x00output",
-        tool_calls=[{"name": "x", "args": {"q": "a\x00b"}}],
-        tool_name="web\x00search",
+        message=NewMessage(
+            role="tool",
+            content="binary\x00output",
+            tool_calls=[{"name": "x", "args": {"q": "a\x00b"}}],
+            tool_name="web\x00search",
+        ),
     )
     message.refresh_from_db()
     assert message.content == "binary\ufffdoutput"

@@ -100,10 +100,12 @@ def test_the_page_shows_a_queued_message_after_the_running_reply_and_marks_it(
         first = message_intake(thread_id=thread.thread_id, user=user, content="first")
         AgentRun.objects.filter(pk=first.run.pk).update(status="running")
         message_intake(thread_id=thread.thread_id, user=user, content="second")
-    from conversations.services.threads import conversation_lock, message_append
+    from conversations.services.threads import NewMessage, conversation_lock, message_append
 
     with conversation_lock(conversation_id=thread.pk):
-        message_append(conversation=thread, role="assistant", content="first reply", run=first.run)
+        message_append(
+            conversation=thread, message=NewMessage(role="assistant", content="first reply", run=first.run)
+        )
     body = owner_client.get(_url("thread-detail", thread)).content.decode()
     assert body.index("first reply") < body.index("<p>second</p>")
     assert 'data-run-status="queued"' in body
@@ -152,13 +154,17 @@ def test_admin_columns_and_model_names_are_translated(client, django_user_model,
 def test_a_message_whose_run_was_stopped_midway_is_not_marked_not_sent(owner_client, thread):
     from django.utils import timezone
 
-    from conversations.services.threads import conversation_lock, message_append
+    from conversations.services.threads import NewMessage, conversation_lock, message_append
 
     stopped = AgentRun.objects.create(conversation=thread, status="cancelled", started_at=timezone.now())
     dropped = AgentRun.objects.create(conversation=thread, status="cancelled")
     with conversation_lock(conversation_id=thread.pk):
-        message_append(conversation=thread, role="user", content="was answered in part", run=stopped)
-        message_append(conversation=thread, role="user", content="never sent", run=dropped)
+        message_append(
+            conversation=thread, message=NewMessage(role="user", content="was answered in part", run=stopped)
+        )
+        message_append(
+            conversation=thread, message=NewMessage(role="user", content="never sent", run=dropped)
+        )
     body = owner_client.get(_url("thread-detail", thread)).content.decode()
     assert body.count('data-run-status="stopped"') == 1
     assert body.count('data-run-status="cancelled"') == 1

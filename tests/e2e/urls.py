@@ -27,7 +27,7 @@ from compression.models import CompressionRecord
 from conversations import events
 from conversations.models import AgentRun, Conversation, Message
 from conversations.services import thread_create
-from conversations.services.threads import conversation_lock, message_append
+from conversations.services.threads import NewMessage, conversation_lock, message_append
 from tests.conversations.page_support import write_token_usage
 
 USERNAME = "alice"
@@ -175,7 +175,8 @@ def seed(request: HttpRequest) -> JsonResponse:
                     else None
                 )
                 message_append(
-                    conversation=conversation, role=role, content=content, run=run or _last_run(conversation)
+                    conversation=conversation,
+                    message=NewMessage(role=role, content=content, run=run or _last_run(conversation)),
                 )
         return JsonResponse({"count": Message.objects.filter(conversation=conversation).count()})
     if action == "failed_compression":
