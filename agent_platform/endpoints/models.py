@@ -6,6 +6,7 @@ from decimal import Decimal
 
 from django.core.exceptions import ValidationError
 from django.db import models
+from django.utils.functional import Promise
 from django.utils.translation import gettext_lazy as _
 
 from agent_platform.key_bindings import binding_error, key_env_error
@@ -85,7 +86,7 @@ class ModelEndpoint(models.Model):
         return self.name
 
     def clean(self) -> None:
-        errors: dict[str, str] = {}
+        errors: dict[str, str | Promise] = {}
         if self.api_key_env and (problem := key_env_error(self.api_key_env)):
             errors["api_key_env"] = problem
         elif problem := binding_error(key_env=self.api_key_env, url=self.base_url or ""):

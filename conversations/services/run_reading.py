@@ -31,7 +31,7 @@ def transcript_entry(message: AIMessage | ToolMessage, *, run: AgentRun, interru
             for call in message.tool_calls
         ]
         return replace(entry, role=Message.Role.ASSISTANT, tool_calls=calls)
-    return replace(entry, tool_call_id=message.tool_call_id, tool_name=message.name)
+    return replace(entry, tool_call_id=message.tool_call_id, tool_name=message.name or "")
 
 
 def interrupt_question(interrupts: Any) -> str:
