@@ -60,37 +60,44 @@ def import_graph(packages: tuple[str, ...] = FLOORS) -> dict[str, set[str]]:
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     """The strongly connected components of more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for target in graph[node]:
-            if target not in index:
-                visit(target)
-                low[node] = min(low[node], low[target])
-            elif target in on_stack:
-                low[node] = min(low[node], index[target])
-        if low[node] == index[node]:
-            component = []
-            while True:
-                member = stack.pop()
-                on_stack.discard(member)
-                component.append(member)
-                if member == node:
-                    break
-            if len(component) > 1:
-                found.append(sorted(component))
-
+    tarjan = _Tarjan(graph)
     for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
+        if node not in tarjan.index:
+            tarjan.visit(node)
+    return tarjan.found
+
+
+class _Tarjan:
+    def __init__(self, graph: dict[str, set[str]]) -> None:
+        self.graph = graph
+        self.index: dict[str, int] = {}
+        self.low: dict[str, int] = {}
+        self.stack: list[str] = []
+        self.on_stack: set[str] = set()
+        self.found: list[list[str]] = []
+
+    def visit(self, node: str) -> None:
+        index, low = self.index, self.low
+        index[node] = low[node] = len(index)
+        self.stack.append(node)
+        self.on_stack.add(node)
+        for target in self.graph[node]:
+            if target not in index:
+                self.visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in self.on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node] and len(component := self.pop_component(node)) > 1:
+            self.found.append(sorted(component))
+
+    def pop_component(self, root: str) -> list[str]:
+        component = []
+        while True:
+            member = self.stack.pop()
+            self.on_stack.discard(member)
+            component.append(member)
+            if member == root:
+                return component
 
 
 def floor_of(module: str) -> int:
