@@ -54,11 +54,17 @@ def _truncate_raw_arguments(arguments: str, max_length: int) -> str:
     return _truncate_string(arguments, max_length)[0]
 
 
-def _truncated_call(call: ToolCall, max_length: int) -> ToolCall:
-    if call.get("name") not in TRUNCATED_ARG_TOOLS:
-        return call
-    args, changed = _truncate_value(call.get("args") or {}, max_length)
-    return {**call, "args": args} if changed else call
+def _truncated_calls(calls: list[ToolCall], max_length: int) -> tuple[list[ToolCall], int]:
+    """The calls with their arguments truncated, and how many of them were."""
+    new_calls, count = [], 0
+    for call in calls:
+        if call.get("name") in TRUNCATED_ARG_TOOLS:
+            args, changed = _truncate_value(call.get("args") or {}, max_length)
+            if changed:
+                call = {**call, "args": args}
+                count += 1
+        new_calls.append(call)
+    return new_calls, count
 
 
 def _truncated_raw_call(raw: Any, max_length: int) -> Any:
@@ -87,8 +93,12 @@ def _truncated_block(block: Any, max_length: int) -> Any:
 
 def _changed_items(items: list[T], truncated: Callable[[T, int], T], max_length: int) -> list[T] | None:
     """``items`` with each one truncated, or None when none changed (an item that did is a new object)."""
-    new = [truncated(item, max_length) for item in items]
-    return new if any(n is not item for n, item in zip(new, items, strict=True)) else None
+    new, changed = [], False
+    for item in items:
+        new_item = truncated(item, max_length)
+        changed = changed or new_item is not item
+        new.append(new_item)
+    return new if changed else None
 
 
 def truncate_tool_call_args(message: AIMessage, *, max_length: int) -> tuple[AIMessage, int]:
@@ -99,8 +109,7 @@ def truncate_tool_call_args(message: AIMessage, *, max_length: int) -> tuple[AIM
     if max_length <= 0:
         return message, 0
     update: dict[str, Any] = {}
-    calls = [_truncated_call(call, max_length) for call in message.tool_calls]
-    count = sum(new is not old for new, old in zip(calls, message.tool_calls, strict=True))
+    calls, count = _truncated_calls(message.tool_calls, max_length)
     if count:
         update["tool_calls"] = calls
     raw_calls = message.additional_kwargs.get("tool_calls")
@@ -113,4 +122,5 @@ def truncate_tool_call_args(message: AIMessage, *, max_length: int) -> tuple[AIM
     if not update:
         return message, 0
     update["response_metadata"] = without_estimate(message.response_metadata)
+    # Truncated only in its raw or block form, a call still counts once.
     return message.model_copy(update=update), max(count, 1)
