@@ -74,12 +74,7 @@ def run_sync(
             if stop is not None and stop():
                 _close_stopped(steps)
             try:
-                if isinstance(effect, CallModel):
-                    value = handler(effect.request)
-                elif isinstance(effect, Summarize):
-                    value = _summarize(_model(summary_model), effect.prompt, stop=stop)
-                else:
-                    value = effect.fn()
+                value = _perform(effect, handler=handler, summary_model=summary_model, stop=stop)
             except Stopped:
                 _close_stopped(steps)
             except Exception as exc:
@@ -106,6 +101,7 @@ async def run_async(
     async def stopped() -> bool:
         return stop is not None and await asyncio.to_thread(stop)
 
+    watch = stopped if stop is not None else None  # a summary call is watched only when it can be stopped
     value: object  # an effect's result, sent into the steps
     try:
         effect = next(steps)
@@ -113,13 +109,7 @@ async def run_async(
             if await stopped():
                 _close_stopped(steps)
             try:
-                if isinstance(effect, CallModel):
-                    value = await handler(effect.request)
-                elif isinstance(effect, Summarize):
-                    call = _model(summary_model).ainvoke(effect.prompt, config=summary_call_config())
-                    value = await (_watched(call, stopped) if stop is not None else call)
-                else:
-                    value = await asyncio.to_thread(effect.fn)
+                value = await _aperform(effect, handler=handler, summary_model=summary_model, stopped=watch)
             except Stopped:
                 _close_stopped(steps)
             except asyncio.CancelledError:
@@ -134,6 +124,36 @@ async def run_async(
     except StopIteration as stop:
         # What the steps returned: a Steps[R] generator returns an R, which StopIteration carries untyped.
         return cast(R, stop.value)
+
+
+def _perform(
+    effect: Effect,
+    *,
+    handler: Callable[[ModelRequest], ModelResponse],
+    summary_model: BaseChatModel | None,
+    stop: Callable[[], bool] | None,
+) -> object:
+    if isinstance(effect, CallModel):
+        return handler(effect.request)
+    if isinstance(effect, Summarize):
+        return _summarize(_model(summary_model), effect.prompt, stop=stop)
+    return effect.fn()
+
+
+async def _aperform(
+    effect: Effect,
+    *,
+    handler: Callable[[ModelRequest], Awaitable[ModelResponse]],
+    summary_model: BaseChatModel | None,
+    stopped: Callable[[], Awaitable[bool]] | None,
+) -> object:
+    """``_perform``'s twin; with ``stopped``, a summary call is watched and cancelled once it says so."""
+    if isinstance(effect, CallModel):
+        return await handler(effect.request)
+    if isinstance(effect, Summarize):
+        call = _model(summary_model).ainvoke(effect.prompt, config=summary_call_config())
+        return await (_watched(call, stopped) if stopped is not None else call)
+    return await asyncio.to_thread(effect.fn)
 
 
 def _close_stopped(steps: Steps[Any], cause: BaseException | None = None) -> NoReturn:

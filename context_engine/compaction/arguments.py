@@ -6,12 +6,15 @@ The file body an agent wrote is already on disk; the context only needs to know 
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolCall
 
 from context_engine.formats import TRUNCATED_ARG_KEEP_CHARS, TRUNCATED_ARG_SUFFIX, TRUNCATED_ARG_TOOLS
 from context_engine.tokens.messages import without_estimate
+
+T = TypeVar("T")
 
 
 def _truncate_string(value: str, max_length: int) -> tuple[str, bool]:
@@ -51,6 +54,53 @@ def _truncate_raw_arguments(arguments: str, max_length: int) -> str:
     return _truncate_string(arguments, max_length)[0]
 
 
+def _truncated_calls(calls: list[ToolCall], max_length: int) -> tuple[list[ToolCall], int]:
+    """The calls with their arguments truncated, and how many of them were."""
+    new_calls, count = [], 0
+    for call in calls:
+        if call.get("name") in TRUNCATED_ARG_TOOLS:
+            args, changed = _truncate_value(call.get("args") or {}, max_length)
+            if changed:
+                call = {**call, "args": args}
+                count += 1
+        new_calls.append(call)
+    return new_calls, count
+
+
+def _truncated_raw_call(raw: Any, max_length: int) -> Any:
+    """A provider-format call (``{"function": {"name", "arguments"}}``) with its arguments truncated."""
+    function = raw.get("function") if isinstance(raw, dict) else None
+    arguments = function.get("arguments") if isinstance(function, dict) else None
+    if not (function and function.get("name") in TRUNCATED_ARG_TOOLS and isinstance(arguments, str)):
+        return raw
+    truncated = _truncate_raw_arguments(arguments, max_length)
+    if truncated is arguments:
+        return raw
+    return {**raw, "function": {**function, "arguments": truncated}}
+
+
+def _truncated_block(block: Any, max_length: int) -> Any:
+    """A ``tool_use`` content block with its input truncated."""
+    if not (
+        isinstance(block, dict)
+        and block.get("type") == "tool_use"
+        and block.get("name") in TRUNCATED_ARG_TOOLS
+    ):
+        return block
+    new_input, changed = _truncate_value(block.get("input"), max_length)
+    return {**block, "input": new_input} if changed else block
+
+
+def _changed_items(items: list[T], truncated: Callable[[T, int], T], max_length: int) -> list[T] | None:
+    """``items`` with each one truncated, or None when none changed (an item that did is a new object)."""
+    new, changed = [], False
+    for item in items:
+        new_item = truncated(item, max_length)
+        changed = changed or new_item is not item
+        new.append(new_item)
+    return new if changed else None
+
+
 def truncate_tool_call_args(message: AIMessage, *, max_length: int) -> tuple[AIMessage, int]:
     """``write_file``/``edit_file`` string arguments longer than ``max_length`` become their first 20
     characters + the marker, in ``tool_calls``, the raw provider ``additional_kwargs["tool_calls"]`` and
@@ -58,55 +108,19 @@ def truncate_tool_call_args(message: AIMessage, *, max_length: int) -> tuple[AIM
     truncated. ``max_length <= 0`` disables truncation."""
     if max_length <= 0:
         return message, 0
-    count = 0
     update: dict[str, Any] = {}
-
-    new_calls = []
-    for call in message.tool_calls:
-        args, changed = (
-            _truncate_value(call.get("args") or {}, max_length)
-            if call.get("name") in TRUNCATED_ARG_TOOLS
-            else (None, False)
-        )
-        new_calls.append({**call, "args": args} if changed else call)
-        count += changed
+    calls, count = _truncated_calls(message.tool_calls, max_length)
     if count:
-        update["tool_calls"] = new_calls
-
+        update["tool_calls"] = calls
     raw_calls = message.additional_kwargs.get("tool_calls")
-    if isinstance(raw_calls, list):
-        new_raw, raw_changed = [], False
-        for raw in raw_calls:
-            function = raw.get("function") if isinstance(raw, dict) else None
-            arguments = function.get("arguments") if isinstance(function, dict) else None
-            if function and function.get("name") in TRUNCATED_ARG_TOOLS and isinstance(arguments, str):
-                truncated = _truncate_raw_arguments(arguments, max_length)
-                if truncated is not arguments:
-                    raw = {**raw, "function": {**function, "arguments": truncated}}
-                    raw_changed = True
-            new_raw.append(raw)
-        if raw_changed:
-            update["additional_kwargs"] = {**message.additional_kwargs, "tool_calls": new_raw}
-            count = max(count, 1)
-
-    if isinstance(message.content, list):
-        new_blocks, blocks_changed = [], False
-        for block in message.content:
-            if (
-                isinstance(block, dict)
-                and block.get("type") == "tool_use"
-                and block.get("name") in TRUNCATED_ARG_TOOLS
-            ):
-                new_input, changed = _truncate_value(block.get("input"), max_length)
-                if changed:
-                    block = {**block, "input": new_input}
-                    blocks_changed = True
-            new_blocks.append(block)
-        if blocks_changed:
-            update["content"] = new_blocks
-            count = max(count, 1)
-
+    if isinstance(raw_calls, list) and (raw := _changed_items(raw_calls, _truncated_raw_call, max_length)):
+        update["additional_kwargs"] = {**message.additional_kwargs, "tool_calls": raw}
+    if isinstance(message.content, list) and (
+        blocks := _changed_items(message.content, _truncated_block, max_length)
+    ):
+        update["content"] = blocks
     if not update:
         return message, 0
     update["response_metadata"] = without_estimate(message.response_metadata)
-    return message.model_copy(update=update), count
+    # Truncated only in its raw or block form, a call still counts once.
+    return message.model_copy(update=update), max(count, 1)

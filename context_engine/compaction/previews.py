@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from context_engine.formats import (
@@ -208,6 +209,76 @@ def _encode(header: dict[str, Any], records: list[dict[str, Any]], total: int) -
     return _dumps(payload)
 
 
+@dataclass(frozen=True)
+class _SearchFit:
+    """What every candidate encoding of one search result shares: its header, its result count and
+    the budget it must fit."""
+
+    header: dict[str, Any]
+    total: int
+    limit_tokens: int
+    profile: TokenProfile
+
+    def encode(self, records: list[dict[str, Any]]) -> str:
+        return _encode(self.header, records, self.total)
+
+    def fits(self, encoded: str) -> bool:
+        return estimate_text(encoded, self.profile) <= self.limit_tokens
+
+
+def _header(kind: str, data: dict[str, Any]) -> dict[str, Any]:
+    header: dict[str, Any] = {"kind": kind, "result_count": len(data["results"])}
+    for key in HEADER_FIELDS:
+        if data.get(key) is not None:
+            header[key] = _scalar(data[key], clip=True)
+    return header
+
+
+def _records_that_fit(fit: _SearchFit, records: list[dict[str, Any]]) -> int:
+    """How many of the first ``records`` fit without content previews (records drop from the end)."""
+    count = len(records)
+    while count and not fit.fits(fit.encode(records[:count])):
+        count -= 1
+    return count
+
+
+def _header_only(fit: _SearchFit, kind: str) -> str | None:
+    """The header with no records, else the bare kind and count, else None when neither fits."""
+    for header in (fit.header, {"kind": kind, "result_count": fit.total}):
+        encoded = _encode(header, [], fit.total)
+        if fit.fits(encoded):
+            return encoded
+    return None
+
+
+def _with_content_previews(fit: _SearchFit, picked: list[tuple[dict[str, Any], str | None]]) -> str:
+    """The records with a ``content_preview`` each, shortened together until the whole fits."""
+    records = [dict(record) for record, _ in picked]
+    bodies = [body for _, body in picked]
+    base = fit.encode(records)
+    base_tokens = estimate_text(base, fit.profile)
+    spare_tokens = fit.limit_tokens - base_tokens
+    per_record_tokens = spare_tokens // len(records) - 6  # 6: the "content_preview" key and quotes
+    lengths = [
+        math.floor(per_record_tokens * _chars_per_token(body, fit.profile)) if body else 0 for body in bodies
+    ]
+    for _ in range(_MAX_FIT_ROUNDS):
+        for record, body, length in zip(records, bodies, lengths, strict=True):
+            if body and length >= MIN_CONTENT_PREVIEW_CHARS:
+                record["content_preview"] = clip_middle(body, length)
+            else:
+                record.pop("content_preview", None)
+        encoded = fit.encode(records)
+        got = estimate_text(encoded, fit.profile)
+        if got <= fit.limit_tokens:
+            return encoded
+        # Shorten every content preview (at least 16 characters) until the whole fits.
+        # Scale only the content part, since the base does not shrink.
+        ratio = max(spare_tokens, 0) / max(got - base_tokens, 1) * 0.95
+        lengths = [min(length - MIN_CONTENT_PREVIEW_CHARS, int(length * ratio)) for length in lengths]
+    return base
+
+
 def structured_preview(
     text: str,
     *,
@@ -227,51 +298,12 @@ def structured_preview(
     if data is None:
         return None
     results = data["results"]
-    total = len(results)
-    header: dict[str, Any] = {"kind": kind, "result_count": total}
-    for key in HEADER_FIELDS:
-        if data.get(key) is not None:
-            header[key] = _scalar(data[key], clip=True)
-
-    def fits(encoded: str) -> bool:
-        return estimate_text(encoded, profile) <= limit_tokens
-
+    fit = _SearchFit(_header(kind, data), len(results), limit_tokens, profile)
     picked = [_record(kind, result) for result in results[:MAX_RECORDS]]
-    records = [record for record, _ in picked]
-    count = len(records)
-    while count and not fits(_encode(header, records[:count], total)):
-        count -= 1  # drop records from the end first
+    count = _records_that_fit(fit, [record for record, _ in picked])
     if count == 0:
-        for fallback in (header, {"kind": kind, "result_count": total}):
-            encoded = _encode(fallback, [], total)
-            if fits(encoded):
-                return encoded
-        return None
-
-    records = [dict(record) for record in records[:count]]
-    bodies = [body for _, body in picked[:count]]
-    base = _encode(header, records, total)
-    base_tokens = estimate_text(base, profile)
-    spare_tokens = limit_tokens - base_tokens
-    per_record_tokens = spare_tokens // count - 6  # 6: the "content_preview" key and quotes
-    lengths = [
-        math.floor(per_record_tokens * _chars_per_token(body, profile)) if body else 0 for body in bodies
-    ]
-    for _ in range(_MAX_FIT_ROUNDS):
-        for record, body, length in zip(records, bodies, lengths, strict=True):
-            if body and length >= MIN_CONTENT_PREVIEW_CHARS:
-                record["content_preview"] = clip_middle(body, length)
-            else:
-                record.pop("content_preview", None)
-        encoded = _encode(header, records, total)
-        got = estimate_text(encoded, profile)
-        if got <= limit_tokens:
-            return encoded
-        # Shorten every content preview (at least 16 characters) until the whole fits.
-        # Scale only the content part, since the base does not shrink.
-        ratio = max(spare_tokens, 0) / max(got - base_tokens, 1) * 0.95
-        lengths = [min(length - MIN_CONTENT_PREVIEW_CHARS, int(length * ratio)) for length in lengths]
-    return base
+        return _header_only(fit, kind)
+    return _with_content_previews(fit, picked[:count])
 
 
 # --- entry point -------------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import re
 import string
 import uuid
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
@@ -242,6 +243,98 @@ def _fill(prompt: str, rendered: str) -> str:
     return prompt.format(messages=rendered).rstrip()
 
 
+class _Parts:
+    """The messages as the summarizer's input holds them, each rendered and costed at most once and
+    only when asked: trimming reaches from the newest back only as far as the budget does."""
+
+    def __init__(self, messages: Sequence[BaseMessage], profile: TokenProfile) -> None:
+        self.messages = messages
+        self.profile = profile
+        self._parts: dict[int, str] = {}
+        self._costs: dict[int, int] = {}
+
+    def part(self, index: int) -> str:
+        if index not in self._parts:
+            self._parts[index] = render_message(self.messages[index])
+        return self._parts[index]
+
+    def cost(self, index: int) -> int:
+        # The message's own estimate (stored, or cached since compaction) plus its XML tags: choosing
+        # what fits never re-reads the text; the filled prompt is checked exactly.
+        if index not in self._costs:
+            self._costs[index] = estimate_message(self.messages[index], self.profile) + XML_TAG_TOKENS
+        return self._costs[index]
+
+
+@dataclass(frozen=True)
+class _Trim:
+    """The messages a trimmed summarizer input holds: ``lead`` (an earlier summary leading them) and
+    ``kept`` (the most recent messages, in order); with none kept, a preview of the latest message
+    within ``room`` tokens (the lead's cost taken off)."""
+
+    lead: tuple[int, ...]
+    kept: tuple[int, ...]
+    room: int
+
+    def body(self, parts: _Parts) -> str:
+        if self.kept:
+            return "\n".join(parts.part(i) for i in self.lead + self.kept)
+        lead_cost = sum(parts.cost(i) for i in self.lead)
+        latest = generic_preview(
+            parts.part(len(parts.messages) - 1),
+            limit_tokens=max(self.room - lead_cost, 0),
+            profile=parts.profile,
+        )
+        return "\n".join([*(parts.part(i) for i in self.lead), latest]) if latest else ""
+
+    def smaller(self, parts: _Parts, over: int) -> _Trim:
+        """Drop the oldest kept messages worth ``over`` tokens (keeping one), then the earlier summary,
+        then the last kept message, then shrink the preview's room; raise when nothing is left."""
+        if len(self.kept) > 1:
+            drop, dropped = 1, parts.cost(self.kept[0])
+            while len(self.kept) - drop > 1 and dropped < over:
+                dropped += parts.cost(self.kept[drop])
+                drop += 1
+            return replace(self, kept=self.kept[drop:])
+        if self.lead:
+            return replace(self, lead=())
+        if self.kept:
+            return replace(self, kept=())
+        if self.room > 0:
+            return replace(self, room=int(self.room * 0.9))
+        raise SummaryError("No part of the conversation fits the summarizer's input budget.")
+
+
+def _newest_that_fit(parts: _Parts, budget: int) -> _Trim:
+    """A leading earlier summary (when it takes at most half the budget), then the most recent
+    messages whose costs fit what is left."""
+    last = len(parts.messages) - 1
+    leads = is_summary_message(parts.messages[0]) and last > 0 and parts.cost(0) <= budget // 2
+    lead = (0,) if leads else ()
+    spent = sum(parts.cost(i) for i in lead)
+    newest_first: list[int] = []
+    for index in range(last, len(lead) - 1, -1):
+        if spent + parts.cost(index) > budget:
+            break
+        newest_first.append(index)
+        spent += parts.cost(index)
+    return _Trim(lead, tuple(reversed(newest_first)), room=budget)
+
+
+def _trimmed_prompt(prompt: str, parts: _Parts, trim: _Trim, max_tokens: int) -> str:
+    """``prompt`` filled with the trim's body, made smaller until the filled prompt fits (the costs
+    that chose it are estimates)."""
+    while True:
+        body = trim.body(parts)
+        over = 0
+        if body:
+            filled = _fill(prompt, body)
+            over = estimate_text(filled, parts.profile) - max_tokens
+            if over <= 0:
+                return filled
+        trim = trim.smaller(parts, over)
+
+
 def format_summary_prompt(
     messages: Sequence[BaseMessage],
     *,
@@ -266,62 +359,8 @@ def format_summary_prompt(
     budget = max_tokens - estimate_text(_fill(prompt, ""), profile) - 1
     if budget <= 0:
         raise SummaryError("The summary prompt alone exceeds the summarizer's input budget.")
-
-    # Parts are rendered and costed from the newest back, only as far as the budget reaches.
-    parts: dict[int, str] = {}
-    costs: dict[int, int] = {}
-
-    def part(index: int) -> str:
-        if index not in parts:
-            parts[index] = render_message(messages[index])
-        return parts[index]
-
-    def cost(index: int) -> int:
-        # The message's own estimate (stored, or cached since compaction) plus its XML tags: choosing
-        # what fits never re-reads the text; the filled prompt is checked exactly below.
-        if index not in costs:
-            costs[index] = estimate_message(messages[index], profile) + XML_TAG_TOKENS
-        return costs[index]
-
-    last = len(messages) - 1
-    lead = [0] if is_summary_message(messages[0]) and last > 0 and cost(0) <= budget // 2 else []
-    spent = sum(cost(i) for i in lead)
-    kept: list[int] = []
-    for index in range(last, len(lead) - 1, -1):
-        if spent + cost(index) > budget:
-            break
-        kept.insert(0, index)
-        spent += cost(index)
-
-    room = budget
-    while True:
-        if kept:
-            body = "\n".join(part(i) for i in lead + kept)
-        else:  # not even the latest message fits whole: a preview of it
-            lead_cost = sum(cost(i) for i in lead)
-            latest = generic_preview(part(last), limit_tokens=max(room - lead_cost, 0), profile=profile)
-            body = "\n".join([*(part(i) for i in lead), latest]) if latest else ""
-        if body:
-            filled = _fill(prompt, body)
-            over = estimate_text(filled, profile) - max_tokens
-            if over <= 0:
-                return filled
-        else:
-            over = 0
-        # Over budget (the costs are estimates): drop the oldest kept messages worth the excess, then
-        # the earlier summary, then shrink.
-        if len(kept) > 1:
-            dropped = cost(kept.pop(0))
-            while len(kept) > 1 and dropped < over:
-                dropped += cost(kept.pop(0))
-        elif lead:
-            lead = []
-        elif kept:
-            kept = []
-        elif room > 0:
-            room = int(room * 0.9)
-        else:
-            raise SummaryError("No part of the conversation fits the summarizer's input budget.")
+    parts = _Parts(messages, profile)
+    return _trimmed_prompt(prompt, parts, _newest_that_fit(parts, budget), max_tokens)
 
 
 def summary_text(response: BaseMessage | str, rule: SummaryRule = DEFAULT_RULE) -> str:

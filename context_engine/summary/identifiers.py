@@ -104,6 +104,55 @@ def _keyed_prefix_ok(text: str, start: int) -> bool:
     return _KEY_PREFIX.fullmatch(text, begin, start) is not None
 
 
+# URLs, e-mail addresses and UUIDs, each with the substring it cannot match without: taken first, in
+# this order, and blanked out of the text the later patterns search.
+_MASKED = ((_URL, KIND_URL, "://"), (_EMAIL, KIND_EMAIL, "@"), (_UUID, KIND_UUID, "-"))
+
+
+def _add(found: dict[str, str], value: str, kind: str) -> None:
+    value = _clean(value)
+    if MIN_IDENTIFIER_CHARS <= len(value) <= MAX_IDENTIFIER_CHARS and value not in found:
+        found[value] = kind
+
+
+def _add_matches(found: dict[str, str], pattern: re.Pattern[str], text: str, kind: str) -> None:
+    for match in pattern.finditer(text):
+        _add(found, match.group(0), kind)
+
+
+def _add_masked(found: dict[str, str], text: str) -> str:
+    """Add the URLs, e-mail addresses and UUIDs of ``text``; the text with each of them blanked out."""
+    for pattern, kind, needle in _MASKED:
+        if needle in text:
+            _add_matches(found, pattern, text, kind)
+            text = pattern.sub(" ", text)
+    return text
+
+
+def _add_paths(found: dict[str, str], text: str) -> None:
+    for match in _PATH.finditer(text):
+        if _is_path(match.group(0)):
+            _add(found, match.group(0), KIND_PATH)
+
+
+def _add_file_names(found: dict[str, str], text: str) -> None:
+    for match in _DOTTED_NAME.finditer(text):
+        name = match.group(0)
+        if name.rsplit(".", 1)[1].lower() in _EXTENSIONS:
+            _add(found, name, KIND_PATH)
+
+
+def _add_keyed_ids(found: dict[str, str], text: str) -> None:
+    for match in _KEYED_ID.finditer(text):
+        if _keyed_prefix_ok(text, match.start()):
+            _add(found, match.group(1), KIND_RECORD_ID)
+
+
+def _add_quantities(found: dict[str, str], text: str) -> None:
+    for match in _QUANTITY.finditer(text):
+        _add(found, _SPACES.sub(" ", match.group(0)), KIND_QUANTITY)
+
+
 def extract_identifiers(text: str) -> dict[str, str]:
     """The identifiers in ``text``, each mapped to its kind, in order of first appearance.
 
@@ -113,50 +162,24 @@ def extract_identifiers(text: str) -> dict[str, str]:
     found: dict[str, str] = {}
     if not text:
         return found
-
-    def add(value: str, kind: str) -> None:
-        value = _clean(value)
-        if MIN_IDENTIFIER_CHARS <= len(value) <= MAX_IDENTIFIER_CHARS and value not in found:
-            found[value] = kind
-
     # Each pattern is skipped where the character it cannot match without is absent (a quick ``in``).
-    rest = text
-    for pattern, kind, needle in ((_URL, KIND_URL, "://"), (_EMAIL, KIND_EMAIL, "@")):
-        if needle in rest:
-            for match in pattern.finditer(rest):
-                add(match.group(0), kind)
-            rest = pattern.sub(" ", rest)
-    if "-" in rest:
-        for match in _UUID.finditer(rest):
-            add(match.group(0), KIND_UUID)
-        rest = _UUID.sub(" ", rest)
+    rest = _add_masked(found, text)
     if "/" in rest:
-        for match in _PATH.finditer(rest):
-            if _is_path(match.group(0)):
-                add(match.group(0), KIND_PATH)
+        _add_paths(found, rest)
     if "." in rest:
-        for match in _DOTTED_NAME.finditer(rest):
-            name = match.group(0)
-            if name.rsplit(".", 1)[1].lower() in _EXTENSIONS:
-                add(name, KIND_PATH)
+        _add_file_names(found, rest)
     # Hashes, tickets, codes and quantities all hold a digit: one scan for one spares four on the many
     # short texts (a history line, a sentence) that hold none.
     digits = _DIGIT.search(rest) is not None
     if digits:
-        for match in _HASH.finditer(rest):
-            add(match.group(0), KIND_HASH)
+        _add_matches(found, _HASH, rest, KIND_HASH)
     if digits and "-" in rest:
-        for match in _TICKET.finditer(rest):
-            add(match.group(0), KIND_TICKET)
+        _add_matches(found, _TICKET, rest, KIND_TICKET)
     if ":" in rest or "=" in rest:
-        for match in _KEYED_ID.finditer(rest):
-            if _keyed_prefix_ok(rest, match.start()):
-                add(match.group(1), KIND_RECORD_ID)
+        _add_keyed_ids(found, rest)
     if digits:
-        for match in _CODE.finditer(rest):
-            add(match.group(0), KIND_RECORD_ID)
-        for match in _QUANTITY.finditer(rest):
-            add(_SPACES.sub(" ", match.group(0)), KIND_QUANTITY)
+        _add_matches(found, _CODE, rest, KIND_RECORD_ID)
+        _add_quantities(found, rest)
     return found
 
 

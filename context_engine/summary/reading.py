@@ -57,43 +57,64 @@ class HistorySection:
 def history_read(text: str) -> list[HistorySection]:
     """``text`` (a history file) as its sections and messages; text outside any section or message is
     kept as a message of role ``""``, so nothing in the file is left out of the readable view."""
-    sections: list[HistorySection] = []
-    current: HistoryMessage | None = None
-    in_content = False
+    reader = _HistoryReader()
     for number, line in enumerate(split_lines(text), start=1):
-        if current is None:
-            if line.startswith(_SECTION_HEAD):
-                sections.append(HistorySection(line[len(_SECTION_HEAD) :], number))
-                continue
-            if not line.strip():
-                continue
-            if not sections:
-                sections.append(HistorySection("", number))
-            opened = _OPEN.match(line)
-            current = HistoryMessage(opened.group(1) if opened else "")
-            sections[-1].messages.append(current)
-            if not opened:
-                current.lines.append(HistoryLine(number, line))
-                current = None
-                continue
-            line = line[opened.end() :]
-            if not line:  # the tool-call form: its parts follow, one per line
-                continue
+        reader.read(number, line)
+    return reader.sections
+
+
+class _HistoryReader:
+    """``history_read``'s state: the sections so far, the open message, and whether a ``<content>`` is
+    open (its lines are text, even one that reads as a tool call)."""
+
+    def __init__(self) -> None:
+        self.sections: list[HistorySection] = []
+        self.current: HistoryMessage | None = None
+        self.in_content = False
+
+    def read(self, number: int, line: str) -> None:
+        message = self.current
+        if message is None:
+            opened = self._between_messages(number, line)
+            if opened is None:
+                return
+            message, line = opened
+        self._in_message(message, number, line)
+
+    def _between_messages(self, number: int, line: str) -> tuple[HistoryMessage, str] | None:
+        """A section head, a blank line, loose text, or a message's opening tag: then the message and
+        the rest of its line when there is one to read (the tool-call form has its parts on the lines
+        that follow)."""
+        if line.startswith(_SECTION_HEAD):
+            self.sections.append(HistorySection(line[len(_SECTION_HEAD) :], number))
+            return None
+        if not line.strip():
+            return None
+        if not self.sections:
+            self.sections.append(HistorySection("", number))
+        opened = _OPEN.match(line)
+        message = HistoryMessage(opened.group(1) if opened else "")
+        self.sections[-1].messages.append(message)
+        if not opened:
+            message.lines.append(HistoryLine(number, line))
+            return None
+        self.current = message
+        rest = line[opened.end() :]
+        return (message, rest) if rest else None
+
+    def _in_message(self, message: HistoryMessage, number: int, line: str) -> None:
+        """A line of the open message: its closing tag, a tool call, or text in or around ``<content>``."""
         if line == _CLOSE:
-            current = None
-            continue
-        call = _CALL.match(line)
-        if call and not in_content:
-            current.lines.append(HistoryLine(number, call.group(2), call=call.group(1)))
-            continue
-        if line.startswith(_CONTENT_OPEN) and not in_content:
-            line, in_content = line[len(_CONTENT_OPEN) :], True
-        if in_content and line.endswith(_CONTENT_CLOSE):
-            line, in_content = line[: -len(_CONTENT_CLOSE)], False
-        elif not in_content and line.endswith(_CLOSE):
+            self.current = None
+            return
+        if not self.in_content and (call := _CALL.match(line)):
+            message.lines.append(HistoryLine(number, call.group(2), call=call.group(1)))
+            return
+        if line.startswith(_CONTENT_OPEN) and not self.in_content:
+            line, self.in_content = line[len(_CONTENT_OPEN) :], True
+        if self.in_content and line.endswith(_CONTENT_CLOSE):
+            line, self.in_content = line[: -len(_CONTENT_CLOSE)], False
+        elif not self.in_content and line.endswith(_CLOSE):
             line = line[: -len(_CLOSE)]
-            current.lines.append(HistoryLine(number, line))
-            current = None
-            continue
-        current.lines.append(HistoryLine(number, line))
-    return sections
+            self.current = None
+        message.lines.append(HistoryLine(number, line))
