@@ -95,7 +95,7 @@ class Reading:
 NO_READING = Reading()
 
 
-def force_summarize(  # noqa: PLR0913 (the five a call needs and two optional ones)
+def force_summarize(
     values: Mapping[str, Any],
     *,
     config: CompressionConfig,

@@ -361,7 +361,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         update = summary_update(state, outcome, turn.previous, now=now)
         return with_update(response, update, folding.replacements)
 
-    def _fall_back(  # noqa: PLR0913 (the one effect of three reasons, each with its own extras)
+    def _fall_back(
         self,
         turn: _Turn,
         folding: _Folding,
