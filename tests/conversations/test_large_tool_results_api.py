@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from agent_platform.tools.files import build_file_tools
 from agent_platform.workdir import workdir_for
 from context_engine.formats import RECEIPT_HEADER
 from context_engine.tokens.messages import estimate_text, profile_for_model
@@ -126,3 +127,34 @@ def test_every_page_of_the_log_is_read_whole_and_every_request_fits(
     assert max(page_tokens) < WINDOW * 0.9 / 4  # each page within a fresh result's share of T
     for request in openai_stub.requests:
         assert _raw_tokens(request, profile) < WINDOW
+
+
+def test_search_history_finds_a_line_of_an_attached_file_and_read_file_opens_it(
+    client, user, openai_stub, monkeypatch, django_capture_on_commit_callbacks
+):
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from conversations.services import thread_create
+
+    log = _log()
+    needle = "request id=req-000123 "
+    openai_stub.tool_call("search_history", {"pattern": needle})
+    openai_stub.reply("Request 123 is in the attached log.")
+    agent = _agent(openai_stub, monkeypatch, context_window=WINDOW, tools=["read_file"])
+    thread = thread_create(user=user, agent_slug=agent.slug)
+    client.force_login(user)
+    with django_capture_on_commit_callbacks(execute=True):
+        response = client.post(
+            f"/api/threads/{thread.thread_id}/messages/upload",
+            {"content": "Where is request 123?", "files": [SimpleUploadedFile("app.log", log.encode())]},
+        )
+    assert response.status_code == 202, response.content
+    run = AgentRun.objects.get(conversation=thread)
+
+    assert run.status == AgentRun.Status.SUCCEEDED, run.error
+    (answer,) = _tool_results(openai_stub.requests[-1])
+    hit = next(row for row in answer.split("\n") if needle in row)
+    target = hit.split(": ", 1)[0]
+    assert target.startswith("uploads/") and target.endswith(":L124")
+    opened = build_file_tools(workdir_for(thread))["read_file"].invoke({"path": target, "limit": 1})
+    assert needle in opened.split("\n")[0]
