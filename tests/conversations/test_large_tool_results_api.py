@@ -158,3 +158,43 @@ def test_search_history_finds_a_line_of_an_attached_file_and_read_file_opens_it(
     assert target.startswith("uploads/") and target.endswith(":L124")
     opened = build_file_tools(workdir_for(thread))["read_file"].invoke({"path": target, "limit": 1})
     assert needle in opened.split("\n")[0]
+
+
+def test_a_run_that_cannot_fit_states_the_raw_figure_that_failed_the_window_check(
+    client, user, openai_stub, monkeypatch, django_capture_on_commit_callbacks
+):
+    from agent_platform.calibration.models import TokenCalibration
+    from agent_platform.calibration.selectors import calibration_key
+    from context_engine.tokens.messages import estimate_messages
+    from conversations.services import thread_create
+    from tests.compression._threads import seed_state
+    from tests.context_engine.chats import conversation_messages
+
+    # The summary call fails; the calibration says the model counts half of what we estimate.
+    openai_stub.error(400, {"error": {"message": "summary refused", "type": "invalid_request_error"}})
+    agent = _agent(
+        openai_stub,
+        monkeypatch,
+        context_window=16_384,
+        summary_threshold=100,
+        summary_tool_result_token_limit=100_000,
+    )
+    TokenCalibration.objects.create(**calibration_key(agent=agent), factor=0.5, observations=50)
+    history = conversation_messages(12, big_result_chars=10_000)
+    raw = estimate_messages(history, profile=profile_for_model(agent.resolved_model_name))
+    assert raw > 16_384 > raw * 0.55
+    thread = thread_create(user=user, agent_slug=agent.slug)
+    seed_state(thread, history)
+    client.force_login(user)
+    with django_capture_on_commit_callbacks(execute=True):
+        client.post(
+            f"/api/threads/{thread.thread_id}/messages",
+            {"content": "Go on."},
+            content_type="application/json",
+        )
+    run = AgentRun.objects.get(conversation=thread)
+
+    assert run.status == AgentRun.Status.FAILED
+    stated = [int(n.replace(",", "")) for n in re.findall(r"about ([\d,]+) tokens", run.error)]
+    assert stated and stated[0] > 16_384, run.error  # the raw estimate that failed, not the calibrated half
+    assert not any(1_000 < n < 16_384 for n in stated), run.error
