@@ -224,10 +224,9 @@ def build_file_tools(workdir: Workdir, *, page: PageSize | None = None) -> dict[
 
     @tool("read_file", parse_docstring=True)
     def read_file(path: str, offset: int = 0, limit: int = READ_DEFAULT_LIMIT) -> str:
-        """Read a text file from the workdir, with line numbers, one page at a time (a page fits the
-        model's context window; its last line says how to read the next). Use offset and limit to page
-        through long files, such as saved tool results. A pointer "path:L412" reads from line 412, and
-        "path:L412.3" from row 412.3 of a long line.
+        """Read a text file from the workdir, with line numbers, a page at a time (the last line says
+        how to read on). Use offset and limit to page through long files, such as saved tool results. A
+        pointer "path:L412" reads from line 412.
 
         Args:
             path: A file relative to the workdir, e.g. "outputs/large_tool_results/query_kb-0123abcd.txt",

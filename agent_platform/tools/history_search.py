@@ -154,8 +154,8 @@ def build_search_history_tool(workdir: Workdir) -> BaseTool:
     def search_history(
         pattern: str, regex: bool = False, ignore_case: bool = False, offset: int = 0, limit: int = 50
     ) -> str:
-        """Search the conversation history that was summarized, the saved tool results and the files the
-        user attached (uploads/) for a text.
+        """Search the conversation history that was summarized, the saved tool results and uploads/
+        for a text.
         Each hit is "path:L<line>: text"; read_file("path:L<line>") opens the file at that line.
 
         Args:
