@@ -19,6 +19,12 @@ DEFAULT_SUMMARY_CALLS_PER_HOUR = 10
 DEFAULT_INDEX_PERCENT = 10  # the reference index after a summary: at most this share of T, in percent
 MAX_INDEX_PERCENT = 50  # the admin's ceiling: the index never takes the room the summary exists to free
 PINNED_SHARE_OF_TRIGGER = 0.25  # pinned messages never take more than this share of T, whatever the field
+# Any tool result fits (issue 37): the shares of T that tool results the model has not answered yet keep
+# whole (``CompressionConfig.fresh_result_cap``), and how far inside one a read_file page stays.
+FRESH_RESULT_SHARE = 0.25
+FRESH_BATCH_SHARE = 0.5
+MIN_SHARE_TOKENS = 64
+READ_PAGE_MARGIN = 0.9
 TOKENS_PER_K = 1024
 WINDOW_CAP_RATIO = 0.9
 
@@ -75,6 +81,26 @@ class CompressionConfig:
     def pinned_cap(self) -> int:
         """The pinned-token cap in force: the agent's field, never above a quarter of ``T``."""
         return min(self.pinned_token_limit, int(self.trigger_tokens * PINNED_SHARE_OF_TRIGGER))
+
+    @property
+    def fresh_result_cap(self) -> int:
+        """The share rule (any tool result fits): a tool result the model has not answered yet stays
+        whole up to a quarter of ``T``, and the fresh batch up to half of ``T`` together
+        (``fresh_batch_cap``), by our raw estimate. Half of ``T`` is the verbatim tail a summary keeps
+        (``policy.trigger.tail_cap``), so whatever else the request holds, a summary makes room for the
+        batch within the window (``T`` is at most 90% of it); a result past its share is saved and sent
+        as a receipt in the same turn (``compaction.tool_results``)."""
+        return max(int(self.trigger_tokens * FRESH_RESULT_SHARE), MIN_SHARE_TOKENS)
+
+    @property
+    def fresh_batch_cap(self) -> int:
+        return max(int(self.trigger_tokens * FRESH_BATCH_SHARE), MIN_SHARE_TOKENS)
+
+    @property
+    def read_page_tokens(self) -> int:
+        """The most tokens one ``read_file`` page takes, footer included: inside a fresh result's share,
+        so a page read back stays whole and a saved file never comes back as a receipt of itself."""
+        return max(int(self.fresh_result_cap * READ_PAGE_MARGIN), MIN_SHARE_TOKENS // 2)
 
     @property
     def index_budget(self) -> int:

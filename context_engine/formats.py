@@ -51,10 +51,23 @@ SUMMARY_MARKER_VALUE = "summarization"  # additional_kwargs={"lc_source": "summa
 # --- Tool-call argument truncation (write_file / edit_file) ---------------------------------------
 
 TRUNCATED_ARG_TOOLS = frozenset({"write_file", "edit_file"})
-# Tools that read saved content back: their unseen results are never replaced by another receipt.
+# Tools that read saved content back: their unseen results are not replaced by another receipt within
+# their share of the window (``CompressionConfig.fresh_result_cap``; read_file pages fit it).
 RECOVERY_TOOLS = frozenset({"read_file"})
 TRUNCATED_ARG_KEEP_CHARS = 20
 TRUNCATED_ARG_SUFFIX = "...(argument truncated for context view)"
+
+# --- read_file pages (sized to the agent's window: ``CompressionConfig.read_page_tokens``) ----------
+
+READ_ROW_TEMPLATE = "{label:>6}\t{text}"  # label: the line number, or <line>.<part> for a continuation row
+READ_PART_LABEL = "{line}.{part}"
+READ_MORE_TEMPLATE = (
+    "(showing lines {first}-{last} of {total}; call read_file with offset={last} to read more)"
+)
+READ_MORE_IN_LINE_TEMPLATE = (
+    "(showing lines {first}-{last} of {total}; line {last} goes on: call read_file with "
+    'path="{pointer}" to read more)'
+)
 
 # --- Receipt of a saved tool result ---------------------------------------------------------------
 

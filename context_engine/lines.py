@@ -11,7 +11,9 @@ LINE_BREAK = "\n"
 READ_DEFAULT_LIMIT = 2000  # lines one read_file call returns by default
 READ_MAX_CHARS = 100_000  # characters one read_file call returns at most
 POINTER_TEMPLATE = "{path}:L{line}"
-_POINTER = re.compile(r"^(?P<path>.+):L(?P<line>[1-9][0-9]{0,8})$")
+# A row of a long line, as read_file numbers its continuation rows: ``path:L412.3``.
+ROW_POINTER_TEMPLATE = "{path}:L{line}.{part}"
+_POINTER = re.compile(r"^(?P<path>.+):L(?P<line>[1-9][0-9]{0,8})(?:\.(?P<part>[1-9][0-9]{0,8}))?$")
 
 
 def split_lines(text: str) -> list[str]:
@@ -33,9 +35,21 @@ def pointer(path: str, line: int) -> str:
     return POINTER_TEMPLATE.format(path=path, line=line)
 
 
-def parse_pointer(value: str) -> tuple[str, int | None]:
-    """``(path, line)`` for ``path:L<line>``; ``(value, None)`` for a plain path."""
+def row_pointer(path: str, line: int, part: int) -> str:
+    """``path:L<line>.<part>``: continuation row ``part`` (1-based) of a long line."""
+    return ROW_POINTER_TEMPLATE.format(path=path, line=line, part=part)
+
+
+def parse_row_pointer(value: str) -> tuple[str, int | None, int]:
+    """``(path, line, part)`` for ``path:L<line>`` (part 0) or ``path:L<line>.<part>``; ``(value, None,
+    0)`` for a plain path."""
     match = _POINTER.match(value)
     if match is None:
-        return value, None
-    return match.group("path"), int(match.group("line"))
+        return value, None, 0
+    return match.group("path"), int(match.group("line")), int(match.group("part") or 0)
+
+
+def parse_pointer(value: str) -> tuple[str, int | None]:
+    """``(path, line)`` for ``path:L<line>``; ``(value, None)`` for a plain path (or a row pointer)."""
+    path, line, part = parse_row_pointer(value)
+    return (value, None) if part else (path, line)

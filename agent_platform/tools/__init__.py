@@ -15,7 +15,7 @@ from langchain_core.tools import BaseTool
 
 from agent_platform.knowledge.selectors import kb_searchable
 from agent_platform.tools.ask_user import build_ask_user_tool
-from agent_platform.tools.files import build_file_tools
+from agent_platform.tools.files import PageSize, build_file_tools
 from agent_platform.tools.history_search import build_search_history_tool
 from agent_platform.tools.knowledge import build_query_kb_tool
 from agent_platform.tools.web_search import WebSearchProvider, build_web_search_tool, configured_provider
@@ -45,7 +45,8 @@ def build_tools(
     *, agent, conversation=None, workdir: Workdir, web_search_provider: WebSearchProvider | None = None
 ) -> list[BaseTool]:
     """The agent's enabled tools among ``BUILT_HERE``, in the agent's order; unknown names, and tools
-    that cannot work here (``tools_unavailable``), are skipped. Then ``search_history`` for an agent with
+    that cannot work here (``tools_unavailable``), are skipped; ``read_file`` pages fit the agent's window.
+    Then ``search_history`` for an agent with
     the compression capability: what a summary folded stays searchable (issue 25)."""
     enabled = [name for name in (agent.tools or []) if name in BUILT_HERE]
     unavailable = tools_unavailable(enabled, web_search_provider=web_search_provider)
@@ -57,7 +58,7 @@ def build_tools(
         tools["web_search"] = build_web_search_tool(web_search_provider)
     if "ask_user" in enabled:
         tools["ask_user"] = build_ask_user_tool()
-    file_tools = build_file_tools(workdir)
+    file_tools = build_file_tools(workdir, page=PageSize.for_config(agent.compression_config()))
     tools.update({name: file_tools[name] for name in enabled if name in file_tools})
     chosen = [tools[name] for name in dict.fromkeys(enabled)]
     if COMPRESSION_CAPABILITY in (agent.capabilities or []):

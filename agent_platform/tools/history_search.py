@@ -1,5 +1,6 @@
 """``search_history``: a literal or regular-expression search over what compression put out of view (the
-thread's conversation-history files and saved tool results), answering ``path:L<n>: text`` hits that
+thread's conversation-history files and saved tool results) and the files the user attached
+(``uploads/``, with the text extracted from them), answering ``path:L<n>: text`` hits that
 ``read_file`` opens in one call. Bounded and paged like ``read_file``; every failure is an ``Error: ...``
 string the model can act on. Regular expressions run under a time limit (the ``regex`` library's
 ``timeout``), so a pathological pattern ends as an error, never as a stuck run.
@@ -14,10 +15,11 @@ from langchain_core.tools import BaseTool, tool
 
 from agent_platform.workdir import Workdir
 from context_engine.errors import StoreError
-from context_engine.formats import CONVERSATION_HISTORY_DIR, LARGE_TOOL_RESULTS_DIR
+from context_engine.formats import CONVERSATION_HISTORY_DIR, LARGE_TOOL_RESULTS_DIR, UPLOADS_DIR
 from context_engine.lines import READ_MAX_CHARS, pointer, split_lines
 
-SEARCHED_DIRS = (CONVERSATION_HISTORY_DIR, LARGE_TOOL_RESULTS_DIR)
+# Read through the workdir like read_file (its path and link rules); a binary upload holds no text hits.
+SEARCHED_DIRS = (CONVERSATION_HISTORY_DIR, LARGE_TOOL_RESULTS_DIR, UPLOADS_DIR)
 SEARCH_DEFAULT_LIMIT = 50
 SEARCH_MAX_LIMIT = 200
 SEARCH_MAX_HITS = 10_000  # hits counted per search; past it the total is given as "at least"
@@ -31,7 +33,8 @@ def _error(message: str) -> str:
 
 
 def searched_files(workdir: Workdir) -> list[str]:
-    """The files ``search_history`` reads: history files first, then saved tool results, by name."""
+    """The files ``search_history`` reads: history files first, then saved tool results, then uploads,
+    by name."""
     paths: list[str] = []
     for directory in SEARCHED_DIRS:
         if not workdir.exists(directory):
@@ -151,7 +154,8 @@ def build_search_history_tool(workdir: Workdir) -> BaseTool:
     def search_history(
         pattern: str, regex: bool = False, ignore_case: bool = False, offset: int = 0, limit: int = 50
     ) -> str:
-        """Search the conversation history that was summarized and the saved tool results for a text.
+        """Search the conversation history that was summarized, the saved tool results and uploads/
+        for a text.
         Each hit is "path:L<line>: text"; read_file("path:L<line>") opens the file at that line.
 
         Args:

@@ -1,4 +1,5 @@
-"""Inline media (``data:`` URIs, base64 image/file/audio blocks) saved to the workdir before any summary.
+"""Inline media (``data:`` URIs, base64 image/file/audio blocks, and bare base64 runs whose bytes are a
+known media type) saved to the workdir before any summary; standard or URL-safe base64, padded or not.
 
 Each payload is decoded, written once to ``outputs/media/<sha256[:16]>.<ext>`` (the digest of the
 decoded bytes, so identical media are saved once) and replaced, in the model's view only, by a short
@@ -37,15 +38,32 @@ _DATA_URI_HEAD = (
     r"data:(?P<mime>[a-z0-9.+-]+/[a-z0-9.+-]+)(?:;[a-z0-9.+-]+=[a-z0-9.+\"-]+)*;base64,"
     r"[ \t]*(?:\r?\n[ \t]*)?"  # the payload may start on the next line
 )
-_B64_RUN = r"[A-Za-z0-9+/=]+"
+_B64_RUN = r"[A-Za-z0-9+/_=-]+"  # standard or URL-safe (RFC 4648 §5) alphabet
 # In text: the head, then every line of base64 that follows it; ``_payload_end`` decides where the
 # payload really ends (a wrapped payload's lines are full-width but for the last).
 _DATA_URI = re.compile(
     _DATA_URI_HEAD + r"(?P<payload>" + _B64_RUN + r"(?:[ \t]*\r?\n[ \t]*" + _B64_RUN + r")*)", re.IGNORECASE
 )
 # A whole field (an image or file part's URL): everything after the head is the payload.
-_DATA_URI_FIELD = re.compile(_DATA_URI_HEAD + r"(?P<payload>[A-Za-z0-9+/=\s]+)", re.IGNORECASE)
+_DATA_URI_FIELD = re.compile(_DATA_URI_HEAD + r"(?P<payload>[A-Za-z0-9+/_=\s-]+)", re.IGNORECASE)
 _MARKER = re.compile(r"base64,", re.IGNORECASE)
+# Bare base64 (no ``data:`` head): a long run of the alphabet, taken only when its bytes start with a
+# media type's signature (``_SIGNATURES``), so hashes, ids and other long tokens stay text.
+MIN_BARE_CHARS = 256
+_BARE = re.compile(
+    r"(?<![A-Za-z0-9+/_=-])[A-Za-z0-9+/_-]{" + str(MIN_BARE_CHARS) + r",}={0,2}(?![A-Za-z0-9+/_=-])"
+)
+_SIGNATURES = (
+    (b"\x89PNG\r\n\x1a\n", "image/png"),
+    (b"\xff\xd8\xff", "image/jpeg"),
+    (b"GIF87a", "image/gif"),
+    (b"GIF89a", "image/gif"),
+    (b"%PDF-", "application/pdf"),
+    (b"ID3", "audio/mpeg"),
+    (b"OggS", "audio/ogg"),
+    (b"fLaC", "audio/flac"),
+)
+_RIFF = {b"WEBP": "image/webp", b"WAVE": "audio/wav"}  # RIFF....<form>
 _B64_LINE = re.compile(_B64_RUN)
 _WHITESPACE = re.compile(r"\s+")
 # Line widths base64 encoders wrap at (PEM 64, MIME 76, and the like); only lines this wide continue.
@@ -111,12 +129,25 @@ def media_receipt(*, path: str, mime_type: str, size: int, sha256: str) -> str:
     return MEDIA_RECEIPT_TEMPLATE.format(path=path, mime_type=mime_type, size=size, sha256=sha256)
 
 
+_URL_SAFE = str.maketrans("-_", "+/")
+
+
 def _decode(payload: str) -> bytes | None:
-    """The bytes of ``payload`` (line breaks and other whitespace inside it ignored), or None."""
+    """The bytes of ``payload``, standard or URL-safe base64, its padding optional (line breaks and other
+    whitespace inside it ignored), or None."""
+    compact = _WHITESPACE.sub("", payload).translate(_URL_SAFE)
+    compact += "=" * (-len(compact.rstrip("=")) % 4) if "=" not in compact else ""
     try:
-        return base64.b64decode(_WHITESPACE.sub("", payload), validate=True)
+        return base64.b64decode(compact, validate=True)
     except (binascii.Error, ValueError):
         return None
+
+
+def sniff_media_type(data: bytes) -> str | None:
+    """The media type ``data`` starts with the signature of, or None."""
+    if data[:4] == b"RIFF" and data[8:12] in _RIFF:
+        return _RIFF[data[8:12]]
+    return next((mime for signature, mime in _SIGNATURES if data.startswith(signature)), None)
 
 
 def _ends_its_line(text: str, end: int) -> bool:
@@ -193,7 +224,15 @@ class _Pass:
             receipt = self.save(match["mime"], payload)
             return match.group(0) if receipt is None else receipt + text[end : match.end()]
 
-        return _DATA_URI.sub(replace, text) if _MARKER.search(text) else text
+        text = _DATA_URI.sub(replace, text) if _MARKER.search(text) else text
+        return _BARE.sub(self._bare, text) if _BARE.search(text) else text
+
+    def _bare(self, match: re.Match[str]) -> str:
+        """A bare base64 run's receipt when its bytes are media, else the run as it was."""
+        head = _decode(match.group(0)[:64])  # the signature, before decoding the whole run
+        mime = sniff_media_type(head) if head else None
+        receipt = self.save(mime, match.group(0)) if mime else None
+        return match.group(0) if receipt is None else receipt
 
     def data_uri(self, uri: Any) -> str | None:
         if not isinstance(uri, str):
@@ -270,7 +309,7 @@ class _Reader(_Pass):
 def media_of(content: str | list[Any]) -> list[SavedMedia]:
     """The inline media in ``content`` and the paths they are saved at (``written`` is always False);
     writes nothing. Lets a page link a transcript message to its saved media."""
-    if isinstance(content, str) and not _MARKER.search(content):
+    if isinstance(content, str) and not _may_hold_media(content):
         return []
     reader = _Reader()
     if isinstance(content, str):
@@ -281,12 +320,16 @@ def media_of(content: str | list[Any]) -> list[SavedMedia]:
     return reader.saved
 
 
+def _may_hold_media(text: str) -> bool:
+    return _MARKER.search(text) is not None or _BARE.search(text) is not None
+
+
 def has_inline_media(message: BaseMessage) -> bool:
     """A cheap pre-check: ``False`` means the message certainly carries no base64 payload."""
     content = message.content
     if isinstance(content, str):
-        return _MARKER.search(content) is not None
-    return any(not isinstance(block, str) or _MARKER.search(block) is not None for block in content)
+        return _may_hold_media(content)
+    return any(not isinstance(block, str) or _may_hold_media(block) for block in content)
 
 
 def offload_message_media(

@@ -294,8 +294,10 @@ def compact_messages(
 
     ``result.messages`` is ``messages`` itself when nothing changed. Failed writes leave the message
     whole and are listed in ``result.failed``. A ``read_file`` result the model has not seen yet (in
-    the trailing tool batch) is left whole: it is the model reading a saved file back, and replacing
-    it by another receipt would send it round in circles. Once answered, it is compacted like any other.
+    the trailing tool batch) is left whole within its share of ``T``: it is the model
+    reading a saved file back a page at a time, and replacing it by another receipt would send it round
+    in circles. Past its share (``CompressionConfig.fresh_result_cap``) it is saved like any other, so any tool result fits; once answered, it is
+    compacted like any other.
     Inline media (``data:`` URIs, base64 blocks) of every message the model has answered are saved to
     ``outputs/media/`` and replaced by receipts; the unanswered ones keep their media this once.
     """
@@ -321,6 +323,7 @@ class _Compaction:
         self.media: list[SavedMedia] = []
         self.media_failed: list[FailedMedia] = []
         self.truncated = 0
+        self.fresh_kept = 0  # tokens of the fresh read-back results kept whole so far
 
     def message(self, message: BaseMessage, *, answered: bool, unseen: bool) -> BaseMessage:
         if answered:
@@ -336,18 +339,31 @@ class _Compaction:
             return new
         if isinstance(message, ToolMessage) and not is_saved(message):
             name = message.name or self.call_names.get(message.tool_call_id) or None
-            if not (unseen and name in RECOVERY_TOOLS):
+            if not (unseen and name in RECOVERY_TOOLS and self.fresh_fits(message)):
                 return self.tool_result(message, name)
         return message
+
+    def fresh_fits(self, message: ToolMessage) -> bool:
+        """Does this fresh read-back result stay whole: within its share and its batch's?"""
+        tokens, _read_once = self.tokens(message)
+        cap, batch_cap = self.config.fresh_result_cap, self.config.fresh_batch_cap
+        if tokens > cap or self.fresh_kept + tokens > batch_cap:
+            return False
+        self.fresh_kept += tokens
+        return True
+
+    def tokens(self, message: ToolMessage) -> tuple[int, tuple[str, str] | None]:
+        """A tool result's estimate and, when it had to be read for that, its text and hash."""
+        tokens = stored_text_estimate(message, self.profile)
+        if tokens is not None:
+            return tokens, None
+        read = _read(message)
+        return text_tokens(read[0], sha256=read[1], profile=self.profile), read
 
     def tool_result(self, message: ToolMessage, name: str | None) -> BaseMessage:
         """The receipt for a tool result over the limit (when it is smaller), else the result itself."""
         limit, profile = self.config.tool_result_token_limit, self.profile
-        tokens = stored_text_estimate(message, profile)
-        read: tuple[str, str] | None = None  # the text and its hash, read once when needed
-        if tokens is None:
-            read = _read(message)
-            tokens = text_tokens(read[0], sha256=read[1], profile=profile)
+        tokens, read = self.tokens(message)  # the text and its hash, read once when needed
         if not should_offload(tokens, limit_tokens=limit):
             return message
         text, digest = read or _read(message)

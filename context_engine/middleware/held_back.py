@@ -87,7 +87,8 @@ def send_held_back(held: HeldBackSend, via: Sending) -> Steps[ModelResponse | Ex
     after_raw, after = via.sizes(held.overhead, plan.final)
     send_limit = policy.send_limit(context_window=via.context_window, overflowed_at=held.overflowed_at)
     if cutoff <= 0 or not policy.fits_window(after_raw, after, limit=send_limit):
-        raise CompressionError(held_back_too_long(held.guard.reason or "", max(raw, tokens)))
+        figure = policy.failed_figure(raw, tokens, limit=limit)
+        raise CompressionError(held_back_too_long(held.guard.reason or "", figure))
     _, loss = yield from drop_span(plan, store=via.store)
     dropped: ModelResponse = yield CallModel(with_messages(held.request, plan.final))
     via.emitter.sent(

@@ -36,6 +36,10 @@ class Outgoing:
     def call(self) -> CallModel:
         return CallModel(with_messages(self.request, self.messages))
 
+    def figure(self, limit: int | None) -> int:
+        """Its size as an account of a check against ``limit`` states it (``policy.failed_figure``)."""
+        return policy.failed_figure(self.raw, self.tokens, limit=limit)
+
 
 def with_messages(request: ModelRequest, messages: Sequence[BaseMessage]) -> ModelRequest:
     """``request`` sending ``messages``. LangChain types a request's messages as ``AnyMessage`` (the
@@ -48,7 +52,8 @@ def send_fitting(out: Outgoing, *, tried: str) -> Steps[ModelResponse]:
     or that the provider still finds too long, fails the turn with the platform's own account (how far
     over; ``tried``: what was done), never the provider's raw error."""
     if not policy.fits_window(out.raw, out.tokens, limit=out.context_window):
-        raise CompressionError(still_too_long(max(out.raw, out.tokens), out.context_window, tried=tried))
+        figure = out.figure(out.context_window)
+        raise CompressionError(still_too_long(figure, out.context_window, tried=tried))
     try:
         response: ModelResponse = yield out.call()
     except Exception as exc:
@@ -56,7 +61,7 @@ def send_fitting(out: Outgoing, *, tried: str) -> Steps[ModelResponse]:
             raise
         limit = provider_limit(exc)
         raise CompressionError(
-            still_too_long(out.tokens, out.context_window, tried=tried, limit=limit)
+            still_too_long(out.figure(limit), out.context_window, tried=tried, limit=limit)
         ) from exc
     return response
 
@@ -67,8 +72,9 @@ def send_fallback(
     """After a failed summary (``cause``): go on with the compacted view if it can fit by both figures,
     else a clear error: what the provider rejected (at ``overflowed_at``, stating ``overflow_limit``),
     or how far over the window it is."""
-    tokens, window = out.tokens, out.context_window
-    if not policy.fallback_fits(tokens, raw=out.raw, context_window=window, overflowed_at=overflowed_at):
+    window = out.context_window
+    tokens = out.figure(policy.send_limit(context_window=window, overflowed_at=overflowed_at))
+    if not policy.fallback_fits(out.tokens, raw=out.raw, context_window=window, overflowed_at=overflowed_at):
         rejected = overflowed_at is not None
         error = summary_failed_too_long(cause, tokens, window, rejected=rejected, limit=overflow_limit)
         raise CompressionError(error) from cause

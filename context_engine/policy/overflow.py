@@ -30,6 +30,9 @@ OVERFLOW_CODES = frozenset(
         "exceed_context_size_error",  # llama.cpp server
         "model_context_window_exceeded",
         "model_max_prompt_tokens_exceeded",  # GitHub Copilot
+        # MiniMax's OpenAI-compatible API answers 200 with no choices and ``base_resp`` {"status_code": 1039,
+        # "status_msg": "token limit"} (issue MiniMax-AI/MiniMax-01#15): the whole message is the code.
+        "token limit",
     }
 )
 # Phrases specific enough to classify any exception in the chain.
@@ -61,6 +64,9 @@ OVERFLOW_PHRASES = (
     # DashScope (compatible mode): code invalid_parameter_error, which alone means any bad parameter;
     # its message "<400> InternalError.Algo.InvalidParameter: Range of input length should be [1, 30720]".
     "range of input length should be",
+    # MiniMax (OpenAI- and Anthropic-compatible): "invalid params, context window exceeds limit (2013)",
+    # 2013 being its code for invalid parameters, not a size.
+    "context window exceeds limit",
 )
 # Looser phrases, trusted only on errors that came from a provider (HTTP status or SDK error).
 PROVIDER_PHRASES = ("context length", "too many tokens", "context window")
@@ -84,8 +90,20 @@ _FIGURE = re.compile(r"\d{3,}|\d{1,3}(?:,\d{3})+")  # token limits and counts: h
 _RATE_LIMIT = re.compile(r"rate.?limit|per min|\btpm\b|\brpm\b|quota")
 _SDK_PREFIX = re.compile(r"^error code: \d+ - ")
 # Where the words of an error body live: flat, under ``error`` (an object, a string or a list), in
-# OpenRouter's ``metadata.raw``, FastAPI's ``detail``.
-_BODY_KEYS = ("code", "type", "message", "status", "detail", "raw", "error", "errors", "metadata")
+# OpenRouter's ``metadata.raw``, FastAPI's ``detail``, MiniMax's ``base_resp.status_msg``.
+_BODY_KEYS = (
+    "code",
+    "type",
+    "message",
+    "status",
+    "detail",
+    "raw",
+    "error",
+    "errors",
+    "metadata",
+    "base_resp",
+    "status_msg",
+)
 _MAX_BODY_DEPTH = 5
 
 

@@ -110,6 +110,15 @@ def fits_window(raw: int, calibrated: int, *, limit: int | None) -> bool:
     return limit is None or max(raw, calibrated) < limit
 
 
+def failed_figure(raw: int, calibrated: int, *, limit: int | None) -> int:
+    """The size an account of a window check states: our raw estimate when it reached ``limit`` (the
+    check that failed first, whatever the calibration), else the calibrated one when that did, else
+    the raw one (no figure of ours failed: the provider refused a request the platform put under it)."""
+    if limit is not None and raw < limit <= calibrated:
+        return calibrated
+    return raw
+
+
 def send_limit(*, context_window: int | None, overflowed_at: int | None = None) -> int | None:
     """The window a compressed request must stay under: the model's, and what the provider already
     rejected as too long; None when neither is known."""

@@ -262,7 +262,13 @@ def _draft(
     saved_paths = receipt_paths(folded)
     saved = (yield Blocking(partial(read_saved_texts, store, saved_paths))) if saved_paths else {}
     inputs = index_inputs(
-        folded, kept=span.kept, saved=saved, section=section, file_path=file_path, first_line=first_line
+        folded,
+        kept=span.kept,
+        saved=saved,
+        section=section,
+        file_path=file_path,
+        first_line=first_line,
+        previous=span.previous,
     )
     return _Draft(
         folded=folded,

@@ -9,10 +9,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from context_engine.formats import SESSION_ID_PREFIX
+from context_engine.state import REFERENCE_INDEX_KEY
 from context_engine.summary.dropping import session_id_from
 from context_engine.summary.fold_plan import FoldPlan, fold_identifiers, message_text, receipt_paths
 from context_engine.summary.history import (
@@ -23,7 +25,14 @@ from context_engine.summary.history import (
 )
 from context_engine.summary.identifiers import identifiers_of
 from context_engine.summary.loss import read_saved_texts
-from context_engine.summary.reference_index import NO_INDEX, ReferenceIndex, Source, build_reference_index
+from context_engine.summary.reference_index import (
+    NO_INDEX,
+    Entry,
+    ReferenceIndex,
+    Source,
+    build_reference_index,
+    carried_entries,
+)
 from context_engine.tokens.messages import TokenProfile, estimate_text
 
 INDEX_FRAME_TOKENS = 2  # the separator between the summary and the index, in the summary message
@@ -34,6 +43,7 @@ class IndexInputs:
     identifiers: dict[str, str]  # the folded messages' and their saved results', value -> kind
     kept: list[str]  # what stays verbatim after the summary, as the loss report reads it
     sources: list[Source]  # the history section (first) and the saved results of the folded receipts
+    carried: tuple[Entry, ...] = ()  # the earlier summary's index, carried forward where still lacked
 
     def build(self, *, summary: str, budget: int, profile: TokenProfile) -> ReferenceIndex:
         return build_reference_index(
@@ -43,6 +53,7 @@ class IndexInputs:
             sources=self.sources,
             budget=budget,
             estimate=partial(estimate_text, profile=profile),
+            carried=self.carried,
         )
 
 
@@ -54,8 +65,10 @@ def index_inputs(
     section: str,
     file_path: str,
     first_line: int,
+    previous: Mapping[str, Any] | None = None,
 ) -> IndexInputs:
-    """``saved``: the texts of the folded receipts' saved results by path (``read_saved_texts``)."""
+    """``saved``: the texts of the folded receipts' saved results by path (``read_saved_texts``);
+    ``previous``: the earlier summary's event, whose index entries are carried forward."""
     return IndexInputs(
         identifiers={**identifiers_of(saved.values()), **fold_identifiers(folded)},
         kept=[message_text(m) for m in kept],
@@ -63,6 +76,7 @@ def index_inputs(
             Source(file_path, section, first_line, transcript=True),
             *(Source(p, t) for p, t in saved.items()),
         ],
+        carried=carried_entries((previous or {}).get(REFERENCE_INDEX_KEY)),
     )
 
 
@@ -96,6 +110,7 @@ def preview_index_tokens(plan: FoldPlan, *, summary_tokens: int, folded_tokens: 
         section=render_history_section(folded, now=datetime.now(UTC)),
         file_path=file_path,
         first_line=history_next_line(plan.store, file_path),
+        previous=plan.previous,
     )
     index = inputs.build(summary="", budget=budget, profile=plan.profile)
     return index.tokens + INDEX_FRAME_TOKENS if index is not NO_INDEX else 0

@@ -143,7 +143,7 @@ def _locate(wanted: Mapping[str, str], sources: Sequence[Source]) -> dict[str, _
     return seen
 
 
-def build_reference_index(
+def build_reference_index(  # noqa: PLR0913 (the index's inputs, all keyword-only)
     identifiers: Mapping[str, str],
     *,
     summary: str,
@@ -151,18 +151,29 @@ def build_reference_index(
     sources: Sequence[Source],
     budget: int,
     estimate: Any,
+    carried: Sequence[Entry] = (),
 ) -> ReferenceIndex:
     """The index of ``identifiers`` (value → kind: the folded messages', and their saved results') for a
     summary ``summary`` and kept message texts ``kept``, pointing into ``sources`` (the history section
-    first). ``estimate`` measures a text in tokens; the index takes at most ``budget`` (0: no index)."""
-    if budget <= 0 or not identifiers:
+    first). ``carried``: the earlier summary's entries (it is folded into this one): those this summary
+    and the kept messages still lack stay listed with their pointers (the history file is only appended
+    to, so their lines hold), after this fold's own, within the same budget. ``estimate`` measures a text
+    in tokens; the index takes at most ``budget`` (0: no index)."""
+    if budget <= 0 or not (identifiers or carried):
         return NO_INDEX
     in_summary, in_kept = Haystack([summary]), Haystack(kept)
-    missing = {v: k for v, k in identifiers.items() if (v, k) not in in_summary and (v, k) not in in_kept}
-    if not missing:
-        return NO_INDEX
+
+    def lacked(value: str, kind: str) -> bool:
+        return (value, kind) not in in_summary and (value, kind) not in in_kept
+
+    missing = {v: k for v, k in identifiers.items() if lacked(v, k)}
     seen = _locate(missing, sources)
-    unlocated = len(missing) - len(seen)
+    for position, entry in enumerate(carried):  # after this fold's own, in the earlier index's order
+        if entry.value not in seen and lacked(entry.value, entry.kind):
+            seen[entry.value] = _Seen(entry.value, entry.kind, entry.path, entry.line, (0, -1 - position), 1)
+    if not seen and not missing:
+        return NO_INDEX
+    unlocated = len(missing.keys() - seen.keys())
     ranked = [
         Entry(s.value, s.kind, s.path, s.line)
         for s in sorted(seen.values(), key=lambda s: (-s.uses, -s.rank[0], -s.rank[1]))
@@ -170,7 +181,7 @@ def build_reference_index(
     lines = {source.path: _File.of(source) for source in sources}
 
     def render(count: int) -> tuple[str, tuple[LineRange, ...]]:
-        ranges = _omitted_ranges(ranked[count:], lines)
+        ranges = _omitted_ranges([e for e in ranked[count:] if _in_sources(e, lines)], lines)
         return _render(ranked[:count], len(ranked) - count + unlocated, ranges), ranges
 
     # The text grows with the number of entries listed: the most that fit, by bisection.
@@ -196,6 +207,12 @@ def build_reference_index(
             for r in ranges
         ),
     )
+
+
+def _in_sources(entry: Entry, lines: Mapping[str, _File]) -> bool:
+    """Does ``entry`` point into the text this index was built from (a carried entry may not)?"""
+    file = lines.get(entry.path)
+    return file is not None and file.first <= entry.line < file.first + len(file.text_lines)
 
 
 class _File(NamedTuple):
@@ -266,6 +283,11 @@ def _render(entries: list[Entry], omitted: int, ranges: tuple[LineRange, ...]) -
         )
     rows.append(REFERENCE_INDEX_FOOTER)
     return "\n".join(rows)
+
+
+def carried_entries(value: Any) -> tuple[Entry, ...]:
+    """The entries of an earlier summary's index (as its event carries it), to carry forward."""
+    return tuple(Entry(e["value"], e["kind"], e["path"], e["line"]) for e in index_entries(value))
 
 
 def index_entries(value: Any) -> list[dict[str, Any]]:

@@ -99,3 +99,49 @@ def test_missing_files_and_ambiguous_edits_are_clear_errors(tools, workdir):
         )
         == "Edited a.txt: replaced 2 occurrences."
     )
+
+
+def test_read_file_answers_a_page_sized_to_the_agents_window_and_says_how_to_read_the_next(workdir):
+    from agent_platform.tools.files import PageSize
+    from context_engine.config import CompressionConfig
+    from context_engine.tokens.messages import estimate_text
+
+    config = CompressionConfig(trigger_tokens=1_843, context_window=2_048)  # SmolLM2's window
+    page = PageSize.for_config(config)
+    read_file = build_file_tools(workdir, page=page)["read_file"]
+    lines = [f"2024-05-01 12:00:{i % 60:02d} INFO request {i} served in {i * 7 % 300} ms" for i in range(400)]
+    workdir.write_text("app.log", "\n".join(lines) + "\n")
+
+    first = read_file.invoke({"path": "app.log"})
+    assert estimate_text(first, page.profile) <= page.tokens < config.fresh_result_cap
+    *rows, footer = first.split("\n")
+    last = len(rows)
+    assert footer == f"(showing lines 1-{last} of 400; call read_file with offset={last} to read more)"
+    following = read_file.invoke({"path": "app.log", "offset": last})
+    assert following.startswith(f"{last + 1:6d}\t{lines[last]}")
+
+
+def test_a_line_longer_than_a_page_is_read_row_by_row_through_its_row_pointers(workdir):
+    from agent_platform.tools.files import PageSize
+
+    page = PageSize(tokens=200)
+    read_file = build_file_tools(workdir, page=page)["read_file"]
+    line = "".join(f"{i:05d}," for i in range(2_000))  # 12,000 characters of minified data on one line
+    workdir.write_text("data.json", f"[\n{line}\n]\n")
+
+    text, path, seen, labels = "", "data.json:L2", [], []
+    while path:
+        labels.append(path.rpartition(":L")[2])
+        answer = read_file.invoke({"path": path})
+        seen.append(answer)
+        *rows, footer = answer.split("\n")
+        text += "".join(
+            row.split("\t", 1)[1] for row in rows if row.split("\t", 1)[0].strip().startswith("2")
+        )
+        pointer = footer.partition('path="')[2].partition('"')[0]
+        path = pointer if pointer.startswith("data.json:L2.") else ""
+    assert text == line  # the whole line, read once, in order
+    assert len(seen) > 2
+    # Each page opens on the row its pointer names, labelled as read_file labels it.
+    assert [answer.split("\t", 1)[0].strip() for answer in seen] == labels
+    assert "no row 2.999" in read_file.invoke({"path": "data.json:L2.999"})

@@ -128,7 +128,7 @@ def test_bad_input_is_a_clear_tool_error(search, workdir):
 
 def test_nothing_to_search_yet_is_an_answer_not_an_error(search):
     assert search.invoke({"pattern": "anything"}) == (
-        "No match for 'anything' in outputs/conversation_history, outputs/large_tool_results."
+        "No match for 'anything' in outputs/conversation_history, outputs/large_tool_results, uploads."
     )
 
 

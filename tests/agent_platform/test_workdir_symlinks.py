@@ -165,3 +165,18 @@ def test_a_lone_surrogate_in_a_path_is_a_tool_error(tools):
         ("read_file", {"path": "a\ud800"}),
     ):
         assert tools[name].invoke(args).startswith("Error:"), name
+
+
+def test_search_history_reads_uploads_but_never_through_a_link_out_of_the_workdir(workdir, root, outside):
+    from agent_platform.tools.history_search import build_search_history_tool
+
+    workdir.write_text("uploads/0123456789ab-notes.txt", "the secret word is inside\n")
+    os.symlink(outside / "passwd", root / "uploads" / "0123456789ab-passwd.txt")
+    search = build_search_history_tool(workdir)
+    assert search.invoke({"pattern": "secret"}).startswith("uploads/0123456789ab-notes.txt:L1: ")
+    assert SECRET not in search.invoke({"pattern": "root:x"})
+    (root / "uploads" / "0123456789ab-notes.txt").unlink()
+    (root / "uploads" / "0123456789ab-passwd.txt").unlink()
+    (root / "uploads").rmdir()
+    os.symlink(outside, root / "uploads")  # the folder itself a link out: not searched
+    assert SECRET not in search.invoke({"pattern": "root:x"})

@@ -169,3 +169,16 @@ def test_reference_index_format_is_pinned():
     )
     assert formats.REFERENCE_INDEX_FOOTER == "</reference_index>"
     assert formats.REFERENCE_INDEX_SEPARATOR == "\n\n"
+
+
+def test_read_file_page_formats_are_pinned():
+    assert formats.READ_ROW_TEMPLATE == "{label:>6}\t{text}"
+    assert formats.READ_PART_LABEL == "{line}.{part}"
+    assert formats.READ_MORE_TEMPLATE == (
+        "(showing lines {first}-{last} of {total}; call read_file with offset={last} to read more)"
+    )
+    assert formats.READ_MORE_IN_LINE_TEMPLATE == (
+        "(showing lines {first}-{last} of {total}; line {last} goes on: call read_file with "
+        'path="{pointer}" to read more)'
+    )
+    assert formats.READ_ROW_TEMPLATE.format(label="412.3", text="x") == " 412.3\tx"

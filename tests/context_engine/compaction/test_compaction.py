@@ -220,11 +220,38 @@ def _read_round(n: int, text: str) -> list:
 
 
 def test_an_unseen_read_file_result_stays_whole_so_saved_files_can_be_read_back(config, store):
-    big = "saved line of output\n" * 400
+    big = "saved line of output\n" * 400  # ~1,760 tokens: within a quarter of T
     messages = [HumanMessage(content="read it", id="h"), *_read_round(0, big)]
-    result = compact_messages(messages, config=config, store=store)
+    result = compact_messages(messages, config=replace(config, trigger_tokens=8_000), store=store)
     assert result.messages[-1].content == big
     assert store.files == {}
+
+
+def test_an_unseen_read_file_result_past_its_share_of_the_window_is_saved_in_the_same_turn(config, store):
+    small = replace(config, trigger_tokens=2_000)  # a share of 500 tokens
+    page = "saved line of output\n" * 60
+    big = "saved line of output\n" * 400
+    assert estimate_text(page) <= small.fresh_result_cap < estimate_text(big)
+    messages = [HumanMessage(content="read it", id="h"), *_read_round(0, page), *_read_round(1, big)[1:]]
+    messages[1] = AIMessage(
+        content="", tool_calls=[*messages[1].tool_calls, *_read_round(1, big)[0].tool_calls]
+    )
+    result = compact_messages(messages, config=small, store=store)
+    assert result.messages[2].content == page  # a page within its share: the model reads it back whole
+    assert result.messages[3].content.startswith("[Tool result saved]")
+    assert list(store.files.values()) == [big]
+
+
+def test_unseen_read_file_results_past_their_batchs_share_are_saved(config, store):
+    small = replace(config, trigger_tokens=2_000)  # 500 tokens a result, 1,000 the batch
+    page = "saved line of output\n" * 60
+    calls = [{"id": f"r{i}", "name": "read_file", "args": {"path": f"p{i}"}} for i in range(4)]
+    messages = [
+        AIMessage(content="", tool_calls=calls, id="a"),
+        *(ToolMessage(content=page, tool_call_id=f"r{i}", name="read_file", id=f"t{i}") for i in range(4)),
+    ]
+    kept = [m.content == page for m in compact_messages(messages, config=small, store=store).messages[1:]]
+    assert kept[0] and not kept[-1]  # the first pages stay whole while the batch has room
 
 
 def test_a_read_file_result_the_model_has_answered_is_compacted(config, store):

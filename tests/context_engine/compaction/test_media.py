@@ -258,3 +258,61 @@ def test_a_data_uri_in_any_case_wrapped_at_any_width_is_saved_whole(data, width,
         new.content
         == f"look: {MEDIA_RECEIPT_TEMPLATE.format(path=path, mime_type='image/png', size=len(data), sha256=digest(data))}{after}"
     )
+
+
+# --- URL-safe and bare base64 (issue 37 item 5) -------------------------------------------------------
+
+
+def urlsafe(data: bytes, *, padded: bool = True) -> str:
+    text = base64.urlsafe_b64encode(data).decode()
+    return text if padded else text.rstrip("=")
+
+
+@pytest.mark.parametrize("padded", [True, False])
+def test_a_url_safe_data_uri_is_saved_byte_for_byte(padded):
+    store = MemoryStore()
+    payload = urlsafe(PNG, padded=padded)
+    assert "-" in payload or "_" in payload  # it differs from the standard alphabet
+    message = HumanMessage(f"the chart: data:image/png;base64,{payload} (from the dashboard)", id="h")
+    new, saved, failed = offload_message_media(message, store=store)
+    path = media_path("image/png", digest(PNG))
+    assert not failed and [s.path for s in saved] == [path] and store.blobs[path] == PNG
+    assert payload[:40] not in new.content and new.content.endswith(" (from the dashboard)")
+
+
+@pytest.mark.parametrize(("data", "mime"), [(PNG, "image/png"), (PDF, "application/pdf")])
+@pytest.mark.parametrize("encode", [b64, urlsafe])
+def test_bare_base64_media_in_a_tool_result_is_saved(data, mime, encode):
+    store = MemoryStore()
+    result = f'{{"name": "report", "content": "{encode(data)}", "pages": 3}}'
+    message = ToolMessage(result, tool_call_id="c1", id="t1")
+    new, saved, _failed = offload_message_media(message, store=store)
+    path = media_path(mime, digest(data))
+    assert [s.path for s in saved] == [path] and store.blobs[path] == data
+    assert encode(data)[:40] not in new.content and new.content.endswith('", "pages": 3}')
+
+
+def test_long_base64_looking_text_that_is_not_media_stays_text():
+    store = MemoryStore()
+    tokens = [b64(bytes(range(200)) * 3), "a1b2c3d4" * 64, "x" * 400, urlsafe(b"plain words " * 60)]
+    for text in tokens:
+        message = HumanMessage(f"token: {text}", id="h")
+        assert offload_message_media(message, store=store)[0] is message
+    assert store.blobs == {}
+
+
+def test_the_summary_step_saves_url_safe_and_bare_media_first():
+    store = MemoryStore()
+    text = "chart of the quarterly revenue by region, with notes. " * 40
+    messages = [
+        HumanMessage(f"{text} data:image/png;base64,{urlsafe(PNG, padded=False)}", id="h1"),
+        HumanMessage(f"{text} the report as base64: {b64(PDF)}", id="h2"),
+    ]
+    [prompt] = _drive_summary(messages, store)
+    assert urlsafe(PNG)[:100] not in prompt and b64(PDF)[:100] not in prompt
+    assert (
+        media_path("image/png", digest(PNG)) in prompt
+        and media_path("application/pdf", digest(PDF)) in prompt
+    )
+    [history] = [t for name, t in store.files.items() if name.startswith("outputs/conversation_history/")]
+    assert b64(PDF)[:100] not in history and urlsafe(PNG)[:100] not in history

@@ -271,7 +271,7 @@ def test_warm_calls_reuse_compaction_and_estimates_for_unchanged_messages(monkey
 
 
 def test_a_read_file_result_is_shown_whole_until_answered_then_compacted_on_a_warm_call():
-    big = "a saved line of tool output\n" * 600
+    big = "a saved line of tool output\n" * 100  # a page within its share: a quarter of T
     messages = [
         *conversation(4),
         *tool_turn(40, name="read_file", content=big, args={"path": "outputs/x.txt"}),

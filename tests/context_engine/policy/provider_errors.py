@@ -117,6 +117,19 @@ OVERFLOW_BODIES: dict[str, tuple[int, Any]] = {
             }
         },
     ),
+    # MiniMax (its Anthropic- and OpenAI-compatible endpoints): 2013 is its code for invalid parameters,
+    # not a size (MiniMax-AI/MiniMax-M2#119, agentscope-ai/QwenPaw#1273).
+    "minimax": (
+        400,
+        {
+            "type": "error",
+            "error": {
+                "type": "invalid_request_error",
+                "message": "invalid params, context window exceeds limit (2013)",
+            },
+            "request_id": "05ffff21147fd872da78cd17c03f0785",
+        },
+    ),
     # Hugging Face TGI (and servers built on it) answer 422.
     "tgi": (
         422,

@@ -46,6 +46,23 @@ def test_rate_limits_auth_errors_and_other_bad_requests_are_not_overflow(name):
     assert not is_context_overflow(_openai_error(*NOT_OVERFLOW_BODIES[name]))
 
 
+def test_minimaxs_wording_is_an_overflow_however_it_reaches_us():
+    wording = "invalid params, context window exceeds limit (2013)"
+    assert is_context_overflow(ValueError(wording))  # no HTTP status: a streamed error, a wrapper's text
+    assert is_context_overflow(RuntimeError(f"Error in the model call: {wording}"))
+    # Its OpenAI-compatible API answers 200 with no choices and the failure in ``base_resp``.
+    for base in (
+        {"status_code": 2013, "status_msg": wording},
+        {"status_code": 1039, "status_msg": "token limit"},
+    ):
+        error = ValueError("the provider answered no completion")
+        error.body = {"base_resp": base}  # type: ignore[attr-defined]
+        assert is_context_overflow(error)
+    other = ValueError("no completion")
+    other.body = {"base_resp": {"status_code": 1002, "status_msg": "rate limit exceeded"}}  # type: ignore[attr-defined]
+    assert not is_context_overflow(other)
+
+
 def test_a_gemini_list_body_is_read_for_its_code():
     body = [{"error": {"code": 400, "message": "Bad request.", "status": "context_length_exceeded"}}]
     assert is_context_overflow(_openai_error(400, body))

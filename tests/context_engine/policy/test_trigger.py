@@ -102,3 +102,13 @@ def test_after_a_failed_summary_the_fallback_goes_out_only_if_it_fits(size, wind
         assert (window is not None and size >= window) or (
             overflowed_at is not None and size >= overflowed_at
         )
+
+
+def test_the_figure_stated_is_the_one_that_failed_the_window_check_the_raw_one_first():
+    from context_engine.policy.trigger import failed_figure
+
+    assert failed_figure(20_000, 10_000, limit=16_384) == 20_000  # raw failed; calibrated did not
+    assert failed_figure(20_000, 30_000, limit=16_384) == 20_000  # both failed: the raw one is stated
+    assert failed_figure(12_000, 18_000, limit=16_384) == 18_000  # only the calibrated one failed
+    assert failed_figure(12_000, 9_000, limit=16_384) == 12_000  # none failed: the platform's own estimate
+    assert failed_figure(12_000, 9_000, limit=None) == 12_000

@@ -313,3 +313,82 @@ def test_a_line_repeated_across_sources_points_into_the_first_that_holds_it():
         estimate=partial(estimate_text, profile=DEFAULT_PROFILE),
     )
     assert [(e.value, e.path, e.line) for e in index.entries] == [("ABC-4242", "history.md", 11)]
+
+
+# --- carried forward: a second summary keeps the first one's index (issue 37 item 5) -------------------
+
+
+def _second_summary(first_folded, second_folded, *, store, config, summary):
+    """Two summaries in a row: the second folds the first's message and ``second_folded``."""
+    first = _summarize(first_folded, store=store, config=config)
+    model = ScriptedChatModel(summaries=[summary])
+    second = run_sync(
+        summarize_span(
+            Span(
+                [first.event["summary_message"], *second_folded],
+                state={"_summarization_session_id": "session_prop"},
+                previous=first.event,
+                local_cutoff=1 + len(second_folded),
+                budget=10_000,
+                now=NOW,
+            ),
+            config=config,
+            store=store,
+            profile=DEFAULT_PROFILE,
+        ),
+        handler=lambda request: None,
+        summary_model=model,
+    )
+    return first, second
+
+
+def test_a_second_summary_carries_the_first_ones_index_forward():
+    first_folded = [
+        HumanMessage(f"see src/pkg_{i}/mod.py and PROJ-{i + 10} for item {i}", id=f"m{i}") for i in range(20)
+    ]
+    second_folded = [HumanMessage(f"now look at ticket OPS-{500 + i} please", id=f"n{i}") for i in range(20)]
+    store = MemoryStore()
+    first, second = _second_summary(
+        first_folded,
+        second_folded,
+        store=store,
+        config=CompressionConfig(trigger_tokens=8000),
+        summary="## SESSION INTENT\nwork on the tickets",
+    )
+    earlier = {(e.value, e.line) for e in first.index.entries}
+    assert earlier
+    listed = {(e.value, e.line) for e in second.index.entries}
+    assert earlier <= listed  # the first index's entries, with their pointers, are still listed
+    assert any(e.value.startswith("OPS-") for e in second.index.entries)  # beside the second fold's own
+    for entry in second.index.entries:  # every pointer still opens on its identifier
+        assert _resolves(store.files[HISTORY], entry.value, entry.line)
+    assert second.index.tokens <= CompressionConfig(trigger_tokens=8000).index_budget
+
+
+@PROPERTY
+@given(
+    first_ids=st.lists(st.sampled_from(IDS), min_size=1, max_size=12),
+    second=folds(),
+    summary_ids=st.lists(st.sampled_from(IDS), max_size=6),
+    budget=st.integers(min_value=0, max_value=600),
+)
+def test_carried_entries_stay_within_the_budget_and_only_while_lacked(first_ids, second, summary_ids, budget):
+    first_folded = [HumanMessage(f"item {n}: {value}", id=f"f{n}") for n, value in enumerate(first_ids)]
+    earlier, existing = _index(first_folded, summary="", budget=10_000)
+    summary = " ".join(summary_ids)
+    section = render_history_section(second, now=NOW)
+    index = build_reference_index(
+        fold_identifiers(second),
+        summary=summary,
+        kept=[],
+        sources=[Source(HISTORY, section, history_next_line(_store(existing), HISTORY))],
+        budget=budget,
+        estimate=partial(estimate_text, profile=DEFAULT_PROFILE),
+        carried=earlier.entries,
+    )
+    assert index.tokens <= budget
+    file_text = existing + section
+    in_summary = Haystack([summary])
+    for entry in index.entries:
+        assert _resolves(file_text, entry.value, entry.line)
+        assert (entry.value, entry.kind) not in in_summary
