@@ -143,7 +143,7 @@ def _locate(wanted: Mapping[str, str], sources: Sequence[Source]) -> dict[str, _
     return seen
 
 
-def build_reference_index(  # noqa: PLR0913 (the index's inputs, all keyword-only)
+def build_reference_index(
     identifiers: Mapping[str, str],
     *,
     summary: str,
@@ -161,6 +161,22 @@ def build_reference_index(  # noqa: PLR0913 (the index's inputs, all keyword-onl
     in tokens; the index takes at most ``budget`` (0: no index)."""
     if budget <= 0 or not (identifiers or carried):
         return NO_INDEX
+    listed = _ranked(identifiers, summary=summary, kept=kept, sources=sources, carried=carried)
+    if listed is None:
+        return NO_INDEX
+    return _fitted(*listed, sources=sources, budget=budget, estimate=estimate)
+
+
+def _ranked(
+    identifiers: Mapping[str, str],
+    *,
+    summary: str,
+    kept: Iterable[str],
+    sources: Sequence[Source],
+    carried: Sequence[Entry],
+) -> tuple[list[Entry], int] | None:
+    """The entries to list, most used first (this fold's own, then the carried ones), and how many
+    lacked identifiers were found in no source; None when nothing is lacked."""
     in_summary, in_kept = Haystack([summary]), Haystack(kept)
 
     def lacked(value: str, kind: str) -> bool:
@@ -172,19 +188,25 @@ def build_reference_index(  # noqa: PLR0913 (the index's inputs, all keyword-onl
         if entry.value not in seen and lacked(entry.value, entry.kind):
             seen[entry.value] = _Seen(entry.value, entry.kind, entry.path, entry.line, (0, -1 - position), 1)
     if not seen and not missing:
-        return NO_INDEX
-    unlocated = len(missing.keys() - seen.keys())
+        return None
     ranked = [
         Entry(s.value, s.kind, s.path, s.line)
         for s in sorted(seen.values(), key=lambda s: (-s.uses, -s.rank[0], -s.rank[1]))
     ]
+    return ranked, len(missing.keys() - seen.keys())
+
+
+def _fitted(
+    ranked: list[Entry], unlocated: int, *, sources: Sequence[Source], budget: int, estimate: Any
+) -> ReferenceIndex:
+    """The index listing the most of ``ranked`` that fit ``budget`` (by bisection: the text grows with
+    the number of entries listed), or no index when not even its header fits."""
     lines = {source.path: _File.of(source) for source in sources}
 
     def render(count: int) -> tuple[str, tuple[LineRange, ...]]:
         ranges = _omitted_ranges([e for e in ranked[count:] if _in_sources(e, lines)], lines)
         return _render(ranked[:count], len(ranked) - count + unlocated, ranges), ranges
 
-    # The text grows with the number of entries listed: the most that fit, by bisection.
     low, high = 0, len(ranked)
     while low < high:
         middle = (low + high + 1) // 2
@@ -194,7 +216,7 @@ def build_reference_index(  # noqa: PLR0913 (the index's inputs, all keyword-onl
             high = middle - 1
     text, ranges = render(low)
     tokens = estimate(text)
-    if tokens > budget:  # not even the header fits: no index
+    if tokens > budget:
         return NO_INDEX
     return ReferenceIndex(
         entries=tuple(ranked[:low]),
