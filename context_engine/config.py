@@ -20,6 +20,9 @@ DEFAULT_INDEX_PERCENT = 10  # the reference index after a summary: at most this 
 MAX_INDEX_PERCENT = 50  # the admin's ceiling: the index never takes the room the summary exists to free
 PINNED_SHARE_OF_TRIGGER = 0.25  # pinned messages never take more than this share of T, whatever the field
 TOKENS_PER_K = 1024
+DEFAULT_BREAKER_REFUSALS = 3
+DEFAULT_BREAKER_WINDOW_SECONDS = 3600
+DEFAULT_BREAKER_COOLDOWN_SECONDS = 1800
 WINDOW_CAP_RATIO = 0.9
 
 
@@ -33,6 +36,16 @@ class SpendLimits:
     @property
     def active(self) -> bool:
         return self.max_calls_per_hour > 0 or self.max_input_tokens_per_hour > 0
+
+
+@dataclass(frozen=True)
+class BreakerLimits:
+    """The summary circuit breaker (``summary.breaker``): after ``refusals`` refused model summaries within
+    ``window_seconds``, no model summary is asked for ``cooldown_seconds`` after the latest (0: never)."""
+
+    refusals: int = DEFAULT_BREAKER_REFUSALS
+    window_seconds: int = DEFAULT_BREAKER_WINDOW_SECONDS
+    cooldown_seconds: int = DEFAULT_BREAKER_COOLDOWN_SECONDS
 
 
 def effective_trigger(*, summary_threshold_k: int, context_window: int | None) -> int:
@@ -65,6 +78,7 @@ class CompressionConfig:
     repair_pass: bool = False  # one more summary call when the first lost identifiers
     spend: SpendLimits = field(default_factory=SpendLimits)  # the spend guard on summary calls
     index_percent: int = DEFAULT_INDEX_PERCENT  # reference index budget, % of T; 0 turns the index off
+    breaker: BreakerLimits = field(default_factory=BreakerLimits)  # refused summaries pause the model's
 
     @property
     def profile(self) -> TokenProfile:
