@@ -32,7 +32,7 @@ ITEM_CHARS = 200
 PROGRESS_ITEMS = 6
 REFERENCES_MAX = 40
 # The smallest budget the summary is cut to: its headings and ``None`` under each always fit in it.
-MIN_BUDGET_TOKENS = 64
+MIN_BUDGET_TOKENS = 80
 # The summary budget: a share of what is folded, bounded (the model's summaries are sized alike,
 # ``manual.summary_size``), and never more than a quarter of the trigger.
 BUDGET_SHARE = 0.25
@@ -128,6 +128,9 @@ class _Sections:
             return True
         if len(self.intent) > 40:
             self.intent = clip(self.intent, len(self.intent) // 2)
+            return True
+        if self.intent != NONE:
+            self.intent = NONE
             return True
         return False
 

@@ -3,6 +3,8 @@ summary (``validation``) is still refused when it
 
 * repeats the prompt's template or instructions (``ECHO_SHINGLES`` runs of ``SHINGLE_WORDS`` words of the
   prompt that the folded messages do not hold);
+* repeats itself (a model looping until its output limit: under ``MIN_DISTINCT`` of its runs of
+  ``SHINGLE_WORDS`` words are distinct, from ``LOOP_MIN_SHINGLES`` runs up);
 * leaves a required section empty, or fills it with a placeholder (``...``, ``TODO``, ``[summary here]``;
   ``None`` is an answer, not a placeholder: the default prompt asks for it);
 * shares too little with what it summarizes: under ``MIN_SHARED`` of its content words occur in the folded
@@ -25,11 +27,14 @@ from context_engine.summary.validation import line_start
 
 SHINGLE_WORDS = 5
 ECHO_SHINGLES = 3  # this many of the prompt's own word runs in a summary make it an echo
+MIN_DISTINCT = 0.5
+LOOP_MIN_SHINGLES = 40
 MIN_SHARED = 0.3  # of the summary's content words, at least this share occur in what it folds
 MIN_JUDGED_WORDS = 8  # fewer content words than this are too few to judge by the share
 INVENTED_LISTED = 20
 
 CODE_ECHO = "template_echo"
+CODE_LOOP = "repetition"
 CODE_EMPTY_SECTION = "empty_section"
 CODE_PLACEHOLDER = "placeholder_section"
 CODE_UNRELATED = "too_little_shared"
@@ -56,7 +61,7 @@ _COMMON = frozenset(
     user users assistant asked asks requested wants wanted said says session conversation summary summarized
     none nothing yet stated next step steps progress decision decisions requirement requirements preference
     preferences artifact artifacts reference references intent remains remaining done found tool tools result
-    results file files message messages called call calls provided discussed shared information""".split()
+    results file files message messages called call calls provided discussed shared information used answer""".split()
 )
 
 
@@ -89,9 +94,13 @@ def content_words(text: str) -> set[str]:
     return words | {cjk[i : i + 2] for i in range(len(cjk) - 1)}
 
 
-def _shingles(text: str) -> set[tuple[str, ...]]:
+def _runs(text: str) -> list[tuple[str, ...]]:
     words = [w.lower() for w in _WORD.findall(text)]
-    return {tuple(words[i : i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1)}
+    return [tuple(words[i : i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1)]
+
+
+def _shingles(text: str) -> set[tuple[str, ...]]:
+    return set(_runs(text))
 
 
 class SummarySource:
@@ -136,6 +145,9 @@ def content_refusal(
     echoed = (_shingles(text) & _shingles(prompt_instructions(prompt))) - source.shingles
     if len(echoed) >= ECHO_SHINGLES:
         return Refusal(CODE_ECHO, f"it repeats the prompt's instructions ({len(echoed)} phrases of them)")
+    runs = _runs(text)
+    if len(runs) >= LOOP_MIN_SHINGLES and len(set(runs)) < MIN_DISTINCT * len(runs):
+        return Refusal(CODE_LOOP, f"it repeats itself ({len(set(runs))} distinct phrases in {len(runs)})")
     if section := _section_refusal(text, required):
         return section
     words = content_words(_without(text, required))
