@@ -46,6 +46,7 @@ SUMMARY_MODEL = "model"
 SUMMARY_EXTRACTIVE = "extractive"
 
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
+_TOKEN = re.compile(r"\w+", re.UNICODE)  # words and numbers: the runs a loop or an echo is read in
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
 _NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
 _PLACEHOLDER = re.compile(
@@ -95,7 +96,7 @@ def content_words(text: str) -> set[str]:
 
 
 def _runs(text: str) -> list[tuple[str, ...]]:
-    words = [w.lower() for w in _WORD.findall(text)]
+    words = [w.lower() for w in _TOKEN.findall(text)]
     return [tuple(words[i : i + SHINGLE_WORDS]) for i in range(len(words) - SHINGLE_WORDS + 1)]
 
 
