@@ -135,9 +135,7 @@ def force_summarize(  # noqa: PLR0913 (the five a call needs and two optional on
     )
     raw = reading.overhead_tokens + fold_plan.before_tokens
     before = reading.before_tokens if reading.before_tokens is not None else calibration.corrected(raw)
-    folded_tokens = messages_tokens(fold_plan.split.folded, profile)
-    refusals = values.get(SUMMARY_REFUSALS_KEY)
-    fold = Fold(fold_plan.split.cutoff, folded_tokens, values.get(SUMMARY_CALLS_KEY), now, refusals)
+    fold = _fold(fold_plan, values, now=now)
     measure = Measure(Sizes(raw, before), factor=calibration.factor, fold=fold, forced=True)
     match plan(config, measure):
         case Summarize() as decision:
@@ -161,6 +159,13 @@ def force_summarize(  # noqa: PLR0913 (the five a call needs and two optional on
                 reason_detail={"code": outcomes.SPEND_GUARD},
             )
     return _nothing_to_fold(fold_plan, before, config=config, overhead_tokens=reading.overhead_tokens)
+
+
+def _fold(fold_plan: FoldPlan, values: Mapping[str, Any], *, now: datetime) -> Fold:
+    """The fold the plan decides on: its cutoff and size, the spend guard's ledger and the breaker's."""
+    folded = messages_tokens(fold_plan.split.folded, fold_plan.profile)
+    ledger, refusals = values.get(SUMMARY_CALLS_KEY), values.get(SUMMARY_REFUSALS_KEY)
+    return Fold(fold_plan.split.cutoff, folded, ledger, now, refusals)
 
 
 def _nothing_to_fold(

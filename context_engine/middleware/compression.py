@@ -109,6 +109,23 @@ class _Folding:
         return [*self.view[: self.split.cutoff], *self.preserved]
 
 
+def _span(turn: _Turn, folding: _Folding, decision: Summarize) -> Span:
+    """What the summary of ``folding`` folds and keeps, as the plan's ``decision`` sized it."""
+    split = folding.split
+    return Span(
+        split.folded,
+        state=turn.request.state or {},
+        previous=turn.previous,
+        local_cutoff=split.cutoff,
+        budget=decision.budget,
+        now=folding.now,
+        kept=[*split.kept_pinned, *folding.preserved],
+        pinned=split.kept_pinned,
+        lead=folding.lead,
+        paused_until=decision.paused_until,
+    )
+
+
 _utcnow = partial(datetime.now, UTC)
 
 
@@ -310,25 +327,10 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         emitter.level = LEVEL_SUMMARY
         state, split, now = turn.request.state or {}, folding.split, folding.now
         spent: list[int] = []  # every summary call made, billed even when it fails
-        span = Span(
-            split.folded,
-            state=state,
-            previous=turn.previous,
-            local_cutoff=split.cutoff,
-            budget=decision.budget,
-            now=now,
-            kept=[*split.kept_pinned, *folding.preserved],
-            pinned=split.kept_pinned,
-            lead=folding.lead,
-            paused_until=decision.paused_until,
-        )
+        span = _span(turn, folding, decision)
         try:
             outcome = yield from summarize_span(
-                span,
-                config=self.config,
-                store=self.store,
-                profile=self.profile,
-                spent=spent,
+                span, config=self.config, store=self.store, profile=self.profile, spent=spent
             )
         except SummaryNotSmaller as exc:
             # A compression never makes the request bigger: the compacted view goes out, the call is billed.

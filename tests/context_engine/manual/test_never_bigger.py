@@ -60,7 +60,8 @@ def test_a_summary_longer_than_what_it_folds_is_not_applied():
     store = MemoryStore()
     result = _compress(
         conversation_messages(3, big_result_chars=0),
-        "## SESSION INTENT\n" + "document compression " * 1500,
+        "## SESSION INTENT\n"
+        + " ".join(f"Question {n}: document {n} is about compression." for n in range(400)),
         store,
     )
     assert result.status == STATUS_NO_OP and result.reason == REASON_NOT_SMALLER
