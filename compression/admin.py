@@ -135,7 +135,7 @@ class CompressionRecordAdmin(AuditAdmin):
         """A summary's kind: the model's, or extractive with why the model's was refused."""
         line = loss_line_from(record.loss_report)
         if line is None or not line.extractive:
-            return _("the model's") if record.cutoff_index is not None else "–"
+            return str(_("the model's")) if record.cutoff_index is not None else "–"
         words = _("Extractive (the model's summary was refused: %(why)s)") % {"why": line.refusal or "–"}
         return f"{words}; invented: {', '.join(line.invented)}" if line.invented else words
 
