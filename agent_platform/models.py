@@ -30,6 +30,7 @@ from context_engine.config import (
     DEFAULT_THRESHOLD_K,
     DEFAULT_TOOL_RESULT_TOKEN_LIMIT,
     MAX_INDEX_PERCENT,
+    BreakerLimits,
     CompressionConfig,
     SpendLimits,
     effective_trigger,
@@ -315,6 +316,11 @@ class Agent(models.Model):
             spend=SpendLimits(
                 max_calls_per_hour=self.summary_max_calls_per_hour,
                 max_input_tokens_per_hour=self.summary_max_input_tokens_per_hour,
+            ),
+            breaker=BreakerLimits(
+                refusals=settings.SUMMARY_BREAKER_REFUSALS,
+                window_seconds=settings.SUMMARY_BREAKER_WINDOW_SECONDS,
+                cooldown_seconds=settings.SUMMARY_BREAKER_COOLDOWN_SECONDS,
             ),
         )
 

@@ -10,7 +10,7 @@ from django.utils.translation import ngettext
 from agent_platform.admin_base import AuditAdmin
 from compression.bulk import bulk_compress_selected
 from compression.models import CompressionJob, CompressionRecord
-from compression.panels import reason_text
+from compression.panels import loss_line_from, reason_text
 from compression.record_page import record_page_context
 from compression.tasks import bulk_compress_start
 from conversations.admin import ConversationAdmin, thread_label
@@ -59,6 +59,7 @@ class CompressionRecordAdmin(AuditAdmin):
                     "created_at",
                     "trigger",
                     "outcome_words",
+                    "summary_kind",
                     "tokens",
                     "compressed_messages",
                     "requested_by",
@@ -91,7 +92,15 @@ class CompressionRecordAdmin(AuditAdmin):
     )
 
     def get_readonly_fields(self, request: HttpRequest, obj=None):
-        extra = ("thread", "agent", "outcome_words", "tokens", "identifiers", "lost_identifiers")
+        extra = (
+            "thread",
+            "agent",
+            "outcome_words",
+            "summary_kind",
+            "tokens",
+            "identifiers",
+            "lost_identifiers",
+        )
         return [*super().get_readonly_fields(request, obj), *extra]
 
     def change_view(self, request: HttpRequest, object_id: str, form_url: str = "", extra_context=None):
@@ -120,6 +129,15 @@ class CompressionRecordAdmin(AuditAdmin):
         words = str(record.get_outcome_display())
         why = reason_text(record.reason_detail or None)
         return f"{words}: {why}" if why and record.outcome == record.Outcome.BUDGET_UNREACHABLE else words
+
+    @admin.display(description=_("Summary"))
+    def summary_kind(self, record: CompressionRecord) -> str:
+        """A summary's kind: the model's, or extractive with why the model's was refused."""
+        line = loss_line_from(record.loss_report)
+        if line is None or not line.extractive:
+            return str(_("the model's")) if record.cutoff_index is not None else "–"
+        words = _("Extractive (the model's summary was refused: %(why)s)") % {"why": line.refusal or "–"}
+        return f"{words}; invented: {', '.join(line.invented)}" if line.invented else words
 
     @admin.display(description=_("Tokens before → after (saved)"))
     def tokens(self, record: CompressionRecord) -> str:

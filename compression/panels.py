@@ -16,6 +16,7 @@ from context_engine import events, outcomes
 from context_engine.formats import REFERENCE_INDEX_HEADER, REFERENCE_INDEX_SEPARATOR
 from context_engine.lines import pointer
 from context_engine.state import REFERENCE_INDEX_KEY, SUMMARY_EVENT_KEY
+from context_engine.summary.faithfulness import SUMMARY_EXTRACTIVE
 from context_engine.summary.identifiers import LossReport
 from context_engine.summary.reading import summary_body
 from context_engine.summary.reference_index import index_entries
@@ -55,6 +56,9 @@ class LossLine:
     lost_identifiers: tuple[str, ...]
     repaired: bool
     indexed: int = 0  # of those in view, the ones the reference index lists
+    extractive: bool = False  # the model's summary was refused: this one is the folded messages' own text
+    refusal: str = ""  # why the model's summary was refused
+    invented: tuple[str, ...] = ()  # the identifiers it named that the folded messages do not hold
 
 
 LOSS_LIST_SHOWN = 10
@@ -69,8 +73,12 @@ def loss_line_from(value: Any) -> LossLine | None:
         except ValueError:
             return None
     report = LossReport.from_dict(value)
-    if not report.total:
+    refusal = value.get("refusal") if isinstance(value, Mapping) else None
+    refusal = refusal if isinstance(refusal, Mapping) else {}
+    extractive = isinstance(value, Mapping) and value.get("summary_kind") == SUMMARY_EXTRACTIVE
+    if not report.total and not extractive:
         return None
+    invented = refusal.get("invented_identifiers")
     return LossLine(
         total=report.total,
         kept=report.in_summary + report.in_view,
@@ -80,6 +88,11 @@ def loss_line_from(value: Any) -> LossLine | None:
         lost_identifiers=tuple(i[:200] for i in report.lost_identifiers[:LOSS_LIST_SHOWN]),
         repaired=value.get("repaired") is True or value.get("repaired") == "true",
         indexed=as_int(value.get("indexed")) or 0,
+        extractive=extractive,
+        refusal=str(refusal.get("reason") or "")[:300],
+        invented=tuple(str(i)[:200] for i in invented[:LOSS_LIST_SHOWN])
+        if isinstance(invented, list)
+        else (),
     )
 
 

@@ -241,6 +241,11 @@ ATTACHMENT_PREVIEW_TOKENS = env.int("ATTACHMENT_PREVIEW_TOKENS", default=400)
 
 # --- Compression ------------------------------------------------------------------------------
 COMPRESSION_TOOL_ARG_MAX_LENGTH = env.int("COMPRESSION_TOOL_ARG_MAX_LENGTH", default=2000)
+# The summary circuit breaker: after this many refused model summaries of a thread within the window,
+# no model summary is asked for the cooldown after the latest; the extractive one is written instead.
+SUMMARY_BREAKER_REFUSALS = env.int("SUMMARY_BREAKER_REFUSALS", default=3)
+SUMMARY_BREAKER_WINDOW_SECONDS = env.int("SUMMARY_BREAKER_WINDOW_SECONDS", default=3600)
+SUMMARY_BREAKER_COOLDOWN_SECONDS = env.int("SUMMARY_BREAKER_COOLDOWN_SECONDS", default=1800)
 # The "compression under way" marker of a thread: a lease renewed while the compression runs, so it
 # clears within this many seconds should the compressing process die.
 COMPRESSING_LEASE_SECONDS = env.int("COMPRESSING_LEASE_SECONDS", default=10)

@@ -26,6 +26,9 @@ FRESH_BATCH_SHARE = 0.5
 MIN_SHARE_TOKENS = 64
 READ_PAGE_MARGIN = 0.9
 TOKENS_PER_K = 1024
+DEFAULT_BREAKER_REFUSALS = 3
+DEFAULT_BREAKER_WINDOW_SECONDS = 3600
+DEFAULT_BREAKER_COOLDOWN_SECONDS = 1800
 WINDOW_CAP_RATIO = 0.9
 
 
@@ -39,6 +42,16 @@ class SpendLimits:
     @property
     def active(self) -> bool:
         return self.max_calls_per_hour > 0 or self.max_input_tokens_per_hour > 0
+
+
+@dataclass(frozen=True)
+class BreakerLimits:
+    """The summary circuit breaker (``summary.breaker``): after ``refusals`` refused model summaries within
+    ``window_seconds``, no model summary is asked for ``cooldown_seconds`` after the latest (0: never)."""
+
+    refusals: int = DEFAULT_BREAKER_REFUSALS
+    window_seconds: int = DEFAULT_BREAKER_WINDOW_SECONDS
+    cooldown_seconds: int = DEFAULT_BREAKER_COOLDOWN_SECONDS
 
 
 def effective_trigger(*, summary_threshold_k: int, context_window: int | None) -> int:
@@ -71,6 +84,7 @@ class CompressionConfig:
     repair_pass: bool = False  # one more summary call when the first lost identifiers
     spend: SpendLimits = field(default_factory=SpendLimits)  # the spend guard on summary calls
     index_percent: int = DEFAULT_INDEX_PERCENT  # reference index budget, % of T; 0 turns the index off
+    breaker: BreakerLimits = field(default_factory=BreakerLimits)  # refused summaries pause the model's
 
     @property
     def profile(self) -> TokenProfile:

@@ -149,6 +149,12 @@ REPAIR_PROMPT_TEMPLATE = (
 )
 REPAIR_IDENTIFIER_LINE = "- {identifier}"
 REPAIR_IDENTIFIERS_MAX = 40
+# Appended to the filled summary prompt for the single repair pass after a refused answer (issue 37).
+REFUSED_REPAIR_TEMPLATE = (
+    "{prompt}\n\n"
+    "An earlier answer was refused: {reason}. Write the summary again from the messages above only: under "
+    "each heading what they say (never the instructions), and no path, id, URL or number they do not contain."
+)
 # The model-visible note that stands for messages the spend guard dropped from view (no model call):
 # it keeps the earlier summary, when there was one, ahead of the note.
 DROPPED_NOTE_TEMPLATE = (

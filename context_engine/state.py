@@ -28,6 +28,7 @@ PINNED_IDS_CONFIG_KEY = "pinned_message_ids"
 # user pressed Stop): waiting tools and the compression middleware's summary call watch it.
 STOP_CHECK_CONFIG_KEY = "stop_requested"
 SUMMARY_CALLS_KEY = "_summary_calls"  # the spend guard's ledger: [{at, input_tokens}] of the last hour
+SUMMARY_REFUSALS_KEY = "_summary_refusals"  # the circuit breaker's refused model summaries: [{at, code}]
 
 __all__ = [
     "PINNED_IDS_KEY",
@@ -42,6 +43,7 @@ __all__ = [
     "SUMMARY_CALLS_KEY",
     "SUMMARY_EVENTS_KEY",
     "SUMMARY_EVENT_KEY",
+    "SUMMARY_REFUSALS_KEY",
     "SUMMARY_USAGE_KEY",
     "TOKEN_USAGE_KEY",
     "merge_token_usage",
@@ -86,6 +88,8 @@ class CompressionState(AgentState):
     _summary_events: Annotated[NotRequired[list[SummarizationEvent | None]], PrivateStateAttr]
     # The spend guard's ledger of summary calls in the last hour: [{"at": iso, "input_tokens": n}].
     _summary_calls: Annotated[NotRequired[list[dict[str, Any]]], PrivateStateAttr]
+    # The summary circuit breaker's refusals within its window: [{"at": iso, "code": why}].
+    _summary_refusals: Annotated[NotRequired[list[dict[str, Any]]], PrivateStateAttr]
     # Reducer last: LangGraph only looks at the final Annotated item.
     token_usage: Annotated[NotRequired[dict[str, Any]], merge_token_usage]
 

@@ -7,7 +7,6 @@ answers quoted from tool results, and summaries under the five required headings
 from __future__ import annotations
 
 import hashlib
-import html
 import json
 import re
 from collections.abc import Iterator, Sequence
@@ -27,15 +26,11 @@ from agent_platform.runtime.offline_words import offline_reply, offline_tool_ans
 from context_engine.formats import (
     RECEIPT_TRUNCATED_TEMPLATE,
 )
+from context_engine.summary import extractive
+from context_engine.summary.validation import DEFAULT_HEADINGS
 from context_engine.tokens.messages import estimate_messages, estimate_text, profile_for_model
 
-SUMMARY_HEADINGS = (
-    "## SESSION INTENT",
-    "## USER REQUIREMENTS AND PREFERENCES",
-    "## PROGRESS AND DECISIONS",
-    "## ARTIFACTS AND REFERENCES",
-    "## NEXT STEPS",
-)
+SUMMARY_HEADINGS = DEFAULT_HEADINGS
 
 # (tool, pattern) in priority order; the first rule whose tool is bound wins.
 _ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -51,18 +46,6 @@ _ROUTES: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 _TRUNCATED_PREFIX = RECEIPT_TRUNCATED_TEMPLATE.split("{", 1)[0]
 _MESSAGES_BLOCK = re.compile(r"<messages>\s*(.*?)\s*</messages>", re.S)
-_XML_MESSAGE = re.compile(r'<message type="(?P<type>\w+)"[^>]*>(?P<body>.*?)</message>', re.S)
-_XML_TOOL_CALL = re.compile(r'<tool_call id="[^"]*" name="(?P<name>[^"]*)">', re.S)
-_XML_TOOL_CALL_ELEMENT = re.compile(r"<tool_call\b.*?</tool_call>", re.S)
-_URL = re.compile(r"https?://[^\s\"'<>)\]]+")
-_PATH = re.compile(r"(?<![\w/:.])(?:/?[\w.-]+/)+[\w.-]+\.\w+")
-_ID = re.compile(
-    r"\"(?:id|kb_id|file_id|thread_id|run_id|tool_call_id)\"\s*:\s*\"?([\w.:-]+)"
-    r"|\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b"
-)
-_REQUIREMENT = re.compile(
-    r"\b(must|should|need|needs|prefer|please|don't|do not|never|always|want)\b|请|需要|必须|不要|希望", re.I
-)
 
 
 class OfflineChatModel(BaseChatModel):
@@ -223,41 +206,11 @@ def _tool_call_args(messages: Sequence[BaseMessage]) -> dict[str, dict[str, Any]
 
 
 def extractive_summary(prompt: str) -> str:
-    """A summary under the five required headings, built only from text found in the ``<messages>`` block."""
+    """A summary under the five required headings, built only from text found in the ``<messages>`` block
+    (the engine's extractive method, ``context_engine.summary.extractive``)."""
     block = _MESSAGES_BLOCK.search(prompt)
     body = block.group(1) if block else prompt
-    entries = [(m["type"], html.unescape(m["body"]).strip()) for m in _XML_MESSAGE.finditer(body)]
-    if not entries:
-        entries = [("human", line) for line in body.splitlines() if line.strip()]
-    human = [text for kind, text in entries if kind == "human"]
-    ai_texts = [_XML_TOOL_CALL_ELEMENT.sub("", text).strip() for kind, text in entries if kind == "ai"]
-    tools_called = [
-        m["name"] for kind, text in entries if kind == "ai" for m in _XML_TOOL_CALL.finditer(text)
-    ]
-
-    intent = _clip(human[0], 400) if human else "None"
-    requirements = [f"- {_clip(t, 200)}" for t in human if _REQUIREMENT.search(t)] or ["- None stated."]
-    progress = [f"- Assistant: {_clip(t, 200)}" for t in ai_texts if t][-6:]
-    if tools_called:
-        progress.insert(0, "- Tools used: " + ", ".join(dict.fromkeys(tools_called)))
-    artifacts: list[str] = []
-    for pattern in (_URL, _PATH):
-        artifacts.extend(pattern.findall(body))
-    for match in _ID.finditer(body):
-        artifacts.append(match.group(1) or match.group(0))
-    references = [f"- {item}" for item in dict.fromkeys(a.rstrip(".,;") for a in artifacts)][:40] or [
-        "- None"
-    ]
-    last_kind = entries[-1][0] if entries else ""
-    next_steps = f"- Answer: {_clip(human[-1], 300)}" if human and last_kind == "human" else "None"
-    sections = [
-        (SUMMARY_HEADINGS[0], intent),
-        (SUMMARY_HEADINGS[1], "\n".join(requirements)),
-        (SUMMARY_HEADINGS[2], "\n".join(progress) or "- Nothing done yet."),
-        (SUMMARY_HEADINGS[3], "\n".join(references)),
-        (SUMMARY_HEADINGS[4], next_steps),
-    ]
-    return "\n\n".join(f"{heading}\n{text}" for heading, text in sections)
+    return extractive.extractive_summary(extractive.transcript_entries(body))
 
 
 # How an attachment block starts (context_engine.formats), and where its file name is.

@@ -18,10 +18,18 @@ from typing import Any
 
 from langgraph.config import get_config
 
+from agent_platform.runtime.state_repository import AgentStateRepository
 from agent_platform.threads import AgentThread
 from agent_platform.workdir import Workdir, workdir_for
 from context_engine.errors import StoreError
-from context_engine.summary.spend_guard import LedgerSource, OwnState, SharedLedger
+from context_engine.state import SUMMARY_CALLS_KEY
+from context_engine.summary.spend_guard import (
+    LedgerSource,
+    OwnState,
+    SharedLedger,
+    ledger_merge,
+    recent_calls,
+)
 
 RUN_SCOPE_CONFIG_KEY = "run_scope"
 _OWN_STATE = OwnState()
@@ -42,6 +50,24 @@ class RunScope:
 def run_scope_for(conversation: AgentThread) -> RunScope:
     """A new run's scope on ``conversation``'s thread."""
     return RunScope(workdir=workdir_for(conversation), ledger=SharedLedger())
+
+
+def run_ledger_save(scope: RunScope, repository: AgentStateRepository, *, now: datetime) -> int:
+    """Write to the thread's checkpoint the summary calls of this run that its ledger lacks, and return
+    how many. A run that fails loses its last model call's state update, and with it the calls that
+    update was to enter (a sub-agent's too); the provider billed them all the same, so the run's end
+    enters them here (idempotent: a call the checkpoint holds is not entered twice)."""
+    if not isinstance(scope.ledger, SharedLedger):
+        return 0
+    made = scope.ledger.made()
+    if not made:
+        return 0
+    held = repository.get_values().get(SUMMARY_CALLS_KEY)
+    merged = ledger_merge(held, made, now=now)
+    if merged is None:
+        return 0
+    repository.update({SUMMARY_CALLS_KEY: merged}, as_node="model")
+    return len(merged) - len(recent_calls(held, now=now))
 
 
 def current_run_scope() -> RunScope | None:

@@ -21,7 +21,12 @@ from context_engine.config import CompressionConfig
 from context_engine.errors import NothingToUndo, SummaryNotSmaller
 from context_engine.manual.preview import forced_plan
 from context_engine.policy.plan import Fold, HeldBack, Measure, Sizes, Summarize, plan
-from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, SUMMARY_EVENTS_KEY
+from context_engine.state import (
+    SUMMARY_CALLS_KEY,
+    SUMMARY_EVENT_KEY,
+    SUMMARY_EVENTS_KEY,
+    SUMMARY_REFUSALS_KEY,
+)
 from context_engine.steps import Blocking, Steps
 from context_engine.store import ResultStore, StagedStore
 from context_engine.summary.call import Span, SummaryOutcome, ledger_update, summarize_span, summary_update
@@ -130,17 +135,18 @@ def force_summarize(
     )
     raw = reading.overhead_tokens + fold_plan.before_tokens
     before = reading.before_tokens if reading.before_tokens is not None else calibration.corrected(raw)
-    folded_tokens = messages_tokens(fold_plan.split.folded, profile)
-    fold = Fold(fold_plan.split.cutoff, folded_tokens, values.get(SUMMARY_CALLS_KEY), now)
+    fold = _fold(fold_plan, values, now=now)
     measure = Measure(Sizes(raw, before), factor=calibration.factor, fold=fold, forced=True)
     match plan(config, measure):
-        case Summarize(budget=budget):
+        case Summarize() as decision:
             # The summarized span's receipts point at these files: they must exist before the history does.
             saved = tuple((yield Blocking(staged.flush)))
             applying = _Applying(values, fold_plan, reading, before, now)
             spent = spent if spent is not None else []
             return (
-                yield from _summarize(applying, budget, config=config, store=store, saved=saved, spent=spent)
+                yield from _summarize(
+                    applying, decision, config=config, store=store, saved=saved, spent=spent
+                )
             )
         case HeldBack(guard=guard):
             return _no_op(
@@ -153,6 +159,13 @@ def force_summarize(
                 reason_detail={"code": outcomes.SPEND_GUARD},
             )
     return _nothing_to_fold(fold_plan, before, config=config, overhead_tokens=reading.overhead_tokens)
+
+
+def _fold(fold_plan: FoldPlan, values: Mapping[str, Any], *, now: datetime) -> Fold:
+    """The fold the plan decides on: its cutoff and size, the spend guard's ledger and the breaker's."""
+    folded = messages_tokens(fold_plan.split.folded, fold_plan.profile)
+    ledger, refusals = values.get(SUMMARY_CALLS_KEY), values.get(SUMMARY_REFUSALS_KEY)
+    return Fold(fold_plan.split.cutoff, folded, ledger, now, refusals)
 
 
 def _nothing_to_fold(
@@ -190,7 +203,7 @@ def _no_op(before: int, reason: str, **extra: Any) -> ManualCompression:
 
 def _summarize(
     applying: _Applying,
-    budget: int,
+    decision: Summarize,
     *,
     config: CompressionConfig,
     store: ResultStore,
@@ -205,13 +218,14 @@ def _summarize(
         state=values,
         previous=fold_plan.previous,
         local_cutoff=split.cutoff,
-        budget=budget,
+        budget=decision.budget,
         now=now,
         kept=[m for m in effective[: split.cutoff] if m.id in pinned_ids] + effective[split.cutoff :],
         pinned=split.kept_pinned,
         lead=fold_plan.lead,
         # The request holds the folded messages uncompacted (compaction is view-only).
         fold_limit=messages_tokens([m for m in effective[: split.cutoff] if m.id not in pinned_ids], profile),
+        paused_until=decision.paused_until,
     )
     try:
         outcome = yield from summarize_span(span, config=config, store=store, profile=profile, spent=spent)

@@ -54,12 +54,12 @@ from context_engine.policy.plan import (
     plan,
     tail_cap,
 )
-from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, CompressionState
+from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, SUMMARY_REFUSALS_KEY, CompressionState
 from context_engine.steps import Blocking, CallModel, Steps, run_async, run_sync
 from context_engine.store import ResultStore
 from context_engine.summary.call import Span, ledger_update, summarize_span, summary_update
 from context_engine.summary.fold_plan import FoldSplit, fold_split, view_lead
-from context_engine.summary.history import effective_messages, valid_event, without_index
+from context_engine.summary.history import effective_messages, history_unappend, valid_event, without_index
 from context_engine.summary.pins import pinned_closure, restore_pinned
 from context_engine.summary.spend_guard import LedgerSource, OwnState, thread_ledger
 from context_engine.tokens.calibration import Calibration, CalibrationMemory, CalibrationSource
@@ -107,6 +107,23 @@ class _Folding:
     def fallback(self) -> list[BaseMessage]:
         """The compacted view, clipped, with no summary: what goes out when none is applied."""
         return [*self.view[: self.split.cutoff], *self.preserved]
+
+
+def _span(turn: _Turn, folding: _Folding, decision: Summarize) -> Span:
+    """What the summary of ``folding`` folds and keeps, as the plan's ``decision`` sized it."""
+    split = folding.split
+    return Span(
+        split.folded,
+        state=turn.request.state or {},
+        previous=turn.previous,
+        local_cutoff=split.cutoff,
+        budget=decision.budget,
+        now=folding.now,
+        kept=[*split.kept_pinned, *folding.preserved],
+        pinned=split.kept_pinned,
+        lead=folding.lead,
+        paused_until=decision.paused_until,
+    )
 
 
 _utcnow = partial(datetime.now, UTC)
@@ -260,11 +277,13 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         preserved, replacements = yield from self._clipped(turn, split.tail, cap, emitter)
         now = self.now()
         folding = _Folding(view, split, lead, preserved, replacements, now)
-        ledger = cast("Iterable[Mapping[str, Any]] | None", (turn.request.state or {}).get(SUMMARY_CALLS_KEY))
-        fold = Fold(split.cutoff, messages_tokens(split.folded, self.profile), ledger, now)
+        state = turn.request.state or {}
+        ledger = cast("Iterable[Mapping[str, Any]] | None", state.get(SUMMARY_CALLS_KEY))
+        refusals = cast("Iterable[Mapping[str, Any]] | None", state.get(SUMMARY_REFUSALS_KEY))
+        fold = Fold(split.cutoff, messages_tokens(split.folded, self.profile), ledger, now, refusals)
         match plan(self.config, replace(turn.measure, fold=fold)):
-            case Summarize(budget=budget):
-                return (yield from self._summarize(turn, folding, budget, emitter))
+            case Summarize() as summarize:
+                return (yield from self._summarize(turn, folding, summarize, emitter))
             case HeldBack(guard=guard):
                 held = HeldBackSend(
                     turn.request,
@@ -302,23 +321,13 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         return clip.messages, clip.replacements
 
     def _summarize(
-        self, turn: _Turn, folding: _Folding, budget: int, emitter: Emitter
+        self, turn: _Turn, folding: _Folding, decision: Summarize, emitter: Emitter
     ) -> Steps[ModelResponse | ExtendedModelResponse]:
         """Summarize the head of the compacted view (pinned messages taken out), keep the tail, send."""
         emitter.level = LEVEL_SUMMARY
         state, split, now = turn.request.state or {}, folding.split, folding.now
         spent: list[int] = []  # every summary call made, billed even when it fails
-        span = Span(
-            split.folded,
-            state=state,
-            previous=turn.previous,
-            local_cutoff=split.cutoff,
-            budget=budget,
-            now=now,
-            kept=[*split.kept_pinned, *folding.preserved],
-            pinned=split.kept_pinned,
-            lead=folding.lead,
-        )
+        span = _span(turn, folding, decision)
         try:
             outcome = yield from summarize_span(
                 span, config=self.config, store=self.store, profile=self.profile, spent=spent
@@ -341,9 +350,10 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         try:
             response = yield from send_fitting(out, tried=tried)
         except Exception as exc:
-            # The summary is valid but not applied: its history section is named by the failed event
-            # (and so by the failed record); no section exists that nothing names.
-            emitter.fail(exc, file_path=outcome.file_path, unapplied_summary=True)
+            # The summary is not applied: its history section is taken back out of the file, so no
+            # section exists that nothing names (``search_history`` would find its messages twice).
+            yield Blocking(partial(history_unappend, self.store, outcome.file_path, outcome.section))
+            emitter.fail(exc, unapplied_summary=True)
             raise
         emitter.sent(
             level=LEVEL_SUMMARY,

@@ -5,7 +5,8 @@ decides anything itself. The ladder, each rung only when the one before does not
 * ``Pass``: below ``T`` and within the window, the request goes out as it is;
 * ``Compact``: large tool results are saved and replaced by receipts (``send``: the compacted candidate
   that goes out; ``None`` until compaction has run, or when none fits);
-* ``Summarize``: the history before ``cutoff`` is folded into a summary (``tail_cap``, ``budget``);
+* ``Summarize``: the history before ``cutoff`` is folded into a summary (``tail_cap``, ``budget``): the
+  model's, or the extractive one directly while refused summaries pause the model (``paused_until``);
 * ``HeldBack``: the spend guard refused the summary call, the compacted view goes out without one;
 * ``Fallback``: no summary is applied (``reason``); the compacted view goes out if it fits.
 
@@ -22,6 +23,7 @@ from typing import Any
 
 from context_engine.config import CompressionConfig
 from context_engine.policy import trigger
+from context_engine.summary.breaker import paused_until
 from context_engine.summary.spend_guard import GuardDecision, guard_check
 
 
@@ -48,6 +50,7 @@ class Fold:
     folded_tokens: int
     ledger: Iterable[Mapping[str, Any]] | None
     now: datetime
+    refusals: Iterable[Mapping[str, Any]] | None = None  # the circuit breaker's (``summary.breaker``)
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,7 @@ class Summarize:
     cutoff: int  # local into the compacted view
     tail_cap: int  # most tokens (our estimate's units) the verbatim tail keeps
     budget: int  # input tokens of the summary call, by our raw estimate
+    paused_until: datetime | None = None  # model summaries paused (the breaker): the extractive one, no call
 
 
 @dataclass(frozen=True)
@@ -137,6 +141,9 @@ def _fold(config: CompressionConfig, measure: Measure, fold: Fold) -> Decision:
     budget = summary_budget(config, measure)
     if fold.cutoff <= 0:  # the guard is not even asked
         return Fallback(FallbackReason.NOTHING_TO_FOLD)
+    paused = paused_until(fold.refusals, limits=config.breaker, now=fold.now)
+    if paused is not None:  # no call to pay for: the extractive summary, whatever the guard says
+        return Summarize(fold.cutoff, tail_cap(config, measure), budget, paused_until=paused)
     guard = guard_check(
         fold.ledger, limits=config.spend, now=fold.now, input_tokens=min(fold.folded_tokens, budget)
     )

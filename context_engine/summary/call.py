@@ -4,7 +4,7 @@ history file, ask the model for a strict summary, and build the ``_summarization
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -13,13 +13,15 @@ from langchain_core.messages import BaseMessage
 
 from context_engine.compaction.media import offload_media
 from context_engine.config import CompressionConfig
-from context_engine.errors import StoreError, SummaryError, SummaryNotSmaller
+from context_engine.errors import Stopped, StoreError, SummaryError, SummaryNotSmaller
+from context_engine.formats import REFUSED_REPAIR_TEMPLATE
 from context_engine.state import (
     REPAIR_USAGE_KEY,
     SESSION_ID_KEY,
     SUMMARY_CALLS_KEY,
     SUMMARY_EVENT_KEY,
     SUMMARY_EVENTS_KEY,
+    SUMMARY_REFUSALS_KEY,
     SUMMARY_USAGE_KEY,
     TOKEN_USAGE_KEY,
     SummarizationEvent,
@@ -27,7 +29,18 @@ from context_engine.state import (
 )
 from context_engine.steps import Blocking, Steps, Summarize
 from context_engine.store import ResultStore
+from context_engine.summary.breaker import record_refusal
 from context_engine.summary.dropping import session_id_from
+from context_engine.summary.extractive import extractive_budget, extractive_summary, message_entries
+from context_engine.summary.faithfulness import (
+    CODE_BREAKER_OPEN,
+    CODE_NOT_A_SUMMARY,
+    SUMMARY_EXTRACTIVE,
+    SUMMARY_MODEL,
+    Refusal,
+    SummarySource,
+    content_refusal,
+)
 from context_engine.summary.fold_plan import fold_identifiers, receipt_paths
 from context_engine.summary.history import (
     build_summarization_event,
@@ -40,10 +53,10 @@ from context_engine.summary.history import (
 )
 from context_engine.summary.identifiers import LossReport, better_summary
 from context_engine.summary.indexing import IndexInputs, index_inputs
-from context_engine.summary.loss import fold_loss_report, read_saved_texts, repair_prompt
+from context_engine.summary.loss import fold_loss_report, read_saved_texts, repair_prompt, view_text
 from context_engine.summary.reference_index import NO_INDEX, ReferenceIndex
 from context_engine.summary.spend_guard import record_call
-from context_engine.summary.validation import SummaryRule, summary_rule
+from context_engine.summary.validation import DEFAULT_RULE, SummaryRule, summary_rule
 from context_engine.tokens.messages import (
     TokenProfile,
     estimate_message,
@@ -65,14 +78,25 @@ class SummaryOutcome:
     repaired: bool = False  # the repair pass's summary was kept
     summary_tokens: int = 0  # the summary message's estimate without its index (what a preview goes by)
     index: ReferenceIndex = NO_INDEX  # the reference index that follows the summary (in its message)
+    refusal: Refusal | None = None  # why the model's summary was refused: this one is extractive
+    breaker: dict[str, Any] = field(default_factory=dict)  # the circuit breaker's state update
+    section: str = ""  # the history section appended for it (taken back out if it is not applied)
+
+    @property
+    def kind(self) -> str:
+        return SUMMARY_EXTRACTIVE if self.refusal is not None else SUMMARY_MODEL
 
     def loss_report(self) -> dict[str, Any]:
-        """The loss report as the event and the audit record carry it."""
+        """The loss report as the event and the audit record carry it, with the summary's kind and, for an
+        extractive one, why the model's was refused (the identifiers it invented among it)."""
         return {
             **self.loss.as_dict(),
-            "repair_calls": len(self.calls) - 1,
+            "repair_calls": max(len(self.calls) - 1, 0),
             "repaired": self.repaired,
             "indexed": len(self.index.entries),  # of those in view, the ones the reference index lists
+            "summary_kind": self.kind,
+            "refusal": self.refusal.as_dict() if self.refusal is not None else None,
+            "invented": len(self.refusal.invented) if self.refusal is not None else 0,
         }
 
 
@@ -100,6 +124,7 @@ class Span:
     pinned: Sequence[BaseMessage] = ()
     lead: int = 1
     fold_limit: int | None = None
+    paused_until: datetime | None = None  # the breaker's pause: the extractive summary, no model call
 
 
 @dataclass(frozen=True)
@@ -116,6 +141,22 @@ class _Draft:
     inputs: IndexInputs
     index_budget: int
     profile: TokenProfile
+    source: SummarySource
+    trigger_tokens: int
+
+    def refusal(self, reply: BaseMessage, rule: SummaryRule, prompt: str) -> tuple[str, Refusal | None]:
+        """The reply's summary text and why it may not become memory (None: it may): its shape
+        (``validation``), then its content (``faithfulness``)."""
+        try:
+            text = summary_text(reply, rule)
+        except SummaryError as exc:
+            return "", Refusal(CODE_NOT_A_SUMMARY, str(exc)[:300])
+        return text, content_refusal(text, prompt=prompt, required=rule.required, source=self.source)
+
+    def extractive(self) -> str:
+        """The folded messages' extractive summary, within the summary budget."""
+        budget = extractive_budget(folded_tokens=self.folded_tokens, trigger_tokens=self.trigger_tokens)
+        return extractive_summary(message_entries(self.folded), budget_tokens=budget, profile=self.profile)
 
     def size(self, candidate: str, index: str = "") -> int:
         message = build_summary_message(candidate, file_path=self.file_path, index=index)
@@ -160,51 +201,108 @@ def summarize_span(
 ) -> Steps[SummaryOutcome]:
     """Inline media saved first (neither the history file nor the summary model ever receives base64),
     then the summary, then its history section (required), then the summary's loss report and (when the
-    agent allows it and identifiers were lost) one repair call; any failure raises before state changes.
+    agent allows it and identifiers were lost) one repair call.
 
-    The section is written only once a valid summary exists, so a failed or interrupted summary leaves
-    no history file or section behind. ``spent`` receives the input tokens of each summary call as it is
-    made, so a caller can enter a failed one in the spend guard's ledger too (a provider bills it).
-    A summary whose message is not smaller than what it folds raises ``SummaryNotSmaller`` before the
-    history section is written."""
+    A model summary that is refused (``Draft.refusal``), even after the repair pass, is replaced by the
+    folded messages' extractive summary, labelled so (``SummaryOutcome.refusal``); so is every summary
+    while the breaker pauses the model (``span.paused_until``). A thread never goes without a summary for
+    want of a model's. A failed call still raises before state changes.
+
+    The section is written only once the summary exists, so a failed or interrupted summary leaves no
+    history file or section behind; a caller that then does not apply it takes ``outcome.section`` back
+    out (``history_unappend``). ``spent`` receives the input tokens of each summary call as it is made,
+    so a caller can enter a failed one in the spend guard's ledger too (a provider bills it). A summary
+    whose message is not smaller than what it folds raises ``SummaryNotSmaller``, before any write."""
     media = yield Blocking(partial(offload_media, span.folded, store=store))
     if media.failed:
         raise StoreError(f"Could not save inline media before summarizing: {media.failed[0].error}")
     folded = media.messages
     session_id = session_id_from(span.state.get(SESSION_ID_KEY))
-    prompt = format_summary_prompt(
-        folded, prompt=config.summary_prompt, max_tokens=span.budget, profile=profile
-    )
-    calls = spent if spent is not None else []
-    calls.append(estimate_text(prompt, profile))
-    reply = yield Summarize(prompt)
-    rule = summary_rule(
-        prompt=config.summary_prompt,
-        required=config.summary_required,
-        folded_chars=sum(len(message.text) for message in folded),
-    )
-    text = summary_text(reply, rule)
     draft = yield from _draft(
         span, folded, file_path=history_path(session_id), config=config, store=store, profile=profile
     )
+    calls = spent if spent is not None else []
+    asked = yield from _ask(span, draft, config=config, calls=calls)
+    text = asked.text if asked.refusal is None else draft.extractive()
     if not draft.shrinks(text):
         # Before the history section is written: a summary that is not applied leaves nothing behind.
         raise SummaryNotSmaller(summary_tokens=draft.size(text), folded_tokens=draft.folded_tokens)
     yield Blocking(partial(store.append_text, draft.file_path, draft.section))
-    usage = _usage(reply)
-    index, loss = draft.judged(text)
-    repaired = False
-    if config.repair_pass and loss.lost:
-        second = repair_prompt(prompt, loss.lost_identifiers)
+    judged = (text, *draft.judged(text))
+    usage, repaired = asked.usage, False
+    if asked.refusal is None and config.repair_pass and judged[2].lost:
+        second = repair_prompt(asked.prompt, judged[2].lost_identifiers)
         calls.append(estimate_text(second, profile))
-        retry, retry_usage = yield from _repair(second, rule, draft)
+        retry, retry_usage = yield from _repair(second, asked.rule, draft)
         if retry_usage:  # kept apart too: what the repair pass costs stays visible
             usage = add_usage(usage, {**retry_usage, REPAIR_USAGE_KEY: retry_usage})
-        if retry is not None and better_summary(loss, retry[2]):
-            (text, index, loss), repaired = retry, True
-    return _outcome(
-        span, draft, (text, index, loss), session_id=session_id, usage=usage, calls=calls, repaired=repaired
+        if retry is not None and better_summary(judged[2], retry[2]):
+            judged, repaired = retry, True
+    outcome = _outcome(
+        span, draft, judged, session_id=session_id, usage=usage, calls=calls, repaired=repaired
     )
+    breaker = _breaker_update(span, asked.refusal, config=config)
+    return replace(outcome, refusal=asked.refusal, breaker=breaker, section=draft.section)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """The model's answer: its summary text and usage, or why it was refused (then ``text`` is empty)."""
+
+    text: str = ""
+    usage: dict[str, Any] | None = None
+    refusal: Refusal | None = None
+    prompt: str = ""
+    rule: SummaryRule = DEFAULT_RULE
+
+
+def _ask(span: Span, draft: _Draft, *, config: CompressionConfig, calls: list[int]) -> Steps[_Asked]:
+    """The model's summary of the fold, with one more try after a refusal when the agent allows a repair
+    pass; a refusal when both are refused, or without a call while the breaker pauses the model."""
+    if span.paused_until is not None:
+        why = f"model summaries are paused until {span.paused_until.isoformat()} after repeated refusals"
+        return _Asked(refusal=Refusal(CODE_BREAKER_OPEN, why))
+    profile = draft.profile
+    prompt = format_summary_prompt(
+        draft.folded, prompt=config.summary_prompt, max_tokens=span.budget, profile=profile
+    )
+    rule = summary_rule(
+        prompt=config.summary_prompt,
+        required=config.summary_required,
+        folded_chars=sum(len(message.text) for message in draft.folded),
+    )
+    calls.append(estimate_text(prompt, profile))
+    reply = yield Summarize(prompt)
+    usage = _usage(reply)
+    text, refusal = draft.refusal(reply, rule, config.summary_prompt)
+    if refusal is not None and config.repair_pass:
+        second = REFUSED_REPAIR_TEMPLATE.format(prompt=prompt, reason=refusal.reason)
+        calls.append(estimate_text(second, profile))
+        try:
+            retry = yield Summarize(second)
+        except Stopped:
+            raise
+        except Exception:  # noqa: BLE001 - a failed second try leaves the first refusal standing
+            return _Asked(usage=usage, refusal=refusal, prompt=prompt, rule=rule)
+        retry_usage = _usage(retry)
+        if retry_usage:
+            usage = add_usage(usage, {**retry_usage, REPAIR_USAGE_KEY: retry_usage})
+        retried, again = draft.refusal(retry, rule, config.summary_prompt)
+        if again is None:
+            return _Asked(retried, usage, None, prompt, rule)
+    return _Asked(text, usage, refusal, prompt, rule)
+
+
+def _breaker_update(span: Span, refusal: Refusal | None, *, config: CompressionConfig) -> dict[str, Any]:
+    """The breaker's state after this summary: cleared by an accepted model summary, one refusal more
+    after a refused one, as it was while paused."""
+    if refusal is None:
+        return {SUMMARY_REFUSALS_KEY: []} if span.state.get(SUMMARY_REFUSALS_KEY) else {}
+    if refusal.code == CODE_BREAKER_OPEN:
+        return {}
+    history = span.state.get(SUMMARY_REFUSALS_KEY)
+    refusals = record_refusal(history, code=refusal.code, limits=config.breaker, now=span.now)
+    return {SUMMARY_REFUSALS_KEY: refusals}
 
 
 def _outcome(
@@ -281,6 +379,11 @@ def _draft(
         inputs=inputs,
         index_budget=config.index_budget,
         profile=profile,
+        # What a summary may draw on: the section holds the folded messages (an earlier summary among
+        # them) with the receipts' and tool calls' text; the saved files they name; the history file.
+        # The kept messages too: naming what stays in view is no invention.
+        source=SummarySource([section, *saved.values(), file_path, *(view_text(m) for m in span.kept)]),
+        trigger_tokens=config.trigger_tokens,
     )
 
 
@@ -318,10 +421,11 @@ def summary_update(
         SESSION_ID_KEY: outcome.session_id,
         SUMMARY_EVENTS_KEY: push_summary_event(state.get(SUMMARY_EVENTS_KEY), previous),  # type: ignore[arg-type]
         **ledger_update(state, outcome.calls, now=now),
+        **outcome.breaker,
         TOKEN_USAGE_KEY: {
             SUMMARY_USAGE_KEY: add_usage(
                 (state.get(TOKEN_USAGE_KEY) or {}).get(SUMMARY_USAGE_KEY),
-                {**(outcome.usage or {}), "calls": len(outcome.calls) or 1},
+                {**(outcome.usage or {}), "calls": len(outcome.calls) or int(outcome.refusal is None)},
             )
         },
     }

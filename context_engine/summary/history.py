@@ -102,6 +102,16 @@ def history_next_line(store: ResultStore, path: str) -> int:
     return next_line_number(store.read_text(path)) if store.exists(path) else 1
 
 
+def history_unappend(store: ResultStore, path: str, section: str) -> bool:
+    """Take ``section`` back off the end of the history file at ``path`` (a summary that was appended and
+    then not applied); False when the file no longer ends with it (something was appended since)."""
+    text = store.read_text(path)
+    if not section or not text.endswith(section):
+        return False
+    store.write_text(path, text[: -len(section)])
+    return True
+
+
 def render_history_section(messages: Sequence[BaseMessage], *, now: datetime | None = None) -> str:
     """A timestamped section for the history file; earlier summary messages are left out."""
     kept = [m for m in messages if not is_summary_message(m)]

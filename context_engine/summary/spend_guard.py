@@ -14,6 +14,7 @@ parent's next model call (a process that dies before then loses it).
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -47,7 +48,8 @@ class GuardDecision:
         }
 
 
-def _parse(value: Any) -> datetime | None:
+def parse_time(value: Any) -> datetime | None:
+    """A ledger entry's time (a datetime, or its ISO text), else None."""
     if isinstance(value, datetime):
         return value
     if isinstance(value, str):
@@ -64,7 +66,7 @@ def recent_calls(history: Iterable[Mapping[str, Any]] | None, *, now: datetime) 
     for call in history or ():
         if not isinstance(call, Mapping):
             continue
-        at = _parse(call.get("at"))
+        at = parse_time(call.get("at"))
         tokens = call.get("input_tokens")
         if at is None or not now - WINDOW < at <= now:
             continue
@@ -85,7 +87,7 @@ def guard_check(
     """May one more summary call with ``input_tokens`` of input go out now?"""
     calls = recent_calls(history, now=now)
     spent = sum(c["input_tokens"] for c in calls)
-    oldest = _parse(calls[0]["at"]) if calls else None  # recent_calls wrote it: never None when calls
+    oldest = parse_time(calls[0]["at"]) if calls else None  # recent_calls wrote it: never None when calls
     retry_at = oldest + WINDOW if oldest is not None else None
     if limits.max_calls_per_hour > 0 and len(calls) >= limits.max_calls_per_hour:
         return GuardDecision(False, REASON_CALLS, len(calls), spent, retry_at)
@@ -102,7 +104,7 @@ def record_call(
 ) -> list[dict[str, Any]]:
     """``history`` (last hour only) plus this call: the value to write back to state."""
     calls = recent_calls(history, now=now)
-    calls.append({"at": now.isoformat(), "input_tokens": max(int(input_tokens), 0)})
+    calls.append(_entry(input_tokens, now))
     return calls[-MAX_REMEMBERED_CALLS:]
 
 
@@ -139,12 +141,22 @@ class SharedLedger:
         self._lock = threading.Lock()
         self._thread: Ledger = []  # the parent's ledger as its latest model call saw it
         self._pending: Ledger = []  # sub-agents' calls not yet in the parent's state
+        self._made: Ledger = []  # every call of this run, the parent's and its sub-agents' (``made``)
 
     def enter(self, ledger: Iterable[Mapping[str, Any]] | None, *, now: datetime) -> tuple[Ledger, bool]:
         return self.absorb(ledger, now=now)
 
     def spent(self, calls: Sequence[int], *, now: datetime) -> None:
-        return None  # the parent's own calls go to its state
+        """The parent's own calls go to its state with its model call's update; they are also kept
+        here, for a run that fails before that update is saved (``made``)."""
+        with self._lock:
+            self._made.extend(_entry(tokens, now) for tokens in calls)
+
+    def made(self) -> Ledger:
+        """Every summary call made in this run, in the entries the state's ledger holds: what the run's
+        end writes to the checkpoint when its own updates were lost (``ledger_merge``)."""
+        with self._lock:
+            return list(self._made)
 
     def absorb(self, ledger: Iterable[Mapping[str, Any]] | None, *, now: datetime) -> tuple[Ledger, bool]:
         """The thread's ledger (the parent's state's, plus the sub-agents' calls made since it last
@@ -164,7 +176,28 @@ class SharedLedger:
 
     def add(self, calls: Sequence[int], *, now: datetime) -> None:
         with self._lock:
-            self._pending.extend({"at": now.isoformat(), "input_tokens": max(int(t), 0)} for t in calls)
+            entries = [_entry(tokens, now) for tokens in calls]
+            self._pending.extend(entries)
+            self._made.extend(entries)
+
+
+def _entry(tokens: int, now: datetime) -> dict[str, Any]:
+    """A call as the ledger holds it (``record_call`` writes the same)."""
+    return {"at": now.isoformat(), "input_tokens": max(int(tokens), 0)}
+
+
+def ledger_merge(
+    ledger: Iterable[Mapping[str, Any]] | None, made: Iterable[Mapping[str, Any]], *, now: datetime
+) -> Ledger | None:
+    """The thread's ledger with the calls ``made`` it lacks (each call as often as the more of the two
+    counts it: a call the state already holds is not counted twice), or None when it lacks none."""
+    recent = recent_calls(ledger, now=now)
+    held = Counter((c["at"], c["input_tokens"]) for c in recent)
+    missing = Counter((c["at"], c["input_tokens"]) for c in recent_calls(made, now=now)) - held
+    if not missing:
+        return None
+    added = [{"at": at, "input_tokens": tokens} for (at, tokens), n in missing.items() for _ in range(n)]
+    return sorted([*recent, *added], key=lambda c: c["at"])[-MAX_REMEMBERED_CALLS:]
 
 
 class LentLedger:

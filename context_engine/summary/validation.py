@@ -92,7 +92,8 @@ def _normalized(line: str) -> str:
     return line.strip().lstrip("#").strip().strip("*_").strip().rstrip(":：").strip()
 
 
-def _line_start(item: str) -> re.Pattern[str]:
+def line_start(item: str) -> re.Pattern[str]:
+    """Where the required line ``item`` starts a line of a summary (heading marks and bold ignored)."""
     return re.compile(
         r"^[ \t>]*(?:#{1,6}[ \t]*)?(?:\*\*|__)?[ \t]*" + re.escape(_normalized(item)) + r"(?!\w)",
         re.IGNORECASE | re.MULTILINE,
@@ -103,9 +104,9 @@ def _missing(text: str, required: Sequence[str]) -> str | None:
     """The first required line missing from ``text`` (or out of order), or a last one left empty."""
     position = 0
     for item in required:
-        match = _line_start(item).search(text, position)
+        match = line_start(item).search(text, position)
         if match is None:
-            where = "out of order" if _line_start(item).search(text) else "missing"
+            where = "out of order" if line_start(item).search(text) else "missing"
             return f"{item!r} {where}"
         position = match.end()
     if not text[position:].strip(" \t\r\n*_:："):

@@ -15,6 +15,7 @@ from agent_platform.observability.log_context import log_context
 from agent_platform.observability.metrics import run_observed
 from agent_platform.runtime.graph import agent_graph_for, thread_config
 from agent_platform.runtime.public_errors import run_error_detail, run_error_public
+from agent_platform.runtime.run_scope import run_ledger_save, run_scope_for
 from agent_platform.runtime.state_repository import AgentStateRepository
 from agent_platform.runtime.stopping import STOP_CHECK_CONFIG_KEY, ToolStopped
 from context_engine.errors import Stopped
@@ -112,6 +113,7 @@ def run_perform(*, run_id: int) -> int | None:
                 relay.execute()
             except Exception as exc:  # noqa: BLE001 - any failure becomes the run's recorded error
                 logger.exception("Run %s failed", run_id)
+                relay.bill_summary_calls()
                 detail = run_error_detail(exc)
                 relay.answer_dangling_tool_calls(reason=f"the turn failed ({detail})")
                 # The thread's users read plain words; the admin keeps the exception (and the log its trace).
@@ -167,6 +169,7 @@ class _RunRelay:
         self.stop_checks = RunStopChecks(run)
         self.open_compression: dict[str, Any] | None = None  # a compression started, not yet ended
         self.open_calls: set[str] = set()  # the last reply's tool calls this run has no answer to yet
+        self.scope = run_scope_for(self.conversation)  # this run's workdir and spend-guard ledger
 
     def execute(self) -> None:
         # Shared by the agent's runs in this language: this run's values travel in its config.
@@ -174,6 +177,7 @@ class _RunRelay:
         # Pins are read once per run: a pin or unpin during a run applies from the next one.
         config = thread_config(
             self.conversation,
+            scope=self.scope,
             **{PINNED_IDS_CONFIG_KEY: pinned_message_ids(conversation=self.conversation)},
         )
         repository = self.repository = AgentStateRepository(graph, self.thread_id)
@@ -230,7 +234,18 @@ class _RunRelay:
             return self._on_updates(chunk)
         return None
 
+    def bill_summary_calls(self) -> None:
+        """Enter this run's summary calls in the thread's ledger when its own state updates did not
+        (``run_ledger_save``), before the run ends: a provider bills a call whatever became of the run."""
+        if self.repository is None:  # failed before the graph was built: no call was made
+            return
+        try:
+            run_ledger_save(self.scope, self.repository, now=timezone.now())
+        except Exception:  # noqa: BLE001 - the run's own end matters more than this count
+            logger.exception("Could not enter the summary calls of run %s in its ledger", self.run.pk)
+
     def _end_cancelled(self, repository: AgentStateRepository) -> None:
+        self.bill_summary_calls()
         if self.open_compression is not None:  # its end was lost with the stream that Stop closed
             self._on_custom({"type": events.COMPRESSION, **stopped_event(**self.open_compression)})
         self._close_cancelled(repository)
@@ -238,6 +253,7 @@ class _RunRelay:
         _finish(self.run, AgentRun.Status.CANCELLED)
 
     def _end(self, repository: AgentStateRepository, *, interrupted: Any) -> None:
+        self.bill_summary_calls()
         if interrupted is None and self.open_calls:  # only a tool call can wait on the user (ask_user)
             interrupted = repository.snapshot().interrupts or None
         self._record_pressure()

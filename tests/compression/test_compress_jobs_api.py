@@ -85,7 +85,7 @@ def test_wait_gives_up_after_its_timeout_with_202(client, user, thread, settings
 
 
 def test_a_failed_job_answers_its_error_with_wait_and_leaves_the_thread(client, user, thread, summarizer):
-    summarizer("")  # an empty summary is refused
+    summarizer(RuntimeError("model exploded"))  # a failed call (a refused answer is replaced: issue 37)
     before = repository_for(thread).get_values()
     client.force_login(user)
     response = _compress(client, thread, "?wait=true")

@@ -111,7 +111,8 @@ def test_insufficient_history_is_a_no_op_that_writes_nothing(client, user, threa
     assert CompressionRecord.objects.get(conversation=thread).status == "no_op"
 
 
-@pytest.mark.parametrize("summary", [RuntimeError("model exploded"), "   "])
+# A failed call; an empty or refused answer is replaced by the extractive summary (issue 37).
+@pytest.mark.parametrize("summary", [RuntimeError("model exploded"), RuntimeError("upstream 503")])
 def test_summary_failure_answers_502_and_leaves_the_checkpoint_unchanged(
     client, user, thread, summarizer, summary
 ):

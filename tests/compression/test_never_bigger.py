@@ -13,7 +13,12 @@ from tests.compression._threads import compact, repository_for, seed_state, work
 from tests.context_engine.chats import SUMMARY, conversation_messages
 
 pytestmark = pytest.mark.django_db
-LONG_SUMMARY = SUMMARY + "\n" + "Every detail of every message, restated at length. " * 300
+# Bigger than what it folds, about it, and no loop (a looping answer is refused: issue 37).
+LONG_SUMMARY = (
+    SUMMARY
+    + "\n"
+    + " ".join(f"Question {n}: document {n} says compression keeps context small." for n in range(300))
+)
 
 
 @pytest.fixture

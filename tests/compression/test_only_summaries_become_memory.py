@@ -18,7 +18,7 @@ from compression.models import CompressionRecord
 from context_engine.compaction.media import media_path
 from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY
 from context_engine.summary.history import format_summary_prompt, summary_text
-from tests.compression._threads import repository_for, seed_state, without_ledger, workdir_files
+from tests.compression._threads import repository_for, seed_state, workdir_files
 from tests.context_engine.chats import SUMMARY, conversation_messages
 from tests.context_engine.summary.bad_summaries import BAD_SUMMARIES
 
@@ -59,23 +59,26 @@ def _history(thread) -> str:
 
 
 @pytest.mark.parametrize("kind", list(BAD_SUMMARIES))
-def test_an_answer_that_is_no_summary_is_a_502_and_the_thread_stays_as_it_was(
+def test_an_answer_that_is_no_summary_becomes_the_labelled_extractive_summary(
     client, user, stub_thread, openai_stub, kind
 ):
     openai_stub.reply(BAD_SUMMARIES[kind])
-    before = repository_for(stub_thread).get_values()
 
     response = _compress(client, user, stub_thread)
 
-    assert response.status_code == 502 and response.json()["code"] == "summary_failed"
+    assert response.status_code == 200, response.content  # issue 37: never a thread without a summary
+    report = response.json()["loss_report"]
+    assert report["summary_kind"] == "extractive" and report["refusal"]["code"] == "not_a_summary"
     assert len(openai_stub.requests) == 1  # the summary was asked for, through the real client
     after = repository_for(stub_thread).get_values()
-    assert without_ledger(after) == without_ledger(before) and SUMMARY_EVENT_KEY not in after
+    memory = after[SUMMARY_EVENT_KEY]["summary_message"].content
+    assert BAD_SUMMARIES[kind][:40] not in memory and "Question 0: what does document 0 say" in memory
     assert len(after[SUMMARY_CALLS_KEY]) == 1  # the provider billed the call: the spend guard counts it
-    assert not CompressionRecord.objects.filter(
+    record = CompressionRecord.objects.get(
         conversation=stub_thread, status=CompressionRecord.Status.COMPLETED
-    ).exists()
-    assert not [p for p in workdir_files(stub_thread) if "conversation_history" in p]
+    )
+    assert record.loss_report["summary_kind"] == "extractive"
+    assert len([p for p in workdir_files(stub_thread) if "conversation_history" in p]) == 1
 
 
 def test_a_summary_under_the_five_headings_is_stored(client, user, stub_thread, openai_stub):
@@ -95,7 +98,8 @@ def test_a_custom_prompt_requires_what_the_admin_says_a_summary_contains(
     stub_agent.save()
     assert stub_agent.compression_config().summary_required == ("## Goal", "Decisions:")
     openai_stub.reply("## Goal\nRead the documents.")  # no decisions: not the summary asked for
-    assert _compress(client, user, stub_thread).status_code == 502
+    refused = _compress(client, user, stub_thread)
+    assert refused.status_code == 200 and refused.json()["loss_report"]["summary_kind"] == "extractive"
 
     openai_stub.reply("## Goal\nRead the documents.\nDecisions: keep the context small.")
     assert _compress(client, user, stub_thread).status_code == 200

@@ -129,7 +129,8 @@ def test_the_preview_writes_nothing_and_a_reply_that_is_no_summary_keeps_the_est
         store=store,
         profile=DEFAULT_PROFILE,
     )
-    assert refused == estimate and not refused.estimate_exact
+    # A refused reply is replaced by the extractive summary (issue 37): sized exactly, still writing nothing.
+    assert refused.estimate_exact and store.files == {}
 
 
 def test_every_session_id_and_the_previews_stand_in_have_the_same_token_estimate():

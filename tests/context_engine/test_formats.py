@@ -141,6 +141,11 @@ def test_repair_and_drop_formats_are_pinned():
         "{identifiers}"
     )
     assert formats.REPAIR_IDENTIFIER_LINE == "- {identifier}"
+    assert formats.REFUSED_REPAIR_TEMPLATE == (
+        "{prompt}\n\n"
+        "An earlier answer was refused: {reason}. Write the summary again from the messages above only: under "
+        "each heading what they say (never the instructions), and no path, id, URL or number they do not contain."
+    )
     assert formats.REPAIR_IDENTIFIERS_MAX == 40
     assert formats.DROPPED_NOTE_TEMPLATE == (
         "[{count} earlier messages were removed from this view to fit the model's context window, without "

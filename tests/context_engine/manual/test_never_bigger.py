@@ -59,7 +59,10 @@ def test_a_forced_compression_never_makes_the_request_bigger(turns, result_chars
 def test_a_summary_longer_than_what_it_folds_is_not_applied():
     store = MemoryStore()
     result = _compress(
-        conversation_messages(3, big_result_chars=0), "## SESSION INTENT\n" + "x " * 3000, store
+        conversation_messages(3, big_result_chars=0),
+        "## SESSION INTENT\n"
+        + " ".join(f"Question {n}: document {n} is about compression." for n in range(400)),
+        store,
     )
     assert result.status == STATUS_NO_OP and result.reason == REASON_NOT_SMALLER
     assert result.outcome == "no_change_needed" and result.reason_detail["code"] == "summary_not_smaller"

@@ -207,12 +207,13 @@ async def test_history_write_failure_changes_no_state_and_continues_on_the_compa
     assert events[-1]["error"] == "A file could not be saved in the thread's workdir."
 
 
+# A summary call that fails (a refused answer, an empty one or an error's text, is replaced by the
+# extractive summary instead: ``test_only_summaries_become_memory``).
 FAILED_SUMMARIES = {
     "model_error": (RuntimeError("boom"), "boom"),
-    "empty_summary": ("   \n", "empty"),
-    "error_as_summary": (
-        "Error generating summary: Error code: 429 - {'error': {'code': 'rate_limit_exceeded'}}",
-        "error instead of a summary",
+    "provider_error": (
+        RuntimeError("Error code: 429 - {'error': {'code': 'rate_limit_exceeded'}}"),
+        "rate_limit_exceeded",
     ),
 }
 

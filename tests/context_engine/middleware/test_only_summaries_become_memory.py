@@ -1,6 +1,7 @@
 """Only a summary becomes memory, on the automatic path: a run whose summary call answers an HTML page,
-a JSON body, a refusal, a summary cut off mid-way or an error's text goes on compacted and stores
-nothing; a repair call that fails or answers no summary keeps the valid first summary."""
+a JSON body, a refusal, a summary cut off mid-way or an error's text goes on with the folded messages'
+extractive summary, labelled so (issue 37), and none of that text reaches any message; a repair call
+that fails or answers no summary keeps the valid first summary."""
 
 from __future__ import annotations
 
@@ -37,7 +38,7 @@ def _mw(config, store, model):
 
 @MODES
 @pytest.mark.parametrize("kind", list(BAD_SUMMARIES))
-async def test_a_run_whose_summary_is_no_summary_goes_on_compacted_and_stores_nothing(mode, kind):
+async def test_a_run_whose_summary_is_no_summary_goes_on_with_a_labelled_extractive_one(mode, kind):
     messages = conversation(6)
     model = ScriptedChatModel(summaries=[Verbatim(BAD_SUMMARIES[kind])])
     events, handler, store = [], Handler(), MemoryStore()
@@ -45,15 +46,16 @@ async def test_a_run_whose_summary_is_no_summary_goes_on_compacted_and_stores_no
         _mw(mw_config(1000, keep=4), store, model), make_request(messages, events=events), handler, mode
     )
 
-    # Nothing of it enters the state (the spend guard's ledger may count the call that was made).
-    update = {} if isinstance(response, ModelResponse) else response.command.update
-    assert SUMMARY_EVENT_KEY not in update and SESSION_ID_KEY not in update and "messages" not in update
-    assert len(model.summary_prompts) == 1 and statuses(events) == ["started", "failed"]
-    assert [m.id for m in handler.sent] == [m.id for m in messages]  # the compacted view, whole
+    assert not isinstance(response, ModelResponse)
+    update = response.command.update
+    memory = update[SUMMARY_EVENT_KEY]["summary_message"].content
+    assert len(model.summary_prompts) == 1 and statuses(events) == ["started", "completed"]
+    report = events[-1]["loss_report"]
+    assert report["summary_kind"] == "extractive" and report["refusal"]["code"] == "not_a_summary"
+    assert "BEGIN-0" in memory  # the folded messages' own identifiers
     for message in handler.sent:
         assert BAD_SUMMARIES[kind][:40] not in str(message.content)
-        assert not message.additional_kwargs.get("lc_source")
-    assert history_files(store) == []  # no history section for a summary that never was
+    assert len(history_files(store)) == 1 and update[SESSION_ID_KEY]
 
 
 def test_the_same_run_with_a_valid_summary_stores_it():  # the control: the setup above can succeed
