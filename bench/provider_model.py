@@ -123,12 +123,14 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, float, Any]:
 def _alternating(
     measure: Callable[[str, int], tuple[float, float, int]], pairs: int
 ) -> dict[str, list[tuple[float, float, int]]]:
-    """``measure(arm, sample)`` for both arms, ``pairs`` times, the order flipped every pair."""
+    """``measure(arm, sample)`` for both arms, ``pairs`` times, the order flipped every pair. ``sample``
+    numbers every call: each one's new message is its own (a repeated one would be all in the server's
+    cache for the pair's second arm, not for its first)."""
     samples: dict[str, list[tuple[float, float, int]]] = {arm: [] for arm in ARMS}
-    for n in range(WARMUP_PAIRS + pairs):
-        for arm in ARMS if n % 2 == 0 else ARMS[::-1]:
-            figures = measure(arm, n)
-            if n >= WARMUP_PAIRS:
+    for pair in range(WARMUP_PAIRS + pairs):
+        for position, arm in enumerate(ARMS if pair % 2 == 0 else ARMS[::-1]):
+            figures = measure(arm, 2 * pair + position)
+            if pair >= WARMUP_PAIRS:
                 samples[arm].append(figures)
     return samples
 
