@@ -3,14 +3,14 @@ transform: ``ProviderChatModel``, 6670afd) save at least 5% of a run's wall time
 model on a 200-message thread?
 
 llama.cpp serves SmolLM2-135M (the ``local-model`` extra) with its full 8,192-token window, one thread
-(``SERVER_THREADS``) and replies of at most ``REPLY_TOKENS`` tokens, so the time is the platform's and the client's, not the model's writing.
-The local agent is seeded as ``make run-local`` seeds it, with two changes: no tools (a run is one model
+(``SERVER_THREADS``) and replies of at most ``REPLY_TOKENS`` tokens, so the time is the platform's and
+the client's, not the model's writing. The local agent is seeded as ``make run-local`` seeds it, with two changes: no tools (a run is one model
 call) and a threshold high enough that the 200 short messages are sent whole, not compressed. That is
 the case most favourable to skipping the transform (its cost grows with the messages sent; with the
 seeded 2K threshold the platform would send a summary and a few kept messages instead).
 
-Two measures, each arm alternating with the other (the pair's order flips every sample, so drift on a
-shared machine cancels), reported as medians and as the median of the per-pair ratios:
+Two measures, each arm alternating with the other (the order flips every pair, so drift on a shared
+machine cancels), reported as medians and as the median of the per-pair ratios:
 
 * ``run``: ``message_intake`` on a fresh thread whose checkpoint holds the 200 messages, executed
   eagerly to its end (intake, graph, middleware, the streamed model call, the checkpoint and message
