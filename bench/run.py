@@ -27,6 +27,7 @@ from bench import (
     overhead,
     peers,
     preview_accuracy,
+    provider_model,
     reference_index,
 )
 from bench.common import machine_markdown, markdown_table
@@ -435,6 +436,10 @@ def main() -> None:
     section(
         "3d. The estimator against a real server (llama.cpp, SmolLM2-135M)",
         local_model.render(local_model.run()),
+    )
+    section(
+        "3e. The provider model's request path against a real server (issue 36)",
+        provider_model.render(provider_model.run()),
     )
 
     latency: list[dict] = []

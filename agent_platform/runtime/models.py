@@ -135,15 +135,14 @@ def endpoint_models(endpoint: ModelEndpoint, *, refresh: bool = False) -> list[s
 
 
 def chat_model_for(agent: Agent) -> BaseChatModel:
-    """The agent's chat model: ``ChatOpenAI`` (``ProviderChatModel``) against its endpoint, or the offline model."""
+    """The agent's chat model: ``ChatOpenAI`` against its endpoint, or the offline model."""
     window = agent.resolved_context_window
     profile = {"max_input_tokens": window} if window else None
     endpoint = agent.endpoint
     if endpoint is None:
         return OfflineChatModel(profile=profile, callbacks=[SUMMARY_CALL_METRICS])
 
-    # slow to import; only runs that use an endpoint pay for it
-    from agent_platform.runtime.provider_model import ProviderChatModel
+    from langchain_openai import ChatOpenAI  # slow to import; only runs that use an endpoint pay for it
 
     api_key = endpoint_api_key(endpoint)
     origin = url_origin(endpoint.base_url)
@@ -152,7 +151,7 @@ def chat_model_for(agent: Agent) -> BaseChatModel:
             f"Endpoint {endpoint.name!r}: {endpoint.base_url!r} is not an http(s) URL."
         )
     http_client, http_async_client = _pinned_clients(origin)
-    return ProviderChatModel(
+    return ChatOpenAI(
         model=agent.resolved_model_name,
         # The key and the URL come from the same row: a key never leaves for another host.
         base_url=endpoint.base_url,

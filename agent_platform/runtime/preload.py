@@ -10,7 +10,7 @@ import logging
 logger = logging.getLogger(__name__)
 
 RUN_MODULES = (
-    "agent_platform.runtime.provider_model",  # langchain_openai
+    "langchain_openai",
     "openai.resources.chat",
     "httpcore",
     "langgraph.checkpoint.postgres",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 
 from agent_platform.models import Agent, ModelEndpoint
 from agent_platform.runtime.models import ModelConfigurationError, chat_model_for
@@ -167,3 +168,49 @@ def test_reported_prompt_tokens_calibrate_the_model_for_every_later_run(
     # Every message of the thread carries its stored estimate; the provider never saw it.
     assert all(ESTIMATE_KEY in m.response_metadata for m in values["messages"])
     assert all("token_estimate" not in json.dumps(r) for r in openai_stub.requests)
+
+
+def test_a_thread_with_tool_calls_an_image_and_non_ascii_text_reaches_the_endpoint_as_built(
+    openai_agent, openai_stub
+):
+    pixel = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="
+    thread = [
+        SystemMessage("You are terse."),
+        HumanMessage(
+            [{"type": "text", "text": "What is in it?"}, {"type": "image_url", "image_url": {"url": pixel}}]
+        ),
+        AIMessage("", tool_calls=[{"id": "call_1", "name": "ls", "args": {"path": ".", "depth": 2}}]),
+        ToolMessage("one white pixel \u00e9\u4e2d", tool_call_id="call_1", name="ls"),
+        HumanMessage("Thanks. And now?"),
+    ]
+    openai_stub.reply("A short answer.")
+
+    chunks = list(chat_model_for(openai_agent).stream(thread))
+
+    assert "".join(str(chunk.content) for chunk in chunks) == "A short answer."
+    assert sum(chunks[1:], chunks[0]).usage_metadata["input_tokens"] > 0  # the stream's usage chunk
+    (body,) = openai_stub.requests
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert body["messages"] == [
+        {"role": "system", "content": "You are terse."},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is in it?"},
+                {"type": "image_url", "image_url": {"url": pixel}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "type": "function",
+                    "id": "call_1",
+                    "function": {"name": "ls", "arguments": '{"path": ".", "depth": 2}'},
+                }
+            ],
+        },
+        {"role": "tool", "content": "one white pixel \u00e9\u4e2d", "tool_call_id": "call_1"},
+        {"role": "user", "content": "Thanks. And now?"},
+    ]
