@@ -174,6 +174,23 @@ def _row(measure: str, messages: int, samples: dict[str, list[tuple[float, float
     }
 
 
+def _model_calls(agent: Any, history: list[Any], factories: dict[str, Any], pairs: int) -> list[Any]:
+    """The bare model call of each arm on the thread as the platform sends it, in alternating pairs."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    chat_models = {arm: factory(agent) for arm, factory in factories.items()}
+    prompt = [SystemMessage(agent.system_prompt), *history]
+
+    def call(arm: str, n: int) -> tuple[float, float, int]:
+        messages = [*prompt, HumanMessage(f"Call {n}: reply with one word.")]
+        chunks: list[Any] = []
+        wall, cpu, _ = _timed(lambda: chunks.extend(chat_models[arm].stream(messages)))
+        usage = sum(chunks[1:], chunks[0]).usage_metadata or {}
+        return wall, cpu, int(usage.get("input_tokens", 0))
+
+    return _alternating(call, pairs)
+
+
 def child(database_url: str, pairs: int) -> dict:
     """Runs in its own process (Django on a throwaway SQLite file, runs executed eagerly)."""
     os.environ["RUN_EXECUTION"] = "eager"
@@ -182,7 +199,6 @@ def child(database_url: str, pairs: int) -> dict:
     django_child(database_url)
     from django.contrib.auth import get_user_model
     from django.core.management import call_command
-    from langchain_core.messages import HumanMessage, SystemMessage
 
     from agent_platform.local_model import seed_local_agent, start_server
     from agent_platform.runtime import models
@@ -227,17 +243,7 @@ def child(database_url: str, pairs: int) -> dict:
         if CompressionRecord.objects.exists():
             raise RuntimeError("a thread was compressed: the 200 messages were not all sent")
 
-        chat_models = {arm: factory(agent) for arm, factory in factories.items()}
-        prompt = [SystemMessage(agent.system_prompt), *history]
-
-        def call(arm: str, n: int) -> tuple[float, float, int]:
-            messages = [*prompt, HumanMessage(f"Call {n}: reply with one word.")]
-            chunks: list[Any] = []
-            wall, cpu, _ = _timed(lambda: chunks.extend(chat_models[arm].stream(messages)))
-            usage = sum(chunks[1:], chunks[0]).usage_metadata or {}
-            return wall, cpu, int(usage.get("input_tokens", 0))
-
-        calls = _alternating(call, pairs)
+        calls = _model_calls(agent, history, factories, pairs)
     finally:
         server.stop()
     return {
