@@ -29,6 +29,7 @@ from bench import (
     preview_accuracy,
     provider_model,
     reference_index,
+    smollm2_turns,
 )
 from bench.common import machine_markdown, markdown_table
 
@@ -464,6 +465,10 @@ def main() -> None:
 
     reached = reference_index.run()
     section("6b. Reference index: nothing folded out of reach", reference_index.render(reached))
+    section(
+        "6c. A real small model kept talking (llama.cpp, SmolLM2-135M, 2,048-token window)",
+        smollm2_turns.render(smollm2_turns.run()),
+    )
 
     head = headline(
         Measured(
