@@ -38,7 +38,7 @@ TEMPLATE_LINES = tuple(
 _SUMMARY_BODY = re.compile(r"<summary>\n(.*)\n</summary>", re.S)
 # Where the extractive fallback (issue 37, item 1) may say what it is: the summary event, the record's
 # event copy (``result``) or its loss report. Read by ``memory_labelled_extractive`` only.
-EXTRACTIVE_LABEL_KEYS = ("summary_method", "method", "extractive")
+EXTRACTIVE_LABEL_KEYS = ("summary_kind",)  # the loss report's: "model" or "extractive" (issue 37, item 1)
 EXTRACTIVE = "extractive"
 
 
