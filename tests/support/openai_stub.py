@@ -143,99 +143,103 @@ def _tool_calls(reply: ScriptedReply) -> list[dict[str, Any]]:
     ]
 
 
-def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
+class _StubHandler(BaseHTTPRequestHandler):
+    """The stub's HTTP side; ``stub`` is set on the subclass ``_handler_for`` makes per server."""
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-            pass
+    protocol_version = "HTTP/1.1"
+    stub: OpenAIStub
 
-        def _json(self, status: int, payload: dict[str, Any]) -> None:
-            data = json.dumps(payload).encode()
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+    def _json(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_GET(self) -> None:
+        self.stub.authorizations.append(self.headers.get("Authorization", ""))
+        if self.path.rstrip("/") != "/v1/models":
+            self._json(404, {"error": {"message": f"stub has no {self.path}", "type": "not_found"}})
+        elif self.stub.models_error is not None:
+            self._json(*self.stub.models_error)
+        else:
+            data = [
+                {"id": name, "object": "model", "created": 0, "owned_by": "stub"} for name in self.stub.models
+            ]
+            self._json(200, {"object": "list", "data": data})
+
+    def do_POST(self) -> None:
+        self.stub.authorizations.append(self.headers.get("Authorization", ""))
+        length = int(self.headers.get("Content-Length") or 0)
+        body = json.loads(self.rfile.read(length) or b"{}")
+        if self.path.rstrip("/") != "/v1/chat/completions":
+            self._json(404, {"error": {"message": f"stub has no {self.path}", "type": "not_found"}})
+            return
+        reply = self.stub._next(body)
+        if reply.delay:
+            time.sleep(reply.delay)
+        if reply.redirect_to is not None:
+            self.send_response(307)
+            self.send_header("Location", reply.redirect_to)
+            self.send_header("Content-Length", "0")
             self.end_headers()
-            self.wfile.write(data)
+        elif reply.error_status is not None:
+            self._json(reply.error_status, reply.error_body or {})
+        elif body.get("stream"):
+            self._stream(reply, body)
+        else:
+            self._complete(reply, body)
 
-        def do_GET(self) -> None:
-            stub.authorizations.append(self.headers.get("Authorization", ""))
-            if self.path.rstrip("/") != "/v1/models":
-                self._json(404, {"error": {"message": f"stub has no {self.path}", "type": "not_found"}})
-            elif stub.models_error is not None:
-                self._json(*stub.models_error)
-            else:
-                data = [
-                    {"id": name, "object": "model", "created": 0, "owned_by": "stub"} for name in stub.models
-                ]
-                self._json(200, {"object": "list", "data": data})
+    def _base(self) -> dict[str, Any]:
+        return {"id": f"chatcmpl-{time.time_ns()}", "created": int(time.time()), "model": self.stub.model}
 
-        def do_POST(self) -> None:
-            stub.authorizations.append(self.headers.get("Authorization", ""))
-            length = int(self.headers.get("Content-Length") or 0)
-            body = json.loads(self.rfile.read(length) or b"{}")
-            if self.path.rstrip("/") != "/v1/chat/completions":
-                self._json(404, {"error": {"message": f"stub has no {self.path}", "type": "not_found"}})
-                return
-            reply = stub._next(body)
-            if reply.delay:
-                time.sleep(reply.delay)
-            if reply.redirect_to is not None:
-                self.send_response(307)
-                self.send_header("Location", reply.redirect_to)
-                self.send_header("Content-Length", "0")
-                self.end_headers()
-            elif reply.error_status is not None:
-                self._json(reply.error_status, reply.error_body or {})
-            elif body.get("stream"):
-                self._stream(reply, body)
-            else:
-                self._complete(reply, body)
+    def _complete(self, reply: ScriptedReply, body: dict[str, Any]) -> None:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
+        if reply.tool_calls:
+            message["tool_calls"] = _tool_calls(reply)
+        finish = "tool_calls" if reply.tool_calls else "stop"
+        self._json(
+            200,
+            {
+                **self._base(),
+                "object": "chat.completion",
+                "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+                "usage": _usage(self.stub, reply, body),
+            },
+        )
 
-        def _base(self) -> dict[str, Any]:
-            return {"id": f"chatcmpl-{time.time_ns()}", "created": int(time.time()), "model": stub.model}
+    def _stream(self, reply: ScriptedReply, body: dict[str, Any]) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Cache-Control", "no-cache")
+        self.send_header("Connection", "close")
+        self.end_headers()
+        base = {**self._base(), "object": "chat.completion.chunk"}
 
-        def _complete(self, reply: ScriptedReply, body: dict[str, Any]) -> None:
-            message: dict[str, Any] = {"role": "assistant", "content": reply.content or None}
-            if reply.tool_calls:
-                message["tool_calls"] = _tool_calls(reply)
-            finish = "tool_calls" if reply.tool_calls else "stop"
-            self._json(
-                200,
-                {
-                    **self._base(),
-                    "object": "chat.completion",
-                    "choices": [{"index": 0, "message": message, "finish_reason": finish}],
-                    "usage": _usage(stub, reply, body),
-                },
-            )
-
-        def _stream(self, reply: ScriptedReply, body: dict[str, Any]) -> None:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
-            self.end_headers()
-            base = {**self._base(), "object": "chat.completion.chunk"}
-
-            def emit(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> None:
-                choices = [{"index": 0, "delta": delta, "finish_reason": finish}] if delta is not None else []
-                chunk = {**base, "choices": choices, **extra}
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                self.wfile.flush()
-
-            emit({"role": "assistant", "content": ""})
-            words = reply.content.split(" ") if reply.content else []
-            for index, word in enumerate(words):
-                emit({"content": word + (" " if index < len(words) - 1 else "")})
-                time.sleep(reply.word_delay)
-            for index, call in enumerate(_tool_calls(reply)):
-                emit({"tool_calls": [{"index": index, **call}]})
-            emit({}, "tool_calls" if reply.tool_calls else "stop")
-            if (body.get("stream_options") or {}).get("include_usage"):
-                emit(None, usage=_usage(stub, reply, body))
-            self.wfile.write(b"data: [DONE]\n\n")
+        def emit(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> None:
+            choices = [{"index": 0, "delta": delta, "finish_reason": finish}] if delta is not None else []
+            chunk = {**base, "choices": choices, **extra}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             self.wfile.flush()
-            self.close_connection = True
 
-    return Handler
+        emit({"role": "assistant", "content": ""})
+        words = reply.content.split(" ") if reply.content else []
+        for index, word in enumerate(words):
+            emit({"content": word + (" " if index < len(words) - 1 else "")})
+            time.sleep(reply.word_delay)
+        for index, call in enumerate(_tool_calls(reply)):
+            emit({"tool_calls": [{"index": index, **call}]})
+        emit({}, "tool_calls" if reply.tool_calls else "stop")
+        if (body.get("stream_options") or {}).get("include_usage"):
+            emit(None, usage=_usage(self.stub, reply, body))
+        self.wfile.write(b"data: [DONE]\n\n")
+        self.wfile.flush()
+        self.close_connection = True
+
+
+def _handler_for(stub: OpenAIStub) -> type[BaseHTTPRequestHandler]:
+    return type("Handler", (_StubHandler,), {"stub": stub})
