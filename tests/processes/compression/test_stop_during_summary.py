@@ -90,7 +90,7 @@ def test_stop_during_an_automatic_summary_ends_the_run_and_no_request_follows(
 def test_stop_during_an_automatic_summary_on_a_celery_worker_sends_nothing_after_it(
     user, stub_agent, openai_stub, tmp_path, settings
 ):
-    from tests.support.processes import celery_worker, tasks_sent_to
+    from tests.processes.support import celery_worker, tasks_sent_to
 
     thread = thread_create(user=user, agent_slug=stub_agent.slug)
     openai_stub.reply("Noted. " + "I will read every chapter with care. " * 60)

@@ -21,7 +21,7 @@ from conversations.models import AgentRun
 from conversations.services import message_intake, run_claim, runs_recover, thread_create
 from conversations.services.leases import run_is_orphaned, run_lease
 from conversations.services.threads import message_append
-from tests.support.processes import ROOT, celery_worker, daphne_server, tasks_sent_to
+from tests.processes.support import ROOT, celery_worker, daphne_server, tasks_sent_to
 
 LEASE = 3
 

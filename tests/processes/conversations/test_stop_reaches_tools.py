@@ -14,7 +14,7 @@ from conversations.models import AgentRun
 from conversations.services import message_intake, run_cancel, thread_create
 from conversations.services.closing import CANCELLED_TOOL_RESULT
 from tests.conversations.consistency import assert_transcript_equals_checkpoint
-from tests.support.processes import celery_worker, tasks_sent_to
+from tests.processes.support import celery_worker, tasks_sent_to
 from tests.support.slow_search import slow_search
 
 SEARCH_SECONDS = 12  # the probe's slow search
