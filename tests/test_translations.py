@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import ast
 import gettext
-import os
 import re
 import shutil
 from pathlib import Path
 
-import pytest
 from django.core.management import call_command
+
+from tests.conftest import skip_or_fail
 
 ROOT = Path(__file__).resolve().parents[1]
 PO = ROOT / "locale" / "zh_Hans" / "LC_MESSAGES" / "django.po"
@@ -25,7 +25,6 @@ SOURCES = (
     "templates",
     "manage.py",
 )
-REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 
 
 def _unquote(block: str) -> str:
@@ -81,9 +80,7 @@ def test_every_string_marked_for_translation_is_in_the_po(tmp_path, settings, mo
     """``makemessages`` over a copy of the sources (it writes work files beside the templates), run in
     this process: one xgettext call over every file, no Django start-up of its own."""
     if not shutil.which("xgettext"):
-        if REQUIRE_SERVICES:
-            pytest.fail("needs GNU gettext (xgettext) to extract the strings")
-        pytest.skip("needs GNU gettext (xgettext)")
+        skip_or_fail("needs GNU gettext (xgettext) to extract the strings", tool=True)
     for name in SOURCES:
         source = ROOT / name
         if source.is_dir():
