@@ -43,6 +43,7 @@ def stub_agent(stub_agent_with):
 
 
 @pytest.mark.parametrize("event_lost", [False, True], ids=["event relayed", "event lost with the stream"])
+@pytest.mark.services
 @pytest.mark.django_db(transaction=True)
 def test_stop_during_an_automatic_summary_ends_the_run_and_no_request_follows(
     client, user, stub_agent, openai_stub, settings, monkeypatch, event_lost

@@ -33,6 +33,7 @@ def _wait_for(predicate, timeout: float = 90.0, what=lambda: "condition"):
     return value
 
 
+@pytest.mark.services
 @pytest.mark.django_db
 def test_a_run_retaken_after_its_worker_died_mid_tool_answers_the_call_in_both_stores(
     thread, user, scripted_model, django_capture_on_commit_callbacks

@@ -37,6 +37,7 @@ def _assert_answered_as_stopped(thread, call_id: str) -> None:
     assert "stopped" in CANCELLED_TOOL_RESULT
 
 
+@pytest.mark.services
 @pytest.mark.django_db(transaction=True)
 def test_stop_during_a_slow_search_ends_an_in_process_run_within_a_second(
     thread, user, agent, settings, scripted_model
