@@ -55,7 +55,7 @@ run-local: install-local-model
 # pytest exits 5 when it collected nothing: that is a failure here, never a silent pass.
 PYTEST_NO_TESTS = rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run"; exit 1; fi; exit $$rc
 PYTEST := $(BIN)/python -m pytest
-# Two xdist workers for the Django suite: it pays on two cores (each worker has its own test database).
+# Two xdist workers where it pays on two cores (each worker has its own test database, server, files).
 XDIST ?= -n 2
 # The folders the Django suite leaves to a tier of their own.
 TIERED := --ignore=tests/context_engine --ignore=tests/architecture --ignore=tests/processes --ignore=tests/e2e
@@ -80,8 +80,9 @@ test-django: install
 test-processes: install
 	$(PYTEST) -q tests/processes $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
 
+# Two workers, each with its own server and Chromium: a browser test mostly waits.
 test-browser: install
-	$(PYTEST) -q tests/e2e $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
+	$(PYTEST) $(XDIST) -q tests/e2e $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
 
 # CI's second pass (with DATABASE_URL, REDIS_URL and REQUIRE_SERVICES=1 set by .ci/run): the marked
 # tests, those that start processes one at a time; the local model's page is a browser test.
