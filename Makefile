@@ -1,5 +1,5 @@
 # The two commands: `make run` (embedded defaults; it ends by printing the chat and admin addresses)
-# and `make test`.
+# and `make test`. `make check` is the quick loop (under a minute); docs/testing.md says what runs where.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -12,7 +12,8 @@ PYTEST_ARGS ?=
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: install install-run run run-local install-local-model test lint bench worker
+.PHONY: install install-run run run-local install-local-model check test test-django test-processes \
+	test-browser test-services lint bench worker
 
 $(RUN_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -51,15 +52,43 @@ run-local: install-local-model
 	$(BIN)/python manage.py seed_demo
 	$(BIN)/python manage.py serve_local $(HOST):$(PORT)
 
-# Two pytest runs: the context engine's tests first, with pytest-django off and no settings module
-# (the engine is pure: nothing there may need Django), then everything else. pytest exits 5 when it
-# collected nothing: that is a failure here, never a silent pass.
+# pytest exits 5 when it collected nothing: that is a failure here, never a silent pass.
 PYTEST_NO_TESTS = rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests: failing the run"; exit 1; fi; exit $$rc
-test: install lint
+PYTEST := $(BIN)/python -m pytest
+# Two xdist workers where it pays on two cores (each worker has its own test database, server, files).
+XDIST ?= -n 2
+# The folders the Django suite leaves to a tier of their own.
+TIERED := --ignore=tests/context_engine --ignore=tests/architecture --ignore=tests/processes --ignore=tests/e2e
+# CI's second pass: what behaves differently on PostgreSQL and Redis (docs/testing.md).
+SERVICES := postgres or redis or local_model or services
+
+# The quick loop: lint (ruff, and mypy: the engine strict), the context engine's tests with pytest-django off and no settings
+# module (the engine is pure: nothing there may need Django), and the architecture tests.
+check: install lint
+	env -u DJANGO_SETTINGS_MODULE $(PYTEST) -p no:django -W "ignore:Unknown config option" -q \
+	  tests/context_engine tests/architecture; $(PYTEST_NO_TESTS)
+
+# Everything a fresh clone can run: the quick loop, the Django suite on SQLite, the tests that start
+# processes, and the browser tests (skipped without Chromium; E2E_MATRIX picks the matrix).
+test: check test-django test-processes test-browser
+
+test-django: install
 	$(BIN)/python manage.py makemigrations --check --dry-run --settings=config.test_settings >/dev/null
-	env -u DJANGO_SETTINGS_MODULE $(BIN)/python -m pytest -p no:django -W "ignore:Unknown config option" \
-	  tests/context_engine; $(PYTEST_NO_TESTS)
-	$(BIN)/python -m pytest --ignore=tests/context_engine $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
+	$(PYTEST) $(XDIST) -q $(TIERED) $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
+
+# One test at a time: a worker or a server started beside a busy neighbour misses its time limits.
+test-processes: install
+	$(PYTEST) -q tests/processes $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
+
+# Two workers, each with its own server and Chromium: a browser test mostly waits.
+test-browser: install
+	$(PYTEST) $(XDIST) -q tests/e2e $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
+
+# CI's second pass (with DATABASE_URL, REDIS_URL and REQUIRE_SERVICES=1 set by .ci/run): the marked
+# tests, those that start processes one at a time; the local model's page is a browser test.
+test-services: install
+	$(PYTEST) $(XDIST) -q -m "$(SERVICES)" --ignore=tests/processes $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
+	$(PYTEST) -q -m "$(SERVICES)" tests/processes $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
 
 # mypy reads pyproject.toml: context_engine under --strict's flags, the apps with django-stubs. One run:
 # a second with other flags (`mypy --strict context_engine`, which reports the same engine errors) would

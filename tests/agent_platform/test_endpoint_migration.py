@@ -6,6 +6,8 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
+pytestmark = pytest.mark.services
+
 BEFORE = [("agent_platform", "0002_knowledge")]
 AFTER = [("agent_platform", "0003_model_endpoints")]
 

@@ -9,6 +9,8 @@ from agent_platform.knowledge.services import document_ingest
 from agent_platform.seed import demo_seed
 from agent_platform.tools.knowledge import build_query_kb_tool
 
+pytestmark = pytest.mark.services
+
 # Decoys in the style of real retrieval corpora (LangChain docs chunks, cf. shared/data/kb_retrieval).
 DECOYS = [
     (

@@ -28,7 +28,7 @@ from tests.compression._threads import (
 from tests.context_engine.chats import SUMMARY, USAGE
 from tests.context_engine.fakes import ScriptedChatModel
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
 EVERY_THREAD = ("--min-pressure", "any", "--idle-for", "any")
 
 

@@ -14,7 +14,7 @@ from compression.services.jobs import compress_job_perform
 from tests.compression._threads import repository_for
 from tests.context_engine.chats import SUMMARY
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 
 @pytest.fixture

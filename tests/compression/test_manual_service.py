@@ -21,7 +21,7 @@ from tests.compression._threads import (
 from tests.context_engine.chats import conversation_messages
 from tests.context_engine.fakes import ScriptedChatModel
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 
 def test_compression_summarizes_history_and_keeps_every_message(client, user, thread, summarizer):

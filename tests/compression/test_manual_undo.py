@@ -13,7 +13,7 @@ from conversations.models import AgentRun, Conversation
 from tests.compression._threads import compress_request, seed_state
 from tests.context_engine.chats import conversation_messages
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 
 def test_undo_restores_the_previous_effective_messages_exactly(client, user, thread, summarizer):

@@ -18,7 +18,7 @@ from tests.compression._threads import repository_for, seed_state, transcript_fo
 from tests.context_engine.chats import conversation_messages
 from tests.context_engine.fakes import ScriptedChatModel
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
 RULE = "Use metric units only; ticket OPS-4711."
 
 

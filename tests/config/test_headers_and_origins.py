@@ -5,10 +5,10 @@ check compares scheme, host and port."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
+import runpy
 from html.parser import HTMLParser
 from pathlib import Path
+from unittest import mock
 
 import pytest
 from channels.auth import AuthMiddlewareStack
@@ -107,39 +107,21 @@ def test_no_template_of_ours_holds_an_inline_script_or_handler():
     assert offenders == []
 
 
-def _settings_in_a_process(**env: str) -> str:
-    code = (
-        "import django; django.setup(); from django.conf import settings; "
-        "print(getattr(settings, 'SECURE_PROXY_SSL_HEADER', None))"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env={
-            **os.environ,
-            "DJANGO_SETTINGS_MODULE": "config.settings",
-            "SECRET_KEY": "x" * 64,
-            "DATABASE_URL": "sqlite:////tmp/proxy-check.sqlite3",
-            **env,
-        },
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip()
+def _proxy_header_with(**env: str) -> object:
+    """``SECURE_PROXY_SSL_HEADER`` as config/settings.py computes it from ``env``: the module evaluated
+    afresh in this process (no Django start-up), os.environ put back afterwards (its .env read too)."""
+    values = {"SECRET_KEY": "x" * 64, "DATABASE_URL": "sqlite:////tmp/proxy-check.sqlite3", **env}
+    with mock.patch.dict(os.environ, values):
+        computed = runpy.run_path(str(ROOT / "config" / "settings.py"))
+    return computed.get("SECURE_PROXY_SSL_HEADER")
 
 
-def test_forwarded_proto_is_believed_only_behind_declared_proxies():
-    assert _settings_in_a_process(DEBUG="false") == "None"
-    assert _settings_in_a_process(DEBUG="false", TRUSTED_PROXY_COUNT="0") == "None"
-    assert (
-        _settings_in_a_process(DEBUG="false", TRUSTED_PROXY_COUNT="1")
-        == "('HTTP_X_FORWARDED_PROTO', 'https')"
-    )
-    assert (
-        _settings_in_a_process(DEBUG="true", TRUSTED_PROXY_COUNT="1") == "('HTTP_X_FORWARDED_PROTO', 'https')"
-    )
+def test_forwarded_proto_is_believed_only_behind_declared_proxies(monkeypatch):
+    monkeypatch.delenv("TRUSTED_PROXY_COUNT", raising=False)
+    assert _proxy_header_with(DEBUG="false") is None
+    assert _proxy_header_with(DEBUG="false", TRUSTED_PROXY_COUNT="0") is None
+    assert _proxy_header_with(DEBUG="false", TRUSTED_PROXY_COUNT="1") == ("HTTP_X_FORWARDED_PROTO", "https")
+    assert _proxy_header_with(DEBUG="true", TRUSTED_PROXY_COUNT="1") == ("HTTP_X_FORWARDED_PROTO", "https")
 
 
 @pytest.mark.django_db

@@ -19,6 +19,8 @@ from conversations.services import message_intake, run_cancel, run_execute
 from conversations.services.closing import EARLIER_ATTEMPT_STOPPED, NOT_EXECUTED
 from tests.conversations.conftest import ScriptedChatModel
 
+pytestmark = pytest.mark.services
+
 
 class HaltingModel(ScriptedChatModel):
     """Streams the first ``halt_after`` words of its first reply, then waits for ``resume``."""

@@ -12,7 +12,7 @@ from conversations.errors import ThreadBusy
 from conversations.models import AgentRun
 from conversations.services import message_intake, thread_lock
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 
 
 def _in_thread(target, *args, **kwargs) -> threading.Thread:

@@ -11,6 +11,8 @@ import pytest
 from conversations import events, run_signals
 from conversations.services.streaming import TOKEN_FLUSH_SECONDS, ReplyStream
 
+pytestmark = pytest.mark.services
+
 
 def test_a_fast_reply_is_sent_in_a_few_coalesced_pieces_with_contiguous_offsets(monkeypatch):
     sent: list[dict] = []

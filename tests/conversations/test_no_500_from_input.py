@@ -20,7 +20,7 @@ from conversations.models import AgentRun, Message
 from conversations.services import message_intake
 from tests.compression._threads import repository_for
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 LONE = json.loads('"name-\\ud800.txt"')  # a lone surrogate, as a model or a JSON client escapes it
 

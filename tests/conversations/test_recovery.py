@@ -12,7 +12,7 @@ from conversations.models import AgentRun
 from conversations.services import message_intake, runs_recover
 from conversations.services.execution import run_claim
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 DEAD_WORKER = "some-host-that-crashed:999999"
 

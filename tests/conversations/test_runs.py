@@ -15,7 +15,7 @@ from langgraph.types import Command
 from conversations.models import AgentRun, Message
 from conversations.services import message_intake, run_execute, run_resume
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from conversations.models import AgentRun
 from conversations.services import message_intake, thread_create
 from tests.conversations.conftest import ScriptedChatModel
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.services]
 
 
 class FileWritingModel(ScriptedChatModel):

@@ -10,7 +10,7 @@ from conversations.models import Message
 from conversations.search import search_snippet
 from conversations.services import thread_create
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 
 def _thread(owner, agent, title, *texts):

@@ -12,6 +12,8 @@ from conversations.models import AgentRun, MessageFork
 from conversations.services import message_intake
 from conversations.services.versions import message_edit, reply_regenerate
 
+pytestmark = pytest.mark.services
+
 
 def _said(thread, user, content, capture=None):
     if capture is None:  # a transactional test: the run is dispatched on commit

@@ -3,6 +3,7 @@ threads, opening and sending, geometry."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -177,8 +178,45 @@ def compress_now(page, thread_id: str) -> None:
         f"/api/threads/{thread_id}/compress?wait=true", headers={"X-CSRFToken": csrf}
     )
     assert response.ok, response.text()
-    page.reload()
+    reload_settled(page)
     expect(page.locator("#memory-panel")).to_have_attribute("data-summary", "true")
+
+
+STATE_FRAGMENT = re.compile(r"/fragments/state$")
+FIRST_RENDER = "data-e2e-first-render"
+
+
+def reload_settled(page) -> None:
+    """Reload the thread page and return once its panels are the final ones. When the socket opens, the
+    page fetches the state fragment and swaps every panel in it (meter, compression card, memory panel,
+    run status) for a fresh element: a test acting on the first render's elements meanwhile acts on a
+    node that is about to leave the DOM ("element is not attached"). That fetch is held here until the
+    first render's state panel is marked, then let go; the swap (one synchronous loop over the panels)
+    has happened once the marked panel is gone."""
+    held: list = []
+    released = False
+
+    def hold(route) -> None:
+        if released:
+            route.continue_()
+        else:
+            held.append(route)
+
+    page.route(STATE_FRAGMENT, hold)
+    try:
+        page.reload()
+        expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+        deadline = time.monotonic() + 20
+        while not held:
+            assert time.monotonic() < deadline, "the page did not refresh its panels once its socket opened"
+            page.wait_for_timeout(50)
+        page.locator("#state-panel").evaluate(f"(panel) => panel.setAttribute('{FIRST_RENDER}', '')")
+    finally:
+        released = True
+        for route in held:
+            route.continue_()
+        page.unroute(STATE_FRAGMENT, hold)
+    expect(page.locator(f"#state-panel[{FIRST_RENDER}]")).to_have_count(0)
 
 
 def open_context(page) -> None:

@@ -1,4 +1,11 @@
-"""A Daphne server (HTTP + WebSockets) on a fresh file database, and a headless Chromium page."""
+"""A Daphne server (HTTP + WebSockets) on a fresh file database, and a headless Chromium page; and the
+language x width matrix, which runs in full only where it means something.
+
+``E2E_MATRIX=layout`` (the default, in CI and ``make test``): files marked ``layout`` (their subject is
+layout, width or translated text) run every language and width they are parametrized with; every other
+browser test runs one combination, English at 1366 px (other parameters, such as a dark scheme, stay).
+``E2E_MATRIX=full``: every combination of every file (before refreshing the README's screenshots).
+"""
 
 from __future__ import annotations
 
@@ -31,6 +38,28 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+E2E_MATRIX = os.environ.get("E2E_MATRIX", "layout")
+# The one combination a browser test whose subject is not layout or text runs in the reduced matrix.
+ONE_COMBINATION = {"language": "en", "lang": "en", "width": 1366}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if E2E_MATRIX not in ("layout", "full"):
+        raise pytest.UsageError(f"E2E_MATRIX must be 'layout' or 'full', not {E2E_MATRIX!r}")
+    if E2E_MATRIX == "full":
+        return
+    named = {arg for arg in config.args if "[" in arg}  # a combination asked for by its id still runs
+    kept, dropped = [], []
+    for item in items:
+        params = item.callspec.params if hasattr(item, "callspec") else {}
+        reduced = item.get_closest_marker("browser") and not item.get_closest_marker("layout")
+        other = any(name in params and params[name] != value for name, value in ONE_COMBINATION.items())
+        (dropped if reduced and other and item.nodeid not in named else kept).append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 def _free_port() -> int:

@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 from tests.e2e.chat_support import overflow
 from tests.support.openai_stub import OpenAIStub
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.layout]
 
 VARIANTS = [("en", 1366), ("en", 390), ("zh-hans", 1366), ("zh-hans", 390)]
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"

@@ -7,7 +7,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.chat_support import in_viewport, open_context, open_thread, overflow, thread, usage
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.layout]
 
 
 WIDE_CONTENT = [

@@ -14,7 +14,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.chat_support import BEYOND_CLIENT, assert_no_sideways_scroll, open_context, thread
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.layout]
 
 VARIANTS = [("en", 1366), ("en", 390), ("zh-hans", 1366), ("zh-hans", 390)]
 WORDS = {

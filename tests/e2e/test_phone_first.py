@@ -20,7 +20,7 @@ from tests.e2e.chat_support import (
     usage,
 )
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.layout]
 
 SIZES = [(1366, 900), (390, 844)]
 LANGUAGES = ["en", "zh-hans"]

@@ -8,7 +8,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.chat_support import assert_no_sideways_scroll, restore_language, switch_language
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.layout]
 
 INTERNAL = "Endpoint 'Internal vLLM' at https://llm.internal:8443/v1 has no key: set VLLM_API_KEY."
 WORDS = {

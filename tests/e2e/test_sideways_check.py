@@ -8,7 +8,7 @@ import pytest
 
 from tests.e2e.chat_support import BEYOND_CLIENT, assert_no_sideways_scroll
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.layout]
 
 WIDEN = """() => { const wide = document.createElement('div'); wide.id = 'wide';
   wide.style.cssText = 'width: 3000px; height: 10px'; document.body.append(wide); return wide.id; }"""

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 from tests.conversations.page_support import usage_at
 from tests.e2e.chat_support import close_context, open_context, plan_a_trip, thread_page
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.layout]
 
 WORDS = {
     "en": ("Too many messages: at most 1 a minute.", "Too many compressions: at most 1 a minute."),

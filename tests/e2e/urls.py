@@ -14,6 +14,7 @@ from django.test import RequestFactory
 from django.urls import include, path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
+from django_ratelimit.core import get_usage
 
 from agent_platform.knowledge.models import KnowledgeBase
 from agent_platform.knowledge.services import document_ingest
@@ -21,7 +22,7 @@ from agent_platform.local_model import seed_local_agent
 from agent_platform.models import Agent, ModelEndpoint
 from agent_platform.runtime import models as runtime_models
 from agent_platform.runtime.offline import OfflineChatModel
-from agent_platform.throttle import RateLimited, throttled
+from agent_platform.throttle import RateLimited, limits_for, throttled
 from agent_platform.workdir import workdir_for
 from compression.models import CompressionRecord
 from conversations import events
@@ -36,6 +37,21 @@ STAFF_USERNAME = "root"
 STAFF_PASSWORD = "pw-root-123"
 AGENT_SLUG = "assistant"
 REAL_CHAT_MODEL_FOR = runtime_models.chat_model_for
+
+
+# A minute spent here must still be spent when the page acts on it, seconds later: the per-minute
+# limits are fixed windows (django-ratelimit), and an attempt made after the window turned is admitted.
+SPENT_MINUTE_LEFT_SECONDS = 20
+
+
+def _window_with_time_left(request: HttpRequest, action: str) -> None:
+    """Wait for the next window of ``action``'s per-minute count when this one ends too soon."""
+    per_minute = limits_for(action).per_minute
+    if not per_minute:
+        return
+    usage = get_usage(request, group=f"throttle.{action}", key="user", rate=f"{per_minute}/m")
+    if usage is not None and 0 <= usage["time_left"] < SPENT_MINUTE_LEFT_SECONDS:
+        time.sleep(usage["time_left"] + 1)
 
 
 class SlowOfflineModel(OfflineChatModel):
@@ -119,6 +135,7 @@ def seed(request: HttpRequest) -> JsonResponse:
         request = RequestFactory().post("/")
         request.user = get_user_model().objects.get(username=USERNAME)
         for kind in data.get("spend", []):
+            _window_with_time_left(request, kind)
             with contextlib.suppress(RateLimited), throttled(request, kind):
                 pass
         return JsonResponse({})

@@ -10,7 +10,7 @@ import socket
 import pytest
 from django.db import connection
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
 
 def _closed_port() -> int:

@@ -9,13 +9,15 @@ import io
 import json
 import logging.config
 import uuid
+from pathlib import Path
 
 import pytest
 from django.conf import settings as django_settings
 
 from conversations.models import AgentRun
 from conversations.services import thread_create
-from tests.support.processes import ROOT
+
+ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.django_db
 

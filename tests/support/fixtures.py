@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
 from tests.support.openai_stub import OpenAIStub
@@ -37,6 +40,10 @@ def _checkpointer_lifecycle(request):
 
     from agent_platform.runtime.checkpointer import checkpointer_close
 
+    if worker := os.environ.get("PYTEST_XDIST_WORKER"):
+        # One SQLite checkpoint file per xdist worker, as each has its own test database.
+        path = Path(settings.CHECKPOINT_SQLITE_PATH)
+        settings.CHECKPOINT_SQLITE_PATH = path.with_name(f"{path.stem}-{worker}{path.suffix}")
     if "postgresql" in settings.DATABASES["default"]["ENGINE"]:
         request.getfixturevalue("django_db_setup")  # set up before, so torn down after, this fixture
     yield

@@ -14,8 +14,8 @@ from django.utils import timezone
 
 from conversations.models import AgentRun
 from conversations.services import message_intake, run_claim, runs_recover, thread_create
+from tests.processes.support import ROOT
 from tests.support.metrics import TOKEN, moved, scrape
-from tests.support.processes import ROOT
 
 pytestmark = pytest.mark.django_db
 

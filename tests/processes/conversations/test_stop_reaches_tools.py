@@ -14,7 +14,7 @@ from conversations.models import AgentRun
 from conversations.services import message_intake, run_cancel, thread_create
 from conversations.services.closing import CANCELLED_TOOL_RESULT
 from tests.conversations.consistency import assert_transcript_equals_checkpoint
-from tests.support.processes import celery_worker, tasks_sent_to
+from tests.processes.support import celery_worker, tasks_sent_to
 from tests.support.slow_search import slow_search
 
 SEARCH_SECONDS = 12  # the probe's slow search
@@ -37,6 +37,7 @@ def _assert_answered_as_stopped(thread, call_id: str) -> None:
     assert "stopped" in CANCELLED_TOOL_RESULT
 
 
+@pytest.mark.services
 @pytest.mark.django_db(transaction=True)
 def test_stop_during_a_slow_search_ends_an_in_process_run_within_a_second(
     thread, user, agent, settings, scripted_model

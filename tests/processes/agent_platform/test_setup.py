@@ -13,7 +13,7 @@ from django.core.management import call_command
 
 from agent_platform.models import Agent
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.django_db

@@ -43,6 +43,7 @@ def stub_agent(stub_agent_with):
 
 
 @pytest.mark.parametrize("event_lost", [False, True], ids=["event relayed", "event lost with the stream"])
+@pytest.mark.services
 @pytest.mark.django_db(transaction=True)
 def test_stop_during_an_automatic_summary_ends_the_run_and_no_request_follows(
     client, user, stub_agent, openai_stub, settings, monkeypatch, event_lost
@@ -90,7 +91,7 @@ def test_stop_during_an_automatic_summary_ends_the_run_and_no_request_follows(
 def test_stop_during_an_automatic_summary_on_a_celery_worker_sends_nothing_after_it(
     user, stub_agent, openai_stub, tmp_path, settings
 ):
-    from tests.support.processes import celery_worker, tasks_sent_to
+    from tests.processes.support import celery_worker, tasks_sent_to
 
     thread = thread_create(user=user, agent_slug=stub_agent.slug)
     openai_stub.reply("Noted. " + "I will read every chapter with care. " * 60)

@@ -20,7 +20,7 @@ from agent_platform.throttle import COMPRESS, SEND, UPLOAD, RateLimited, throttl
 from conversations.models import AgentRun
 
 pytestmark = pytest.mark.django_db
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 # A minute boundary is hit within the window for some users (the window is staggered per key): the
 # tests start at a fixed instant and compute what they expect from the first answer's Retry-After.
 START = dt.datetime(2026, 3, 2, 9, 0, 0, tzinfo=dt.UTC)

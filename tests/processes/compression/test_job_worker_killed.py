@@ -15,7 +15,7 @@ from compression.services import thread_compress_submit
 from conversations.services import thread_create
 from tests.compression._threads import repository_for, seed_state
 from tests.context_engine.chats import SUMMARY, conversation_messages
-from tests.support.processes import celery_worker, tasks_sent_to
+from tests.processes.support import celery_worker, tasks_sent_to
 
 LEASE = 3
 

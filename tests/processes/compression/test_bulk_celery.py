@@ -23,7 +23,7 @@ from compression.models import CompressionJob, CompressionRecord
 from tests.compression._threads import compact, repository_for
 from tests.context_engine.fakes import ScriptedChatModel
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CELERY = Path(sys.executable).with_name("celery")
 WAIT_SECONDS = 120
 

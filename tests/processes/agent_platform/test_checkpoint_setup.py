@@ -18,7 +18,7 @@ from langgraph.checkpoint.postgres import PostgresSaver
 from agent_platform.runtime.checkpointer import checkpointer_close, checkpointer_setup, postgres_conninfo
 from conversations.models import AgentRun
 from conversations.services import message_intake
-from tests.support.processes import ROOT, service_env
+from tests.processes.support import ROOT, service_env
 
 pytestmark = pytest.mark.postgres
 

@@ -13,7 +13,7 @@ from agent_platform.services import api_token_issue
 from conversations.models import AgentRun
 from conversations.services import thread_create
 from tests.conftest import CHROMIUM
-from tests.support.processes import celery_worker, daphne_server, service_env
+from tests.processes.support import celery_worker, daphne_server, service_env
 
 pytestmark = [
     pytest.mark.postgres,

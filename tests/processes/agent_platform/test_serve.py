@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _makefile() -> str:
@@ -44,7 +44,9 @@ def test_make_run_installs_only_what_running_needs():
     assert _recipe("run").startswith(" install-run")
     install_run = _recipe("$(RUN_STAMP)")
     assert "-e ." in install_run and "[dev]" not in install_run
-    assert "-e '.[dev]'" in _recipe("$(STAMP)") and _recipe("test").startswith(" install ")
+    assert "-e '.[dev]'" in _recipe("$(STAMP)") and _recipe("test").startswith(" check ")
+    for tier in ("check", "test-django", "test-processes", "test-browser", "test-services"):
+        assert _recipe(tier).startswith(" install"), tier  # each tier installs the dev extra first
 
 
 def test_serve_prints_the_chat_and_admin_addresses_once_listening(tmp_path):

@@ -32,7 +32,7 @@ from tests.support.s3 import AWS_ENVIRONMENT
 
 pytestmark = [pytest.mark.postgres, pytest.mark.redis, pytest.mark.django_db(transaction=True)]
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 CELERY = Path(sys.executable).with_name("celery")
 START_SECONDS = 60
 RUN_SECONDS = 120

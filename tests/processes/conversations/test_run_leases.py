@@ -21,7 +21,7 @@ from conversations.models import AgentRun
 from conversations.services import message_intake, run_claim, runs_recover, thread_create
 from conversations.services.leases import run_is_orphaned, run_lease
 from conversations.services.threads import NewMessage, message_append
-from tests.support.processes import ROOT, celery_worker, daphne_server, tasks_sent_to
+from tests.processes.support import ROOT, celery_worker, daphne_server, tasks_sent_to
 
 LEASE = 3
 
@@ -47,6 +47,7 @@ def stub_agent(openai_stub, monkeypatch):
     )
 
 
+@pytest.mark.services
 @pytest.mark.django_db(transaction=True)
 def test_the_lease_is_renewed_while_the_run_executes_and_expires_without_its_holder(thread, user, settings):
     settings.RUN_LEASE_SECONDS = 0.6  # renewed every 0.2 s
@@ -101,6 +102,7 @@ def test_a_run_whose_pool_child_is_killed_is_reclaimed_by_the_redelivered_task(
     assert thread.messages.filter(role="user").count() == 1
 
 
+@pytest.mark.services
 @pytest.mark.django_db(transaction=True)
 def test_a_run_whose_lease_ran_out_on_another_host_is_requeued_then_failed(thread, user, settings):
     settings.RUN_LEASE_SECONDS = 60

@@ -19,7 +19,7 @@ from conversations.services.dispatch import run_execute
 from conversations.services.threads import NewMessage, message_append
 from tests.compression._threads import repository_for
 from tests.conversations.consistency import assert_transcript_equals_checkpoint
-from tests.support.processes import celery_worker, tasks_sent_to
+from tests.processes.support import celery_worker, tasks_sent_to
 from tests.support.slow_search import slow_search
 
 ANSWERED = NOT_EXECUTED.format(reason=EARLIER_ATTEMPT_STOPPED)
@@ -33,6 +33,7 @@ def _wait_for(predicate, timeout: float = 90.0, what=lambda: "condition"):
     return value
 
 
+@pytest.mark.services
 @pytest.mark.django_db
 def test_a_run_retaken_after_its_worker_died_mid_tool_answers_the_call_in_both_stores(
     thread, user, scripted_model, django_capture_on_commit_callbacks
@@ -140,7 +141,7 @@ def test_a_server_killed_mid_tool_leaves_transcript_and_checkpoint_equal(openai_
     import subprocess
     import sys
 
-    from tests.support.processes import ROOT, daphne_server
+    from tests.processes.support import ROOT, daphne_server
 
     openai_stub.tool_call("web_search", {"query": "slow"}, call_id="call-search")
     openai_stub.reply("the answer after the restart")

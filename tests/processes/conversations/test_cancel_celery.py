@@ -10,7 +10,7 @@ import pytest
 
 from conversations.models import AgentRun, Message
 from conversations.services import message_intake, run_cancel
-from tests.compression.test_bulk_celery import celery_worker  # noqa: F401 - a fixture
+from tests.processes.compression.test_bulk_celery import celery_worker  # noqa: F401 - a fixture
 
 WAIT_SECONDS = 90
 
