@@ -65,7 +65,7 @@ SERVICES := postgres or redis or local_model or services
 # The quick loop: lint (ruff, and mypy: the engine strict), the context engine's tests with pytest-django off and no settings
 # module (the engine is pure: nothing there may need Django), and the architecture tests.
 check: install lint
-	env -u DJANGO_SETTINGS_MODULE $(PYTEST) -p no:django -W "ignore:Unknown config option" -q \
+	env -u DJANGO_SETTINGS_MODULE $(PYTEST) -p no:django -W "ignore:Unknown config option" -q -n 2 \
 	  tests/context_engine tests/architecture; $(PYTEST_NO_TESTS)
 
 # Everything a fresh clone can run: the quick loop, the Django suite on SQLite, the tests that start
