@@ -12,9 +12,9 @@ import time
 
 import pytest
 from django.db import connection
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, HumanMessage
 
-from agent_platform.local_model import MODEL_ALIAS, seed_local_agent
+from agent_platform.local_model import seed_local_agent
 from compression.models import CompressionRecord
 from context_engine.state import SUMMARY_EVENT_KEY
 from conversations import run_signals
@@ -181,25 +181,3 @@ def test_stop_ends_a_slow_generation(user, local_agent):
     first.run.refresh_from_db()
     assert first.run.status == AgentRun.Status.CANCELLED
     assert time.monotonic() - stopped_at < 10
-
-
-def test_thirty_turns_with_tool_results_never_send_more_than_the_window(user, local_agent):
-    thread = thread_create(user=user, agent_slug=local_agent.slug)
-    window = local_agent.endpoint.context_window
-    history = []
-    for n in range(3):  # earlier tool work: results the platform offloads to files (no model call)
-        call = {"id": f"call_{n}", "name": "read_file", "args": {"path": f"logs/run-{n}.log"}}
-        history += [
-            HumanMessage(f"Read logs/run-{n}.log"),
-            AIMessage("", tool_calls=[call]),
-            ToolMessage(FILLER.format(n=n) * 12, tool_call_id=f"call_{n}", name="read_file"),
-            AIMessage(f"Run {n} looks fine."),
-        ]
-    seed_state(thread, history)
-    outcomes = []
-    for n in range(30):
-        run = _turn(thread, user, f"Turn {n}: " + FILLER.format(n=n) + " Reply briefly.")
-        _never_over_the_window(run, window)
-        outcomes.append(run.status)
-    assert outcomes[0] == AgentRun.Status.SUCCEEDED  # the offloaded tool results fit at once
-    assert local_agent.resolved_model_name == MODEL_ALIAS
