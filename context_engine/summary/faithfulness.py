@@ -184,6 +184,8 @@ def sections(text: str, headings: Sequence[str]) -> list[tuple[str, str]]:
             return []
         spans.append((heading, match.start(), match.end()))
         position = match.end()
+    if not spans:  # no required headings (a custom prompt's rule may name none)
+        return []
     ends = [start for _, start, _ in spans[1:]] + [len(text)]
     return [(heading, text[end:stop]) for (heading, _, end), stop in zip(spans, ends, strict=True)]
 

@@ -140,3 +140,11 @@ def test_any_identifier_the_fold_does_not_hold_is_invented(identifier):
     summary = FAITHFUL.replace("- src/export/upload.py", f"- src/export/upload.py\n- {identifier}")
     refusal = _refusal(summary)
     assert refusal is not None and refusal.code == CODE_INVENTED and identifier in refusal.invented
+
+
+def test_a_rule_with_no_required_headings_has_no_sections_to_judge():
+    # A custom prompt may require no line at all: the section checks have nothing to read (the preview
+    # of such an agent's compression answered 500 when this raised).
+    from context_engine.summary.faithfulness import sections
+
+    assert sections("any summary text\nwith lines", ()) == []
