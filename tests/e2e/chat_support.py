@@ -7,6 +7,7 @@ import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from playwright.sync_api import expect
@@ -26,13 +27,26 @@ def log_in(page, username: str = "alice", password: str | None = None) -> None:
     page.click("main button[type=submit]")
 
 
-def new_page(browser, server, *, width: int = 1366, height: int = 900, scheme: str = "light", timeout=20000):
+@dataclass(frozen=True)
+class View:
+    """How a test page is opened: its viewport, interface language, colour scheme and default timeout."""
+
+    width: int = 1366
+    height: int = 900
+    language: str = "en"
+    scheme: str = "light"
+    timeout: int = 20000
+
+
+def new_page(browser, server, view: View = View()):
     """A page in a fresh browser context (closed with ``page.context.close()``)."""
     context = browser.new_context(
-        base_url=server.base_url, viewport={"width": width, "height": height}, color_scheme=scheme
+        base_url=server.base_url,
+        viewport={"width": view.width, "height": view.height},
+        color_scheme=view.scheme,
     )
     page = context.new_page()
-    page.set_default_timeout(timeout)
+    page.set_default_timeout(view.timeout)
     return page
 
 
@@ -57,29 +71,19 @@ def restore_language(page, language: str) -> None:
 
 
 @contextmanager
-def thread_page(
-    browser,
-    server,
-    thread_id: str,
-    *,
-    width: int = 1366,
-    height: int = 900,
-    language: str = "en",
-    scheme: str = "light",
-    timeout: int = 20000,
-) -> Iterator:
-    """Alice's page on the thread in a fresh context, in ``language``, its socket open; afterwards the
-    language is set back to English and the context closed."""
-    page = new_page(browser, server, width=width, height=height, scheme=scheme, timeout=timeout)
+def thread_page(browser, server, thread_id: str, view: View = View()) -> Iterator:
+    """Alice's page on the thread in a fresh context, opened as ``view`` says (viewport, language, scheme,
+    timeout), its socket open; afterwards the language is set back to English and the context closed."""
+    page = new_page(browser, server, view)
     try:
         log_in(page)
         page.goto(f"/threads/{thread_id}/")
-        switch_language(page, language)
+        switch_language(page, view.language)
         expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
         yield page
     finally:
         try:
-            restore_language(page, language)
+            restore_language(page, view.language)
         finally:
             page.context.close()
 

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
-from tests.e2e.chat_support import assert_no_sideways_scroll, open_context, plan_a_trip, thread_page
+from tests.e2e.chat_support import View, assert_no_sideways_scroll, open_context, plan_a_trip, thread_page
 
 pytestmark = pytest.mark.browser
 
@@ -26,7 +26,7 @@ def test_the_card_shows_the_job_in_progress_and_stop_ends_it_with_nothing_applie
     thread_id = e2e_server.seed("thread", title="Trip planning")["thread_id"]
     try:
         with thread_page(
-            browser, e2e_server, thread_id, width=width, height=height, language=language
+            browser, e2e_server, thread_id, View(width=width, height=height, language=language)
         ) as page:
             plan_a_trip(page, last="Budget.")
             e2e_server.seed("usage", thread_id=thread_id, usage=usage_at(0.93))

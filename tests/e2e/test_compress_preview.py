@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
-from tests.e2e.chat_support import assert_no_sideways_scroll, open_context, plan_a_trip, thread_page
+from tests.e2e.chat_support import View, assert_no_sideways_scroll, open_context, plan_a_trip, thread_page
 
 pytestmark = pytest.mark.browser
 
@@ -19,7 +19,9 @@ def test_the_preview_shows_the_computed_size_with_the_offline_summarizer(
     browser, e2e_server, width, height, language, screenshot
 ):
     thread_id = e2e_server.seed("thread", title="Trip planning")["thread_id"]
-    with thread_page(browser, e2e_server, thread_id, width=width, height=height, language=language) as page:
+    with thread_page(
+        browser, e2e_server, thread_id, View(width=width, height=height, language=language)
+    ) as page:
         plan_a_trip(page, last="Budget 900 euros.")
         e2e_server.seed("usage", thread_id=thread_id, usage=usage_at(0.93))
         page.reload()

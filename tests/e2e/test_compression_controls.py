@@ -6,6 +6,10 @@ reads as a conversation."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
 import pytest
 from playwright.sync_api import expect
 
@@ -53,19 +57,47 @@ def _scroll_to(page, element_id: str) -> None:
     page.evaluate("(id) => document.getElementById(id).scrollIntoView({block: 'center'})", element_id)
 
 
+@dataclass(frozen=True)
+class _Scene:
+    """What the steps of one combination share: the page, the server, the thread, the width and language."""
+
+    page: Any
+    server: Any
+    thread_id: str
+    width: int
+    language: str
+    screenshot: Callable[[Any, str], None]
+
+    @property
+    def words(self) -> dict[str, str]:
+        return WORDS[self.language]
+
+    def shoot(self, page, name: str) -> None:
+        self.screenshot(page, f"controls-{name}-{self.language}-{self.width}")
+
+
 @pytest.mark.parametrize("width", [1366, 390])
 @pytest.mark.parametrize("language", ["en", "zh-hans"])
 def test_compression_controls_never_mislead(open_page, e2e_server, width, language, screenshot):
-    words = WORDS[language]
     e2e_server.seed(
         "agent", slug=AGENT, fields={"summary_threshold": 1, "summary_keep_messages": 2, "tools": []}
     )
     thread_id = e2e_server.seed("thread", title="Harbour chapters", agent=AGENT)["thread_id"]
     page, errors = thread_in(open_page, thread_id, width=width, language=language)
     _send(page, "Read my chapters, please.", replies=1)
+    scene = _Scene(page, e2e_server, thread_id, width, language, screenshot)
 
-    # 2. Stop during an automatic summary: the card says stopped, in words; nothing is applied.
-    e2e_server.seed("slow_summary", delay=60)
+    _stop_during_an_automatic_summary(scene)
+    _an_applied_summary_shows_where_the_view_begins(scene)
+    _a_failing_summary_model_is_told_in_words(scene)
+    _the_history_file_reads_as_a_conversation(scene)
+    assert errors == []
+
+
+def _stop_during_an_automatic_summary(scene: _Scene) -> None:
+    """2. Stop during an automatic summary: the card says stopped, in words; nothing is applied."""
+    page = scene.page
+    scene.server.seed("slow_summary", delay=60)
     try:
         page.fill("#composer-input", LONG)
         page.keyboard.press("Enter")
@@ -74,22 +106,25 @@ def test_compression_controls_never_mislead(open_page, e2e_server, width, langua
         expect(page.locator("#run-status")).to_have_attribute("data-status", "cancelled")
         card = page.locator("#compression-status")
         expect(card).to_have_attribute("data-status", "cancelled")
-        expect(card).to_contain_text(words["stopped"])
+        expect(card).to_contain_text(scene.words["stopped"])
         assert "RunCancelled" not in page.locator("body").inner_text()
     finally:
-        e2e_server.seed("fast_model")
+        scene.server.seed("fast_model")
     expect(page.locator("#memory-panel")).to_have_attribute("data-summary", "false")
-    assert_no_sideways_scroll(page, width)
+    assert_no_sideways_scroll(page, scene.width)
     _scroll_to(page, "compression-status")
-    screenshot(page, f"controls-stopped-{language}-{width}")
+    scene.shoot(page, "stopped")
 
-    # 7 and 4. A summary that is applied: the marker, the numbers, the summary as Markdown, the undo.
+
+def _an_applied_summary_shows_where_the_view_begins(scene: _Scene) -> None:
+    """7 and 4. A summary that is applied: the marker, the numbers, the summary as Markdown, the undo."""
+    page = scene.page
     _send(page, "Chapter two: the lighthouse. " * 30, replies=2)
-    records = e2e_server.seed("records", thread_id=thread_id)["records"]
+    records = scene.server.seed("records", thread_id=scene.thread_id)["records"]
     assert any(r["level"] == "summary" and r["status"] == "completed" for r in records), records
     page.reload()
     marker = page.locator("#view-boundary")
-    expect(marker).to_contain_text(words["boundary"])
+    expect(marker).to_contain_text(scene.words["boundary"])
     first_kept = page.locator("#transcript .message", has=marker)
     seq = int(first_kept.get_attribute("data-seq"))
     expect(first_kept.locator(".seq-number")).to_have_text(f"#{seq}")
@@ -99,43 +134,47 @@ def test_compression_controls_never_mislead(open_page, e2e_server, width, langua
     expect(page.locator("#memory-summary .summary-text h2").first).to_be_visible()
     assert "<summary>" not in page.locator("#memory-summary").inner_text()
     expect(page.locator("#undo-button")).to_be_visible()
-    assert_no_sideways_scroll(page, width)
+    assert_no_sideways_scroll(page, scene.width)
     close_context(page)
     _scroll_to(page, "view-boundary")
-    screenshot(page, f"controls-boundary-{language}-{width}")
+    scene.shoot(page, "boundary")
 
-    # 6. A summary model that keeps failing: words, a time and a kind; the hint stops promising.
+
+def _a_failing_summary_model_is_told_in_words(scene: _Scene) -> None:
+    """6. A summary model that keeps failing: words, a time and a kind; the hint stops promising."""
+    page = scene.page
     for _ in range(2):
-        e2e_server.seed(
+        scene.server.seed(
             "record",
-            thread_id=thread_id,
+            thread_id=scene.thread_id,
             fields={"trigger": "auto", "level": "summary", "status": "failed", "reason": "rate_limit",
                     "error": "The summary call to the model failed."},
         )  # fmt: skip
     page.reload()
     open_context(page)
     card = page.locator("#compression-status")
-    expect(card.locator("#summary-failures")).to_contain_text(words["failures"])
-    expect(card.locator("#summary-failures")).to_contain_text(words["kind"])
+    expect(card.locator("#summary-failures")).to_contain_text(scene.words["failures"])
+    expect(card.locator("#summary-failures")).to_contain_text(scene.words["kind"])
     assert "Error" not in card.inner_text()
     expect(page.locator("#undo-button")).to_be_visible()  # 4: still offered, now beside the summary
     expect(page.locator("#memory-panel #undo-button")).to_have_count(1)
     if page.locator("#compression-hint").count():
         expect(page.locator("#compression-hint")).not_to_contain_text("compressed automatically")
-    assert_no_sideways_scroll(page, width)
+    assert_no_sideways_scroll(page, scene.width)
     _scroll_to(page, "compression-status")
-    screenshot(page, f"controls-failing-{language}-{width}")
+    scene.shoot(page, "failing")
 
-    # 7. The history file reads as a conversation, its raw forms one click away.
-    with page.expect_popup() as popup:
-        page.locator("#memory-panel .history-link").click()
+
+def _the_history_file_reads_as_a_conversation(scene: _Scene) -> None:
+    """7. The history file reads as a conversation, its raw forms one click away."""
+    with scene.page.expect_popup() as popup:
+        scene.page.locator("#memory-panel .history-link").click()
     history = popup.value
-    expect(history.locator("#history-read")).to_contain_text(words["history"])
+    expect(history.locator("#history-read")).to_contain_text(scene.words["history"])
     expect(history.locator("#history-read .history-message").first).to_be_visible()
     assert "<message" not in history.locator("#history-read").inner_text()
     expect(history.locator("#file-raw")).to_be_visible()
-    assert_no_sideways_scroll(history, width)
-    screenshot(history, f"controls-history-{language}-{width}")
+    assert_no_sideways_scroll(history, scene.width)
+    scene.shoot(history, "history")
     history.locator("#file-lines").click()
     expect(history.locator("#file-text")).to_contain_text('<message type="human">')
-    assert errors == []

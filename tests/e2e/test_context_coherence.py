@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.chat_support import (
+    View,
     assert_no_sideways_scroll,
     compress_now,
     open_context,
@@ -95,14 +96,30 @@ def test_the_panel_stays_coherent_through_compaction_retunes_summary_undo(
     page.goto(f"/threads/{thread_id}/")
     expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
 
-    # 1. A big tool result: far below the default trigger, no hint, nothing compressed yet.
+    first = _a_big_tool_result_compresses_nothing_yet(page)
+    k = _a_retune_in_the_admin_reaches_the_open_page(page, admin, agent_id, first)
+    _a_lower_threshold_promises_automatic_compression(page, admin, agent_id, k)
+    screenshot(page, "context-auto-hint")
+    _the_next_request_compacts_by_itself(page)
+    summarized = _manual_compression_from_the_hint(page, admin, agent_id)
+    screenshot(page, "context-summarized")
+    _undo_from_the_card(page, summarized)
+    _an_automatic_summary_in_a_run(page, admin, agent_id)
+
+
+def _a_big_tool_result_compresses_nothing_yet(page) -> dict:
+    """1. A big tool result: far below the default trigger, no hint, nothing compressed yet."""
     send_and_wait(page, f"read {BIG_FILE}")
     expect(page.locator("#transcript .message.role-assistant").last).to_contain_text(f"I read {BIG_FILE}")
     first = _assert_coherent(page)
     assert first["tokens"] > 6000 and first["hint"] == ""
     expect(page.locator("#memory-panel")).to_contain_text("nothing is summarized")
+    return first
 
-    # 2. A staff user retunes the threshold in the admin: the open page follows at once, no reload.
+
+def _a_retune_in_the_admin_reaches_the_open_page(page, admin, agent_id: int, first: dict) -> int:
+    """2. A staff user retunes the threshold in the admin: the open page follows at once, no reload.
+    Returns the threshold set, in thousands of tokens (the hint now suggests compressing)."""
     k = math.ceil(first["tokens"] / 1024) + (1 if first["tokens"] % 1024 == 0 else 0)
     _retune(admin, agent_id, k)
     expect(page.locator("#pressure-trigger")).to_have_text(re.compile(r"^" + re.escape(_k(k * 1024)) + r"$"))
@@ -110,13 +127,18 @@ def test_the_panel_stays_coherent_through_compaction_retunes_summary_undo(
     assert retuned["tokens"] == first["tokens"] and retuned["hint"] == "suggest"
     admin.goto("/admin/pressure/")
     expect(admin.locator("#pressure-threads")).to_contain_text(_k(k * 1024))
+    return k
 
+
+def _a_lower_threshold_promises_automatic_compression(page, admin, agent_id: int, k: int) -> None:
+    """2, below the figure: the hint says the next request compresses automatically."""
     _retune(admin, agent_id, k - 2)
     expect(page.locator("#compression-hint")).to_contain_text("compressed automatically")
     assert _assert_coherent(page)["hint"] == "auto"
-    screenshot(page, "context-auto-hint")
 
-    # 3. The next request compresses by itself: the big result is saved to a file (compaction).
+
+def _the_next_request_compacts_by_itself(page) -> None:
+    """3. The next request compresses by itself: the big result is saved to a file (compaction)."""
     send_and_wait(page, "thanks, what else?")
     expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed")
     compacted = _assert_coherent(page)
@@ -130,7 +152,10 @@ def test_the_panel_stays_coherent_through_compaction_retunes_summary_undo(
     )
     expect(page.locator("#compression-status .saved-files a").first).to_be_visible()
 
-    # 4. Manual compression from the hint (retune so it is offered): the card's "after" is the meter.
+
+def _manual_compression_from_the_hint(page, admin, agent_id: int) -> dict:
+    """4. Manual compression from the hint (retune so it is offered): the card's "after" is the meter.
+    Returns the panel's figures once the summary is applied."""
     figures = _figures(page)
     k = max(2, math.ceil(figures["tokens"] / 1024 / 0.9))
     while figures["tokens"] / (k * 1024) < 0.85:
@@ -152,9 +177,11 @@ def test_the_panel_stays_coherent_through_compaction_retunes_summary_undo(
     assert int(page.locator("#compression-status").get_attribute("data-before")) == meter_before
     expect(page.locator("#memory-panel")).to_have_attribute("data-summary", "true")
     expect(page.locator("#memory-panel")).to_contain_text("stands for")
-    screenshot(page, "context-summarized")
+    return summarized
 
-    # 5. Undo from the card, after a confirmation that says what comes back.
+
+def _undo_from_the_card(page, summarized: dict) -> None:
+    """5. Undo from the card, after a confirmation that says what comes back."""
     dialogs = []
     page.once("dialog", lambda dialog: (dialogs.append(dialog.message), dialog.accept()))
     page.click("#undo-button")
@@ -166,7 +193,9 @@ def test_the_panel_stays_coherent_through_compaction_retunes_summary_undo(
     assert undone["after"] == undone["tokens"], undone
     expect(page.locator("#memory-panel")).to_have_attribute("data-summary", "false")
 
-    # 6. An automatic summary in a run: the card says how it ended, the meter agrees with itself.
+
+def _an_automatic_summary_in_a_run(page, admin, agent_id: int) -> None:
+    """6. An automatic summary in a run: the card says how it ended, the meter agrees with itself."""
     _retune(admin, agent_id, 2)
     send_and_wait(page, "and the summary of the report?")
     expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed")
@@ -197,7 +226,7 @@ def test_the_context_panel_reads_well_at_desktop_and_phone_widths(
     lines = "\n".join(f"Line {n}: revenue, costs and notes for region {n}." for n in range(300))
     e2e_server.seed("file", thread_id=thread_id, path=BIG_FILE, text=lines)
     with thread_page(
-        browser, e2e_server, thread_id, width=width, height=height, language=language, scheme=scheme
+        browser, e2e_server, thread_id, View(width=width, height=height, language=language, scheme=scheme)
     ) as page:
         send_and_wait(page, f"read {BIG_FILE}")
         send_and_wait(page, "Please keep the answer short.")

@@ -8,7 +8,15 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
-from tests.e2e.chat_support import LONG_REPLY, close_context, open_context, send, send_and_wait, thread_page
+from tests.e2e.chat_support import (
+    LONG_REPLY,
+    View,
+    close_context,
+    open_context,
+    send,
+    send_and_wait,
+    thread_page,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -23,7 +31,9 @@ def test_esc_closes_the_preview_before_it_stops_the_reply(
     browser, e2e_server, slow_model, width, height, language, screenshot
 ):
     thread_id = e2e_server.seed("thread", title="Keys")["thread_id"]
-    with thread_page(browser, e2e_server, thread_id, width=width, height=height, language=language) as page:
+    with thread_page(
+        browser, e2e_server, thread_id, View(width=width, height=height, language=language)
+    ) as page:
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
         send_and_wait(page, "Hello.")

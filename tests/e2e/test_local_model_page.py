@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import assert_no_sideways_scroll, thread_page
+from tests.e2e.chat_support import View, assert_no_sideways_scroll, thread_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.local_model]
 
@@ -23,7 +23,7 @@ def test_a_real_reply_from_the_local_model(
     )["agent"]
     thread_id = e2e_server.seed("thread", title="Local model", agent=slug)["thread_id"]
     with thread_page(
-        browser, e2e_server, thread_id, width=width, height=height, language=language, timeout=60000
+        browser, e2e_server, thread_id, View(width=width, height=height, language=language, timeout=60000)
     ) as page:
         question = "What is the capital of France?" if language == "en" else "法国的首都是哪里？"
         page.fill("#composer-input", question)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import compress_now, open_context, plan_a_trip, send_and_wait, thread_page
+from tests.e2e.chat_support import View, compress_now, open_context, plan_a_trip, send_and_wait, thread_page
 
 pytestmark = pytest.mark.browser
 
@@ -18,7 +18,9 @@ def test_an_opened_summary_stays_open_when_the_panels_are_rendered_again(
     browser, e2e_server, width, height, language, screenshot
 ):
     thread_id = e2e_server.seed("thread", title="Open summary")["thread_id"]
-    with thread_page(browser, e2e_server, thread_id, width=width, height=height, language=language) as page:
+    with thread_page(
+        browser, e2e_server, thread_id, View(width=width, height=height, language=language)
+    ) as page:
         plan_a_trip(page, last="Budget 900 euros.")
         compress_now(page, thread_id)
         expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")

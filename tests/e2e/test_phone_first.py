@@ -13,6 +13,7 @@ from playwright.sync_api import expect
 
 from tests.e2e.chat_support import (
     LONG_REPLY,
+    View,
     assert_no_sideways_scroll,
     send,
     send_and_wait,
@@ -63,75 +64,100 @@ def test_a_thread_opens_and_stays_on_its_latest_message_and_the_panel_is_a_drawe
     e2e_server.seed("messages", thread_id=thread_id, messages=EXCHANGES)
     e2e_server.seed("usage", thread_id=thread_id, usage=usage(0.9))
     phone = width < 900
-    with thread_page(
-        browser, e2e_server, thread_id, width=width, height=height, language=language, scheme=scheme
-    ) as page:
+    view = View(width=width, height=height, language=language, scheme=scheme)
+    with thread_page(browser, e2e_server, thread_id, view) as page:
         page.reload()  # opened in the chosen language
         expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
         _latest_and_composer_in_view(page)
         assert_no_sideways_scroll(page, width)
-        toggle = page.locator("#context-toggle")
         if not phone:  # wide screens keep today's side panel, no drawer
-            expect(toggle).to_be_hidden()
-            expect(page.locator("#state-panel")).to_be_visible()
-            assert _fully_in_view(page, page.locator("#state-panel .meter").first)
+            _the_side_panel_stays_beside_the_conversation(page)
             screenshot(page, f"thread-{language}-{width}-{scheme}")
         else:
-            expect(toggle).to_be_visible()
-            expect(toggle).to_have_attribute("aria-expanded", "false")
-            expect(page.locator("#state-panel")).to_be_hidden()
-            assert _fully_in_view(page, toggle), "the compact meter is off-screen"
-            # The compact meter shows the panel's own figure and hint.
-            ratio = page.locator("#pressure-ratio").text_content().strip()
-            expect(page.locator("#context-toggle-ratio")).to_have_text(ratio)
-            hint = " ".join(page.locator("#compression-hint p").first.text_content().split())
-            expect(page.locator("#context-toggle-hint")).to_have_text(hint)
+            _the_compact_meter_shows_the_panels_figure_and_hint(page)
             screenshot(page, f"thread-{language}-{width}-{scheme}")
-            toggle.click()
-            expect(toggle).to_have_attribute("aria-expanded", "true")
-            drawer = page.locator("#context-drawer")
-            expect(drawer).to_have_attribute("role", "dialog")
-            expect(page.locator("#state-panel")).to_be_visible()
-            close = page.locator("#context-close")
-            expect(close).to_be_focused()
-            expect(close).to_have_text(WORDS[language]["close"])
-            page.wait_for_function(
-                "() => Math.abs(document.getElementById('context-drawer').getBoundingClientRect().right"
-                " - window.innerWidth) < 1"
-            )
-            assert_no_sideways_scroll(page, width)
+            _the_compact_meter_opens_the_drawer(page, view)
             screenshot(page, f"thread-drawer-{language}-{width}-{scheme}")
-            # Tab stays inside the open drawer.
-            for _ in range(12):
-                page.keyboard.press("Tab")
-                assert page.evaluate(
-                    "document.getElementById('context-drawer').contains(document.activeElement)"
-                )
-            page.keyboard.press("Escape")
-            expect(toggle).to_have_attribute("aria-expanded", "false")
-            expect(page.locator("#state-panel")).to_be_hidden()
-            expect(toggle).to_be_focused()
-            # The backdrop closes it too.
-            toggle.click()
-            expect(page.locator("#state-panel")).to_be_visible()
-            page.mouse.click(10, height - 200)
-            expect(page.locator("#state-panel")).to_be_hidden()
-            # The thread's head: title, new thread, live status, then the compact meter.
-            page.evaluate("window.scrollTo(0, 0)")
-            expect(page.locator("#new-thread-button")).to_be_visible()
-            assert_no_sideways_scroll(page, width)
+            _tab_stays_in_the_drawer_and_esc_or_the_backdrop_close_it(page, view)
+            _the_threads_head(page, view)
             screenshot(page, f"thread-head-{language}-{width}-{scheme}")
+        _a_send_keeps_the_latest_message_in_view(page, phone)
 
-        send_and_wait(page, "One more question about the night trains, please.")
-        _latest_and_composer_in_view(page)
-        expect(page.locator("#transcript .message.role-assistant").last).to_contain_text("night trains")
-        if phone:
-            assert _fully_in_view(page, toggle), "the compact meter is off-screen"
-            # The run re-measured the thread: the compact meter follows the re-rendered panel.
-            ratio = page.locator("#pressure-ratio").text_content().strip()
-            expect(page.locator("#context-toggle-ratio")).to_have_text(ratio)
-            hint = page.locator("#compression-hint")
-            expect(page.locator("#context-toggle-hint")).to_be_visible(visible=hint.count() > 0)
+
+def _the_side_panel_stays_beside_the_conversation(page) -> None:
+    expect(page.locator("#context-toggle")).to_be_hidden()
+    expect(page.locator("#state-panel")).to_be_visible()
+    assert _fully_in_view(page, page.locator("#state-panel .meter").first)
+
+
+def _the_compact_meter_shows_the_panels_figure_and_hint(page) -> None:
+    """On a phone the panel is hidden behind a compact meter, in view, showing its figure and hint."""
+    toggle = page.locator("#context-toggle")
+    expect(toggle).to_be_visible()
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    expect(page.locator("#state-panel")).to_be_hidden()
+    assert _fully_in_view(page, toggle), "the compact meter is off-screen"
+    # The compact meter shows the panel's own figure and hint.
+    ratio = page.locator("#pressure-ratio").text_content().strip()
+    expect(page.locator("#context-toggle-ratio")).to_have_text(ratio)
+    hint = " ".join(page.locator("#compression-hint p").first.text_content().split())
+    expect(page.locator("#context-toggle-hint")).to_have_text(hint)
+
+
+def _the_compact_meter_opens_the_drawer(page, view: View) -> None:
+    """The drawer opens as a dialog, its close button focused, flush with the right edge."""
+    toggle = page.locator("#context-toggle")
+    toggle.click()
+    expect(toggle).to_have_attribute("aria-expanded", "true")
+    drawer = page.locator("#context-drawer")
+    expect(drawer).to_have_attribute("role", "dialog")
+    expect(page.locator("#state-panel")).to_be_visible()
+    close = page.locator("#context-close")
+    expect(close).to_be_focused()
+    expect(close).to_have_text(WORDS[view.language]["close"])
+    page.wait_for_function(
+        "() => Math.abs(document.getElementById('context-drawer').getBoundingClientRect().right"
+        " - window.innerWidth) < 1"
+    )
+    assert_no_sideways_scroll(page, view.width)
+
+
+def _tab_stays_in_the_drawer_and_esc_or_the_backdrop_close_it(page, view: View) -> None:
+    toggle = page.locator("#context-toggle")
+    # Tab stays inside the open drawer.
+    for _ in range(12):
+        page.keyboard.press("Tab")
+        assert page.evaluate("document.getElementById('context-drawer').contains(document.activeElement)")
+    page.keyboard.press("Escape")
+    expect(toggle).to_have_attribute("aria-expanded", "false")
+    expect(page.locator("#state-panel")).to_be_hidden()
+    expect(toggle).to_be_focused()
+    # The backdrop closes it too.
+    toggle.click()
+    expect(page.locator("#state-panel")).to_be_visible()
+    page.mouse.click(10, view.height - 200)
+    expect(page.locator("#state-panel")).to_be_hidden()
+
+
+def _the_threads_head(page, view: View) -> None:
+    """The thread's head: title, new thread, live status, then the compact meter."""
+    page.evaluate("window.scrollTo(0, 0)")
+    expect(page.locator("#new-thread-button")).to_be_visible()
+    assert_no_sideways_scroll(page, view.width)
+
+
+def _a_send_keeps_the_latest_message_in_view(page, phone: bool) -> None:
+    send_and_wait(page, "One more question about the night trains, please.")
+    _latest_and_composer_in_view(page)
+    expect(page.locator("#transcript .message.role-assistant").last).to_contain_text("night trains")
+    if phone:
+        toggle = page.locator("#context-toggle")
+        assert _fully_in_view(page, toggle), "the compact meter is off-screen"
+        # The run re-measured the thread: the compact meter follows the re-rendered panel.
+        ratio = page.locator("#pressure-ratio").text_content().strip()
+        expect(page.locator("#context-toggle-ratio")).to_have_text(ratio)
+        hint = page.locator("#compression-hint")
+        expect(page.locator("#context-toggle-hint")).to_be_visible(visible=hint.count() > 0)
 
 
 @pytest.mark.parametrize(("width", "height"), SIZES)
@@ -140,7 +166,9 @@ def test_status_tells_the_truth_title_live_and_empty_rename(
     browser, e2e_server, slow_model, width, height, language, screenshot
 ):
     thread_id = e2e_server.seed("thread", title="")["thread_id"]
-    with thread_page(browser, e2e_server, thread_id, width=width, height=height, language=language) as page:
+    with thread_page(
+        browser, e2e_server, thread_id, View(width=width, height=height, language=language)
+    ) as page:
         expect(page.locator("#thread-title")).to_have_text(WORDS[language]["untitled"])
         send(page, "Plan a weekend in Porto\n" + LONG_REPLY)
         # The first message names the thread on the open page, over the socket (no reload).
@@ -177,7 +205,9 @@ def test_keys_stop_focus_new_thread_and_the_skip_link(
     browser, e2e_server, slow_model, width, height, language, screenshot
 ):
     thread_id = e2e_server.seed("thread", title="Keys")["thread_id"]
-    with thread_page(browser, e2e_server, thread_id, width=width, height=height, language=language) as page:
+    with thread_page(
+        browser, e2e_server, thread_id, View(width=width, height=height, language=language)
+    ) as page:
         composer = page.locator("#composer-input")
         # The skip link is the first stop and lands in the message box.
         page.reload()  # focus starts at the top of the document

@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.e2e.chat_support import (
+    View,
     assert_no_sideways_scroll,
     compress_now,
     open_context,
@@ -35,7 +36,9 @@ def test_the_memory_panel_shows_what_the_agent_can_look_up_and_a_pointer_opens_i
     browser, e2e_server, width, height, language, screenshot
 ):
     thread_id = e2e_server.seed("thread", title="Lisbon sources")["thread_id"]
-    with thread_page(browser, e2e_server, thread_id, width=width, height=height, language=language) as page:
+    with thread_page(
+        browser, e2e_server, thread_id, View(width=width, height=height, language=language)
+    ) as page:
         for text in (
             "We are planning a trip to Lisbon. " + SOURCES,
             "Ticket TRIP-4821 holds the bookings. " + NOTES,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import send_and_wait, thread_page
+from tests.e2e.chat_support import View, send_and_wait, thread_page
 
 pytestmark = pytest.mark.browser
 
@@ -26,7 +26,9 @@ def test_the_sidebar_entry_follows_the_title_live(browser, e2e_server, width, he
     other_title = f"Other thread {language} {width}"  # the e2e database is shared by the tests
     e2e_server.seed("thread", title=other_title)
     thread_id = e2e_server.seed("thread", title="")["thread_id"]
-    with thread_page(browser, e2e_server, thread_id, width=width, height=height, language=language) as page:
+    with thread_page(
+        browser, e2e_server, thread_id, View(width=width, height=height, language=language)
+    ) as page:
         errors: list[str] = []
         page.on("pageerror", lambda error: errors.append(str(error)))
         sidebar = page.locator("#thread-sidebar")

@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.conversations.page_support import usage_at
-from tests.e2e.chat_support import close_context, open_context, plan_a_trip, thread_page
+from tests.e2e.chat_support import View, close_context, open_context, plan_a_trip, thread_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.layout]
 
@@ -31,7 +31,7 @@ def test_a_throttled_send_and_compression_are_told_in_words(
     thread_id = e2e_server.seed("thread", title="Throttled")["thread_id"]
     try:
         with thread_page(
-            browser, e2e_server, thread_id, width=width, height=height, language=language
+            browser, e2e_server, thread_id, View(width=width, height=height, language=language)
         ) as page:
             plan_a_trip(page, last="Budget?")
 

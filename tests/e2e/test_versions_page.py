@@ -52,7 +52,19 @@ def test_edit_and_regenerate_keep_earlier_versions_browsable(
     send(page, "Which museums should we see?")
     _settled(page, 2)
 
-    # Edit the second message: the page reloads on the fork, the answer comes to the new version.
+    _edit_the_second_message(page, words)
+    _the_edited_message_keeps_its_first_version(page, words, screenshot, f"versions-edit-{language}-{width}")
+    _regenerate_the_last_reply(page, words, screenshot, f"versions-regenerate-{language}-{width}")
+    assert overflow(page) <= 0, f"the page scrolls sideways at {width}px"
+    assert errors == []
+
+    _a_viewer_sees_the_versions_not_the_controls(open_page, thread_id, width)
+    if language != "en":
+        page.click("button[name=language][value=en]")
+
+
+def _edit_the_second_message(page, words: dict[str, str]) -> None:
+    """Edit the second message: the page reloads on the fork, the answer comes to the new version."""
     second = page.locator("#transcript li.message.role-user").nth(1)
     second.get_by_role("button", name=words["edit"], exact=True).click()
     box = second.locator("form.edit-message textarea")
@@ -64,6 +76,10 @@ def test_edit_and_regenerate_keep_earlier_versions_browsable(
     _settled(page, 2)
     page.reload()
     _settled(page, 2)
+
+
+def _the_edited_message_keeps_its_first_version(page, words: dict[str, str], screenshot, name: str) -> None:
+    """The edited message shows 2/2; its first version is browsable in place (‹ 1/2 ›), then back."""
     edited = page.locator("#transcript li.message.role-user").nth(1)
     expect(edited.locator(".version-label")).to_have_text("2/2")
     expect(page.locator("#transcript .message-body:visible", has_text="Which museums")).to_have_count(0)
@@ -76,12 +92,14 @@ def test_edit_and_regenerate_keep_earlier_versions_browsable(
     expect(
         page.locator("#transcript li.message.role-assistant").last
     ).to_be_hidden()  # the current reply steps aside
-    screenshot(page, f"versions-edit-{language}-{width}")
+    screenshot(page, name)
     edited.locator(".version-next").click()
     expect(pane).to_be_hidden()
     expect(edited.locator(".message-body").first).to_contain_text("Which beaches should we see?")
 
-    # Regenerate the last reply: only the last reply offers it.
+
+def _regenerate_the_last_reply(page, words: dict[str, str], screenshot, name: str) -> None:
+    """Regenerate the last reply (only the last reply offers it): its first version stays browsable."""
     regenerate = page.get_by_role("button", name=words["regenerate"], exact=True)
     expect(regenerate).to_have_count(1)
     with page.expect_navigation(), page.expect_response(lambda r: r.url.endswith("/regenerate")) as answered:
@@ -94,11 +112,11 @@ def test_edit_and_regenerate_keep_earlier_versions_browsable(
     expect(reply.locator(".version-label")).to_have_text("2/2")
     reply.locator(".version-prev").click()
     expect(reply.locator(".version-pane[data-version='1']")).to_be_visible()
-    screenshot(page, f"versions-regenerate-{language}-{width}")
-    assert overflow(page) <= 0, f"the page scrolls sideways at {width}px"
-    assert errors == []
+    screenshot(page, name)
 
-    # A viewer sees the versions, not the controls.
+
+def _a_viewer_sees_the_versions_not_the_controls(open_page, thread_id: str, width: int) -> None:
+    """A viewer (staff) sees the versions, not the controls."""
     viewer = open_page(staff=True, width=width, height=844 if width < 500 else 900)
     open_thread(viewer, thread_id)
     expect(viewer.locator(".edit-open, .regenerate, form.edit-message")).to_have_count(0)
@@ -106,5 +124,3 @@ def test_edit_and_regenerate_keep_earlier_versions_browsable(
     expect(viewed.locator(".version-label")).to_have_text("2/2")
     viewed.locator(".version-prev").click()
     expect(viewed.locator(".version-pane[data-version='1']")).to_contain_text("Which museums should we see?")
-    if language != "en":
-        page.click("button[name=language][value=en]")

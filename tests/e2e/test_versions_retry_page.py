@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import overflow, send, thread_page
+from tests.e2e.chat_support import View, overflow, send, thread_page
 
 pytestmark = pytest.mark.browser
 
@@ -61,7 +61,9 @@ def _lose_first_answer(page, suffix: str, bodies: list[dict]) -> None:
 def test_a_resent_edit_or_regenerate_makes_one_version(browser, e2e_server, width, language, screenshot):
     thread_id = e2e_server.seed("thread", title="Retries")["thread_id"]
     height = 844 if width < 500 else 900
-    with thread_page(browser, e2e_server, thread_id, width=width, height=height, language=language) as page:
+    with thread_page(
+        browser, e2e_server, thread_id, View(width=width, height=height, language=language)
+    ) as page:
         _resend_after_lost_answers(page, WORDS[language], f"{language}-{width}", screenshot)
 
 

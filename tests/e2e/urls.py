@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
+from collections.abc import Callable
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -79,138 +80,210 @@ class SlowSummaryModel(OfflineChatModel):
 @csrf_exempt
 @require_POST
 def seed(request: HttpRequest) -> JsonResponse:
+    """Run the seeder the body's ``action`` names: a scenario of the server (``SEEDERS``) or of the thread
+    ``thread_id`` (``THREAD_SEEDERS``)."""
     data = json.loads(request.body or b"{}")
     action = data["action"]
-    if action == "setup":
-        user_model = get_user_model()
-        if not user_model.objects.filter(username=USERNAME).exists():
-            user_model.objects.create_user(USERNAME, "alice@example.com", PASSWORD)
-        if not user_model.objects.filter(username=STAFF_USERNAME).exists():
-            user_model.objects.create_superuser(STAFF_USERNAME, "root@example.com", STAFF_PASSWORD)
-        # Something for query_kb to search (a tool with nothing to search is left out of the agent's).
-        kb, _ = KnowledgeBase.objects.get_or_create(slug="policies", defaults={"name": "Policies"})
-        if not kb.documents.exists():
-            document_ingest(kb=kb, title="Refund policy", text="Refunds are paid within 14 days.")
-        # Keep two messages after a summary, so a short thread already has history to compress.
-        Agent.objects.get_or_create(
-            slug=AGENT_SLUG, defaults={"name": "Assistant", "summary_keep_messages": 2}
-        )
-        return JsonResponse({"username": USERNAME, "password": PASSWORD, "agent": AGENT_SLUG})
-    if action == "slow_model":  # runs execute in this process: the next runs stream slowly
-        delay = float(data.get("delay", 0.2))
-        runtime_models.chat_model_for = _slow_factory(delay)
-        return JsonResponse({})
-    if action == "slow_summary":  # compression jobs run in this process: their summary waits
-        delay = float(data.get("delay", 30))
-        runtime_models.chat_model_for = lambda agent: SlowSummaryModel(
-            delay=delay, profile=REAL_CHAT_MODEL_FOR(agent).profile
-        )
-        return JsonResponse({})
-    if action == "failing_model":  # the next runs fail as a misconfigured endpoint does
-        runtime_models.chat_model_for = _failing_factory(data["error"])
-        return JsonResponse({})
-    if action == "fast_model":
-        runtime_models.chat_model_for = REAL_CHAT_MODEL_FOR
-        return JsonResponse({})
-    if action == "staff":
-        user_model = get_user_model()
-        if not user_model.objects.filter(username=STAFF_USERNAME).exists():
-            user_model.objects.create_superuser(STAFF_USERNAME, "root@example.com", STAFF_PASSWORD)
-        return JsonResponse({"username": STAFF_USERNAME, "password": STAFF_PASSWORD})
-    if action == "agent":
-        fields = data.get("fields", {})
-        agent, _ = Agent.objects.update_or_create(
-            slug=data["slug"], defaults={"name": data["slug"], **fields}
-        )
-        return JsonResponse({"agent_id": agent.pk, "trigger": agent.effective_trigger})
-    if action == "local_agent":  # the real llama.cpp server the test process started (issue 31)
-        agent = seed_local_agent(base_url=data["base_url"], context_window=data["context_window"])
-        agent.tools = []
-        agent.save()
-        return JsonResponse({"agent": agent.slug})
-    if action == "throttle":  # set THROTTLE_* limits in this server; "spend" uses up alice's minute
-        for name, value in data.get("limits", {}).items():
-            setattr(settings, name, value)
-        cache.clear()
-        request = RequestFactory().post("/")
-        request.user = get_user_model().objects.get(username=USERNAME)
-        for kind in data.get("spend", []):
-            _window_with_time_left(request, kind)
-            with contextlib.suppress(RateLimited), throttled(request, kind):
-                pass
-        return JsonResponse({})
-    if action == "endpoint":
-        endpoint, _ = ModelEndpoint.objects.update_or_create(
-            name=data["name"], defaults=data.get("fields", {})
-        )
-        return JsonResponse({"endpoint_id": endpoint.pk})
-    if action == "agent_threads":  # threads whose stored figure of the next request is ``tokens``
-        user = get_user_model().objects.get(username=USERNAME)
-        agent = Agent.objects.get(slug=data["agent"])
-        Conversation.objects.bulk_create(
-            Conversation(owner=user, agent=agent, title=f"Thread {i}", context_tokens=tokens)
-            for i, tokens in enumerate(data["tokens"])
-        )
-        return JsonResponse({})
-    if action == "thread":
-        user = get_user_model().objects.get(username=USERNAME)
-        conversation = thread_create(
-            user=user, agent_slug=data.get("agent", AGENT_SLUG), title=data.get("title", "")
-        )
-        return JsonResponse({"thread_id": str(conversation.thread_id)})
-    conversation = Conversation.objects.get(thread_id=data["thread_id"])
-    if action == "file":
-        workdir_for(conversation).write_text(data["path"], data["text"])
-        return JsonResponse({})
-    if action == "records":
-        return JsonResponse(
-            {
-                "records": list(
-                    conversation.compression_records.values("trigger", "level", "status", "outcome")
-                )
-            }
-        )
-    if action == "usage":
-        write_token_usage(conversation, data["usage"])  # through the state repository, as the middleware does
-        return JsonResponse({})
-    if action == "run":
-        run = AgentRun.objects.create(conversation=conversation, status=data["status"])
-        events.broadcast(conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
-        return JsonResponse({"run_id": run.pk})
-    if action == "finish_runs":
-        AgentRun.objects.filter(conversation=conversation, status__in=AgentRun.ACTIVE_STATUSES).update(
-            status=AgentRun.Status.SUCCEEDED
-        )
-        events.broadcast(conversation.thread_id, events.RUN_STATUS, run_id=0, status="succeeded")
-        return JsonResponse({})
-    if action == "messages":  # transcript rows as a finished exchange would leave them
-        with conversation_lock(conversation_id=conversation.pk):
-            for role, content in data["messages"]:
-                run = (
-                    AgentRun.objects.create(conversation=conversation, status="succeeded")
-                    if role == "user"
-                    else None
-                )
-                message_append(
-                    conversation=conversation,
-                    message=NewMessage(role=role, content=content, run=run or _last_run(conversation)),
-                )
-        return JsonResponse({"count": Message.objects.filter(conversation=conversation).count()})
-    if action == "failed_compression":
-        CompressionRecord.objects.create(
-            conversation=conversation, trigger="auto", level="summary", status="failed", error=data["error"]
-        )
-        events.broadcast(
-            conversation.thread_id, events.COMPRESSION, status="failed", level="summary", error=data["error"]
-        )
-        return JsonResponse({})
-    if action == "record":
-        record = CompressionRecord.objects.create(conversation=conversation, **data["fields"])
-        return JsonResponse({"record_id": record.pk})
-    if action == "event":
-        events.broadcast(conversation.thread_id, data["type"], **data.get("payload", {}))
-        return JsonResponse({})
+    if action in SEEDERS:
+        return SEEDERS[action](data)
+    if action in THREAD_SEEDERS:
+        conversation = Conversation.objects.get(thread_id=data["thread_id"])
+        return THREAD_SEEDERS[action](conversation, data)
     return JsonResponse({"error": f"unknown action {action}"}, status=400)
+
+
+def _setup(data: dict) -> JsonResponse:
+    user_model = get_user_model()
+    if not user_model.objects.filter(username=USERNAME).exists():
+        user_model.objects.create_user(USERNAME, "alice@example.com", PASSWORD)
+    if not user_model.objects.filter(username=STAFF_USERNAME).exists():
+        user_model.objects.create_superuser(STAFF_USERNAME, "root@example.com", STAFF_PASSWORD)
+    # Something for query_kb to search (a tool with nothing to search is left out of the agent's).
+    kb, _ = KnowledgeBase.objects.get_or_create(slug="policies", defaults={"name": "Policies"})
+    if not kb.documents.exists():
+        document_ingest(kb=kb, title="Refund policy", text="Refunds are paid within 14 days.")
+    # Keep two messages after a summary, so a short thread already has history to compress.
+    Agent.objects.get_or_create(slug=AGENT_SLUG, defaults={"name": "Assistant", "summary_keep_messages": 2})
+    return JsonResponse({"username": USERNAME, "password": PASSWORD, "agent": AGENT_SLUG})
+
+
+def _slow_model(data: dict) -> JsonResponse:
+    """Runs execute in this process: the next runs stream slowly."""
+    runtime_models.chat_model_for = _slow_factory(float(data.get("delay", 0.2)))
+    return JsonResponse({})
+
+
+def _slow_summary(data: dict) -> JsonResponse:
+    """Compression jobs run in this process: their summary waits."""
+    delay = float(data.get("delay", 30))
+    runtime_models.chat_model_for = lambda agent: SlowSummaryModel(
+        delay=delay, profile=REAL_CHAT_MODEL_FOR(agent).profile
+    )
+    return JsonResponse({})
+
+
+def _failing_model(data: dict) -> JsonResponse:
+    """The next runs fail as a misconfigured endpoint does."""
+    runtime_models.chat_model_for = _failing_factory(data["error"])
+    return JsonResponse({})
+
+
+def _fast_model(data: dict) -> JsonResponse:
+    runtime_models.chat_model_for = REAL_CHAT_MODEL_FOR
+    return JsonResponse({})
+
+
+def _staff(data: dict) -> JsonResponse:
+    user_model = get_user_model()
+    if not user_model.objects.filter(username=STAFF_USERNAME).exists():
+        user_model.objects.create_superuser(STAFF_USERNAME, "root@example.com", STAFF_PASSWORD)
+    return JsonResponse({"username": STAFF_USERNAME, "password": STAFF_PASSWORD})
+
+
+def _agent(data: dict) -> JsonResponse:
+    fields = data.get("fields", {})
+    agent, _ = Agent.objects.update_or_create(slug=data["slug"], defaults={"name": data["slug"], **fields})
+    return JsonResponse({"agent_id": agent.pk, "trigger": agent.effective_trigger})
+
+
+def _local_agent(data: dict) -> JsonResponse:
+    """The real llama.cpp server the test process started (issue 31)."""
+    agent = seed_local_agent(base_url=data["base_url"], context_window=data["context_window"])
+    agent.tools = []
+    agent.save()
+    return JsonResponse({"agent": agent.slug})
+
+
+def _throttle(data: dict) -> JsonResponse:
+    """Set THROTTLE_* limits in this server; "spend" uses up alice's minute."""
+    for name, value in data.get("limits", {}).items():
+        setattr(settings, name, value)
+    cache.clear()
+    request = RequestFactory().post("/")
+    request.user = get_user_model().objects.get(username=USERNAME)
+    for kind in data.get("spend", []):
+        _window_with_time_left(request, kind)
+        with contextlib.suppress(RateLimited), throttled(request, kind):
+            pass
+    return JsonResponse({})
+
+
+def _endpoint(data: dict) -> JsonResponse:
+    endpoint, _ = ModelEndpoint.objects.update_or_create(name=data["name"], defaults=data.get("fields", {}))
+    return JsonResponse({"endpoint_id": endpoint.pk})
+
+
+def _agent_threads(data: dict) -> JsonResponse:
+    """Threads whose stored figure of the next request is ``tokens``."""
+    user = get_user_model().objects.get(username=USERNAME)
+    agent = Agent.objects.get(slug=data["agent"])
+    Conversation.objects.bulk_create(
+        Conversation(owner=user, agent=agent, title=f"Thread {i}", context_tokens=tokens)
+        for i, tokens in enumerate(data["tokens"])
+    )
+    return JsonResponse({})
+
+
+def _thread(data: dict) -> JsonResponse:
+    user = get_user_model().objects.get(username=USERNAME)
+    conversation = thread_create(
+        user=user, agent_slug=data.get("agent", AGENT_SLUG), title=data.get("title", "")
+    )
+    return JsonResponse({"thread_id": str(conversation.thread_id)})
+
+
+def _file(conversation: Conversation, data: dict) -> JsonResponse:
+    workdir_for(conversation).write_text(data["path"], data["text"])
+    return JsonResponse({})
+
+
+def _records(conversation: Conversation, data: dict) -> JsonResponse:
+    records = conversation.compression_records.values("trigger", "level", "status", "outcome")
+    return JsonResponse({"records": list(records)})
+
+
+def _usage(conversation: Conversation, data: dict) -> JsonResponse:
+    write_token_usage(conversation, data["usage"])  # through the state repository, as the middleware does
+    return JsonResponse({})
+
+
+def _run(conversation: Conversation, data: dict) -> JsonResponse:
+    run = AgentRun.objects.create(conversation=conversation, status=data["status"])
+    events.broadcast(conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
+    return JsonResponse({"run_id": run.pk})
+
+
+def _finish_runs(conversation: Conversation, data: dict) -> JsonResponse:
+    AgentRun.objects.filter(conversation=conversation, status__in=AgentRun.ACTIVE_STATUSES).update(
+        status=AgentRun.Status.SUCCEEDED
+    )
+    events.broadcast(conversation.thread_id, events.RUN_STATUS, run_id=0, status="succeeded")
+    return JsonResponse({})
+
+
+def _messages(conversation: Conversation, data: dict) -> JsonResponse:
+    """Transcript rows as a finished exchange would leave them."""
+    with conversation_lock(conversation_id=conversation.pk):
+        for role, content in data["messages"]:
+            run = (
+                AgentRun.objects.create(conversation=conversation, status="succeeded")
+                if role == "user"
+                else None
+            )
+            message_append(
+                conversation=conversation,
+                message=NewMessage(role=role, content=content, run=run or _last_run(conversation)),
+            )
+    return JsonResponse({"count": Message.objects.filter(conversation=conversation).count()})
+
+
+def _failed_compression(conversation: Conversation, data: dict) -> JsonResponse:
+    CompressionRecord.objects.create(
+        conversation=conversation, trigger="auto", level="summary", status="failed", error=data["error"]
+    )
+    events.broadcast(
+        conversation.thread_id, events.COMPRESSION, status="failed", level="summary", error=data["error"]
+    )
+    return JsonResponse({})
+
+
+def _record(conversation: Conversation, data: dict) -> JsonResponse:
+    record = CompressionRecord.objects.create(conversation=conversation, **data["fields"])
+    return JsonResponse({"record_id": record.pk})
+
+
+def _event(conversation: Conversation, data: dict) -> JsonResponse:
+    events.broadcast(conversation.thread_id, data["type"], **data.get("payload", {}))
+    return JsonResponse({})
+
+
+# The scenarios of the server: each seeder takes the request's body.
+SEEDERS: dict[str, Callable[[dict], JsonResponse]] = {
+    "setup": _setup,
+    "slow_model": _slow_model,
+    "slow_summary": _slow_summary,
+    "failing_model": _failing_model,
+    "fast_model": _fast_model,
+    "staff": _staff,
+    "agent": _agent,
+    "local_agent": _local_agent,
+    "throttle": _throttle,
+    "endpoint": _endpoint,
+    "agent_threads": _agent_threads,
+    "thread": _thread,
+}
+# The scenarios of one thread (the body's ``thread_id``): each seeder takes its conversation and the body.
+THREAD_SEEDERS: dict[str, Callable[[Conversation, dict], JsonResponse]] = {
+    "file": _file,
+    "records": _records,
+    "usage": _usage,
+    "run": _run,
+    "finish_runs": _finish_runs,
+    "messages": _messages,
+    "failed_compression": _failed_compression,
+    "record": _record,
+    "event": _event,
+}
 
 
 def _slow_factory(delay: float):
