@@ -124,7 +124,7 @@ def _within_chars(rows: Iterator[_Row]) -> list[_Row]:
     return kept
 
 
-def format_lines(  # noqa: PLR0913 (a page is a range of a file and its size: all keyword-only)
+def format_lines(
     text: str,
     *,
     offset: int = 0,
