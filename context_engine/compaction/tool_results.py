@@ -163,12 +163,24 @@ def should_offload(tokens: int, *, limit_tokens: int) -> bool:
 
 @dataclass(frozen=True)
 class _Result:
-    """A tool result as compaction reads it: its full text, content hash, size and tool."""
+    """A tool result as compaction reads it: the text the model would see (inline media already behind
+    their own receipts), its size, and its tool; and what is saved: the result's original text, its
+    content hash and size (the same unless media were taken out of it)."""
 
     text: str
     digest: str
     tokens: int
     name: str | None
+    original: str | None = None  # the result as the tool returned it, when ``text`` differs
+    original_tokens: int | None = None
+
+    @property
+    def saved(self) -> str:
+        return self.text if self.original is None else self.original
+
+    @property
+    def saved_tokens(self) -> int:
+        return self.tokens if self.original_tokens is None else self.original_tokens
 
 
 def offload_tool_message(
@@ -200,7 +212,7 @@ def _offload(
     profile: TokenProfile,
 ) -> tuple[ToolMessage, SavedToolResult]:
     path = tool_result_path(result.name, result.digest)
-    written = _write_once(store, path, result.text)
+    written = _write_once(store, path, result.saved)
     receipt, _size = _receipt(result, preview_tokens=preview_tokens, profile=profile)
     replaced = message.model_copy(
         update={
@@ -211,7 +223,7 @@ def _offload(
     )
     name = result.name or RECEIPT_UNKNOWN_TOOL
     saved = SavedToolResult(
-        message.id, message.tool_call_id, name, path, result.digest, result.tokens, written
+        message.id, message.tool_call_id, name, path, result.digest, result.saved_tokens, written
     )
     return replaced, saved
 
@@ -231,7 +243,7 @@ def _receipt(result: _Result, *, preview_tokens: int, profile: TokenProfile) -> 
         )
         receipt = render_receipt(
             tool_name=result.name,
-            tokens=result.tokens,
+            tokens=result.saved_tokens,
             sha256=result.digest,
             path=tool_result_path(result.name, result.digest),
             preview=preview.text,
@@ -326,6 +338,7 @@ class _Compaction:
         self.fresh_kept = 0  # tokens of the fresh read-back results kept whole so far
 
     def message(self, message: BaseMessage, *, answered: bool, unseen: bool) -> BaseMessage:
+        original = message
         if answered:
             message, done, missed = offload_message_media(message, store=self.store)
             self.media += done
@@ -340,7 +353,7 @@ class _Compaction:
         if isinstance(message, ToolMessage) and not is_saved(message):
             name = message.name or self.call_names.get(message.tool_call_id) or None
             if not (unseen and name in RECOVERY_TOOLS and self.fresh_fits(message)):
-                return self.tool_result(message, name)
+                return self.tool_result(message, name, original=original)
         return message
 
     def fresh_fits(self, message: ToolMessage) -> bool:
@@ -360,14 +373,19 @@ class _Compaction:
         read = _read(message)
         return text_tokens(read[0], sha256=read[1], profile=self.profile), read
 
-    def tool_result(self, message: ToolMessage, name: str | None) -> BaseMessage:
-        """The receipt for a tool result over the limit (when it is smaller), else the result itself."""
+    def tool_result(self, message: ToolMessage, name: str | None, *, original: BaseMessage) -> BaseMessage:
+        """The receipt for a tool result over the limit (when it is smaller), else the result itself.
+        ``original``: the result before its inline media were saved; the file holds it byte for byte."""
         limit, profile = self.config.tool_result_token_limit, self.profile
         tokens, read = self.tokens(message)  # the text and its hash, read once when needed
         if not should_offload(tokens, limit_tokens=limit):
             return message
         text, digest = read or _read(message)
         result = _Result(text, digest, tokens, name)
+        if original is not message and isinstance(original, ToolMessage):
+            saved, saved_digest = _read(original)
+            saved_tokens = text_tokens(saved, sha256=saved_digest, profile=profile)
+            result = _Result(text, saved_digest, tokens, name, saved, saved_tokens)
         if not _receipt_is_smaller(result, preview_tokens=limit, profile=profile):
             return message
         try:

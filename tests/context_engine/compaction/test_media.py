@@ -316,3 +316,21 @@ def test_the_summary_step_saves_url_safe_and_bare_media_first():
     )
     [history] = [t for name, t in store.files.items() if name.startswith("outputs/conversation_history/")]
     assert b64(PDF)[:100] not in history and urlsafe(PNG)[:100] not in history
+
+
+def test_a_tool_result_saved_whole_is_its_original_bytes_even_when_its_media_were_saved_first():
+    # An answered console result with an inline image (bare base64, as a terminal's image escape) and a
+    # long text: the image goes to outputs/media/, and the result's file holds what the tool returned.
+    original = "log line with details\n" * 400 + f"\x1b]1337;File=inline=1:{b64(PNG)}\x07\n" + "tail\n" * 50
+    messages = [
+        HumanMessage("run it", id="h1"),
+        AIMessage("", id="a1", tool_calls=[{"name": "console", "args": {}, "id": "c1"}]),
+        ToolMessage(original, tool_call_id="c1", name="console", id="t1"),
+        AIMessage("done", id="a2"),
+    ]
+    store = MemoryStore()
+    result = compact_messages(messages, config=CompressionConfig(trigger_tokens=100_000), store=store)
+    [saved] = result.saved
+    assert store.files[saved.path] == original
+    assert saved.sha256 == hashlib.sha256(original.encode()).hexdigest()
+    assert b64(PNG)[:100] not in str(result.messages[2].content)  # the preview shows no base64
