@@ -71,7 +71,11 @@ def _truncated_raw_call(raw: Any, max_length: int) -> Any:
     """A provider-format call (``{"function": {"name", "arguments"}}``) with its arguments truncated."""
     function = raw.get("function") if isinstance(raw, dict) else None
     arguments = function.get("arguments") if isinstance(function, dict) else None
-    if not (function and function.get("name") in TRUNCATED_ARG_TOOLS and isinstance(arguments, str)):
+    if not (
+        isinstance(function, dict)
+        and function.get("name") in TRUNCATED_ARG_TOOLS
+        and isinstance(arguments, str)
+    ):
         return raw
     truncated = _truncate_raw_arguments(arguments, max_length)
     if truncated is arguments:

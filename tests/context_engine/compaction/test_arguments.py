@@ -81,3 +81,10 @@ def test_compaction_counts_truncated_calls_and_keeps_ids(config, store):
     assert result.truncated_tool_calls == 1 and result.changed
     assert result.messages[0].id == "a1" and result.messages[0].tool_calls[0]["id"] == "call_1"
     assert store.files == {}
+
+
+def test_a_raw_call_whose_function_is_not_an_object_is_left_alone():
+    # A provider may put anything there; compaction must not fail the turn on it.
+    message = AIMessage("", additional_kwargs={"tool_calls": [{"id": "c", "function": "write_file"}]})
+    truncated, count = truncate_tool_call_args(message, max_length=10)
+    assert count == 0 and truncated.additional_kwargs == message.additional_kwargs
