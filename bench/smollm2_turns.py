@@ -160,7 +160,7 @@ def render(figures: dict[str, Any] | str) -> str:
         f"{MAX_REPLY_TOKENS}-token replies, T = {SUMMARY_THRESHOLD_K * 1024:,} tokens, "
         f"{KEEP_MESSAGES} messages kept; each turn one user message (log lines or this repository's "
         "source) through the HTTP API, awaited through the state endpoint. The 40-turn test "
-        "(`tests/agent_platform/test_local_model_turns.py`) asserts what this reports.\n\n"
+        "(`tests/processes/agent_platform/test_local_model_turns.py`) asserts what this reports.\n\n"
     )
     if isinstance(figures, str):
         return intro + figures + "\n"
