@@ -16,6 +16,7 @@ from context_engine import events, outcomes
 from context_engine.formats import REFERENCE_INDEX_HEADER, REFERENCE_INDEX_SEPARATOR
 from context_engine.lines import pointer
 from context_engine.state import REFERENCE_INDEX_KEY, SUMMARY_EVENT_KEY
+from context_engine.summary import faithfulness
 from context_engine.summary.faithfulness import SUMMARY_EXTRACTIVE
 from context_engine.summary.identifiers import LossReport
 from context_engine.summary.reading import summary_body
@@ -57,11 +58,28 @@ class LossLine:
     repaired: bool
     indexed: int = 0  # of those in view, the ones the reference index lists
     extractive: bool = False  # the model's summary was refused: this one is the folded messages' own text
-    refusal: str = ""  # why the model's summary was refused
+    refusal: str = ""  # why the model's summary was refused, in the page's language
+    refusal_detail: str = ""  # the engine's own account of it (English: figures, the phrase it matched)
     invented: tuple[str, ...] = ()  # the identifiers it named that the folded messages do not hold
 
 
 LOSS_LIST_SHOWN = 10
+
+
+def refusal_words(code: object) -> str:
+    """Why a model's summary was refused, by its code (``faithfulness.CODE_*``), in the page's language;
+    empty for a code this version does not know (the engine's detail is shown alone then)."""
+    words = {
+        faithfulness.CODE_ECHO: _("it repeats the summary prompt's own instructions"),
+        faithfulness.CODE_LOOP: _("it repeats the same phrases over and over"),
+        faithfulness.CODE_EMPTY_SECTION: _("a section is empty"),
+        faithfulness.CODE_PLACEHOLDER: _("a section holds only a placeholder"),
+        faithfulness.CODE_UNRELATED: _("it shares too little with the messages it summarizes"),
+        faithfulness.CODE_INVENTED: _("it names identifiers that occur nowhere in what it summarizes"),
+        faithfulness.CODE_NOT_A_SUMMARY: _("the model's answer is not a summary"),
+        faithfulness.CODE_BREAKER_OPEN: _("model summaries are paused after repeated refusals"),
+    }
+    return words.get(str(code), "")
 
 
 def loss_line_from(value: Any) -> LossLine | None:
@@ -89,7 +107,8 @@ def loss_line_from(value: Any) -> LossLine | None:
         repaired=value.get("repaired") is True or value.get("repaired") == "true",
         indexed=as_int(value.get("indexed")) or 0,
         extractive=extractive,
-        refusal=str(refusal.get("reason") or "")[:300],
+        refusal=refusal_words(refusal.get("code")) or str(refusal.get("reason") or "")[:300],
+        refusal_detail=str(refusal.get("reason") or "")[:300],
         invented=tuple(str(i)[:200] for i in invented[:LOSS_LIST_SHOWN])
         if isinstance(invented, list)
         else (),

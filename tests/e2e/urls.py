@@ -16,6 +16,8 @@ from django.urls import include, path
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from django_ratelimit.core import get_usage
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 
 from agent_platform.knowledge.models import KnowledgeBase
 from agent_platform.knowledge.services import document_ingest
@@ -77,6 +79,15 @@ class SlowSummaryModel(OfflineChatModel):
         return super()._generate(*args, **kwargs)
 
 
+class EchoingSummaryModel(OfflineChatModel):
+    """The offline model, answering a summary (a non-streamed call) with the summary prompt copied back,
+    as SmolLM2 does (issue 37): validation refuses it, and the memory is the extractive summary."""
+
+    def _generate(self, messages, *args, **kwargs):
+        prompt = "\n".join(str(m.content) for m in messages)
+        return ChatResult(generations=[ChatGeneration(message=AIMessage(prompt))])
+
+
 @csrf_exempt
 @require_POST
 def seed(request: HttpRequest) -> JsonResponse:
@@ -118,6 +129,14 @@ def _slow_summary(data: dict) -> JsonResponse:
     delay = float(data.get("delay", 30))
     runtime_models.chat_model_for = lambda agent: SlowSummaryModel(
         delay=delay, profile=REAL_CHAT_MODEL_FOR(agent).profile
+    )
+    return JsonResponse({})
+
+
+def _echoing_summary(data: dict) -> JsonResponse:
+    """Summaries (in-run and manual) come back as the prompt echoed: refused, so extractive."""
+    runtime_models.chat_model_for = lambda agent: EchoingSummaryModel(
+        profile=REAL_CHAT_MODEL_FOR(agent).profile
     )
     return JsonResponse({})
 
@@ -262,6 +281,7 @@ SEEDERS: dict[str, Callable[[dict], JsonResponse]] = {
     "setup": _setup,
     "slow_model": _slow_model,
     "slow_summary": _slow_summary,
+    "echoing_summary": _echoing_summary,
     "failing_model": _failing_model,
     "fast_model": _fast_model,
     "staff": _staff,
