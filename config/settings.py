@@ -230,6 +230,11 @@ MODEL_KEY_BINDINGS = env.str("MODEL_KEY_BINDINGS", default="")
 WEB_SEARCH_BASE_URL = env.str("WEB_SEARCH_BASE_URL", default="")
 WEB_SEARCH_API_KEY = env.str("WEB_SEARCH_API_KEY", default="")
 MODEL_REQUEST_TIMEOUT = env.float("MODEL_REQUEST_TIMEOUT", default=120.0)
+# Every tool call's budget (agent_platform.runtime.stopping): wall time for the whole call (a sub-agent's
+# ``task`` has its own), and the characters its answer may hold.
+TOOL_CALL_SECONDS = env.float("TOOL_CALL_SECONDS", default=60.0)
+TOOL_TASK_SECONDS = env.float("TOOL_TASK_SECONDS", default=900.0)
+TOOL_OUTPUT_MAX_CHARS = env.int("TOOL_OUTPUT_MAX_CHARS", default=1_000_000)
 
 # --- Attachments (files a user brings into a thread; saved under the workdir's uploads/) ------------
 ATTACHMENT_MAX_FILE_BYTES = env.int("ATTACHMENT_MAX_FILE_BYTES", default=10 * 1024 * 1024)
