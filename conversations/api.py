@@ -221,9 +221,12 @@ def message_versions_get(request: HttpRequest, thread_id: uuid.UUID, message_id:
     return message_versions(conversation=conversation, message_id=message_id)
 
 
-@router.post("/{thread_id}/resume", response={202: IntakeOut, **error_responses(400, 404, 409)})
+@router.post("/{thread_id}/resume", response={202: IntakeOut, **error_responses(400, 404, 409, 429)})
 def thread_resume(request: HttpRequest, thread_id: uuid.UUID, payload: ResumeIn):
-    result = services.run_resume(thread_id=thread_id, user=request.user, answer=payload.answer)
+    """Answer the agent's ``ask_user`` question. An answer pays for the model calls that follow, as a send
+    does: 429 `rate_limited` (with `Retry-After`) over the user's send limits."""
+    with message_throttled(request, with_files=False):
+        result = services.run_resume(thread_id=thread_id, user=request.user, answer=payload.answer)
     return Status(202, {"message": result.message, "run": result.run})
 
 

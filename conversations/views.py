@@ -240,13 +240,13 @@ def message_send(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 @require_POST
 @_not_found_as_404
 def question_answer(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
-    return _command(
-        request,
-        thread_id,
-        lambda: services.run_resume(
-            thread_id=thread_id, user=request.user, answer=request.POST.get("answer", "")
-        ),
-    )
+    def answer() -> object:
+        with message_throttled(request, with_files=False):  # an answer pays for model calls as a send does
+            return services.run_resume(
+                thread_id=thread_id, user=request.user, answer=request.POST.get("answer", "")
+            )
+
+    return _command(request, thread_id, answer)
 
 
 def _command(request: HttpRequest, thread_id: uuid.UUID, call: Callable[[], object]) -> HttpResponse:
