@@ -114,7 +114,11 @@ AUTHENTICATION_BACKENDS = [
 ]
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15.0))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own: per account, per address
+# Per account-and-address pair: failures from one address never lock the account out of another.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# And per address over every account, at a higher bound (config.login_throttle.PairAndAddressHandler).
+AXES_HANDLER = "config.login_throttle.PairAndAddressHandler"
+LOGIN_ADDRESS_FAILURE_LIMIT = env.int("LOGIN_ADDRESS_FAILURE_LIMIT", default=30)
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "config.login_throttle.locked_out"
 AXES_CLIENT_IP_CALLABLE = "config.login_throttle.client_ip"
