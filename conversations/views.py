@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agent_platform.errors import ApplicationError, NotFound
+from agent_platform.numbers import whole_number
 from agent_platform.selectors import agent_list_enabled
 from agent_platform.workdir import workdir_for
 from context_engine.errors import StoreError
@@ -267,10 +268,7 @@ def fragment_messages(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespons
     """Transcript entries after ``?after=<seq>``, each a ``_message.html``; ``?boundary=1`` marks where
     the model's word-for-word view begins (a re-render after a compression; new messages never move it)."""
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
-    try:
-        after = max(0, int(request.GET.get("after", "0")))
-    except ValueError:
-        after = 0
+    after = whole_number(request.GET.get("after")) or 0
     boundary = None
     if request.GET.get("boundary"):
         values = selectors.thread_values(conversation=conversation)
