@@ -61,7 +61,7 @@ PATTERNS = st.one_of(
             "ABC-\\d+",
         ]
     ),
-    st.builds(lambda n: "a{%d}" % n, st.integers(0, 10**12)),
+    st.builds(lambda n: f"a{{{n}}}", st.integers(0, 10**12)),
 )
 
 
