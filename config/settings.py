@@ -114,7 +114,11 @@ AUTHENTICATION_BACKENDS = [
 ]
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15.0))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own: per account, per address
+# Per account-and-address pair: failures from one address never lock the account out of another.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# And per address over every account, at a higher bound (config.login_throttle.PairAndAddressHandler).
+AXES_HANDLER = "config.login_throttle.PairAndAddressHandler"
+LOGIN_ADDRESS_FAILURE_LIMIT = env.int("LOGIN_ADDRESS_FAILURE_LIMIT", default=30)
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "config.login_throttle.locked_out"
 AXES_CLIENT_IP_CALLABLE = "config.login_throttle.client_ip"
@@ -230,6 +234,11 @@ MODEL_KEY_BINDINGS = env.str("MODEL_KEY_BINDINGS", default="")
 WEB_SEARCH_BASE_URL = env.str("WEB_SEARCH_BASE_URL", default="")
 WEB_SEARCH_API_KEY = env.str("WEB_SEARCH_API_KEY", default="")
 MODEL_REQUEST_TIMEOUT = env.float("MODEL_REQUEST_TIMEOUT", default=120.0)
+# Every tool call's budget (agent_platform.runtime.stopping): wall time for the whole call (a sub-agent's
+# ``task`` has its own), and the characters its answer may hold.
+TOOL_CALL_SECONDS = env.float("TOOL_CALL_SECONDS", default=60.0)
+TOOL_TASK_SECONDS = env.float("TOOL_TASK_SECONDS", default=900.0)
+TOOL_OUTPUT_MAX_CHARS = env.int("TOOL_OUTPUT_MAX_CHARS", default=1_000_000)
 
 # --- Attachments (files a user brings into a thread; saved under the workdir's uploads/) ------------
 ATTACHMENT_MAX_FILE_BYTES = env.int("ATTACHMENT_MAX_FILE_BYTES", default=10 * 1024 * 1024)

@@ -23,6 +23,7 @@ from django.utils.translation import gettext as _
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agent_platform.errors import ApplicationError, NotFound
+from agent_platform.numbers import whole_number
 from agent_platform.selectors import agent_list_enabled
 from agent_platform.workdir import workdir_for
 from context_engine.errors import StoreError
@@ -240,13 +241,13 @@ def message_send(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 @require_POST
 @_not_found_as_404
 def question_answer(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
-    return _command(
-        request,
-        thread_id,
-        lambda: services.run_resume(
-            thread_id=thread_id, user=request.user, answer=request.POST.get("answer", "")
-        ),
-    )
+    def answer() -> object:
+        with message_throttled(request, with_files=False):  # an answer pays for model calls as a send does
+            return services.run_resume(
+                thread_id=thread_id, user=request.user, answer=request.POST.get("answer", "")
+            )
+
+    return _command(request, thread_id, answer)
 
 
 def _command(request: HttpRequest, thread_id: uuid.UUID, call: Callable[[], object]) -> HttpResponse:
@@ -267,10 +268,7 @@ def fragment_messages(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespons
     """Transcript entries after ``?after=<seq>``, each a ``_message.html``; ``?boundary=1`` marks where
     the model's word-for-word view begins (a re-render after a compression; new messages never move it)."""
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
-    try:
-        after = max(0, int(request.GET.get("after", "0")))
-    except ValueError:
-        after = 0
+    after = whole_number(request.GET.get("after")) or 0
     boundary = None
     if request.GET.get("boundary"):
         values = selectors.thread_values(conversation=conversation)
