@@ -104,8 +104,11 @@ class AgentAdminForm(forms.ModelForm):
     def _post_clean(self) -> None:
         # A name the form refused never reaches the instance, which then still holds the field's
         # default (the offline model's name): the model's own checks would add an error about a name
-        # nobody typed. The form's refusal is the only word on that field.
+        # nobody typed, and the figures beside the threshold would describe that model. The form's
+        # refusal is the only word on that field, and the figures are the typed name's.
         refused = list(self.errors.get("model_name", []))
         super()._post_clean()
         if refused:
             self._errors["model_name"] = self.error_class(refused)
+            typed = self.data.get(self.add_prefix("model_name")) or ""
+            self.instance.model_name = str(typed).strip()[: Agent._meta.get_field("model_name").max_length]
