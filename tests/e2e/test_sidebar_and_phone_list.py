@@ -117,7 +117,11 @@ def test_the_sidebar_searches_groups_pins_renames_archives_and_deletes(open_page
     page.goto(f"/threads/{keep}/")
     expect(sidebar.locator(".sidebar-title", has_text=f"Bin me {tag}")).to_have_count(0)
 
+    # Typing filters the sidebar's own titles at once; Enter searches titles and messages on the list.
     sidebar.locator("#sidebar-search").fill(f"Pin me {tag}")
+    expect(sidebar.locator(".sidebar-item:visible")).to_have_count(1)
+    expect(sidebar.locator(".sidebar-item:visible")).to_contain_text(f"Pin me {tag}")
+    expect(sidebar.locator(".sidebar-group:visible")).to_have_text([words["pinned"]])
     sidebar.locator("#sidebar-search").press("Enter")
     rows = page.locator("table.threads tbody tr")
     expect(rows).to_have_count(1)
