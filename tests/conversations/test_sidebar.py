@@ -12,6 +12,9 @@ import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 from django.utils import timezone
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from conversations.models import Conversation
 from conversations.services import thread_create, thread_soft_delete
@@ -178,3 +181,43 @@ def test_the_list_shows_threads_before_the_agents_and_no_placeholder_description
     assert "No description yet." not in page
     assert page.index("First thread") < page.index('id="agents"') < page.index("Talks about trains.")
     assert 'href="#agents"' in page and page.index('href="#agents"') < page.index("First thread")
+
+
+@hypothesis_settings(max_examples=200, deadline=None)
+@given(
+    ages=st.lists(st.tuples(st.integers(min_value=0, max_value=60 * 24 * 400), st.booleans()), max_size=30)
+)
+def test_every_thread_is_in_exactly_one_group_in_the_fixed_order(ages):
+    """Property: whatever the activity times (minutes ago) and pins, each thread is listed once, pinned
+    ones under Pinned, the others under the heading of their calendar day, headings in their order and
+    threads keeping the order they came in."""
+    now = timezone.now()
+    today = timezone.localdate(now)
+    rows = [
+        Conversation(
+            title=str(i), last_activity_at=now - timedelta(minutes=m), pinned_at=now if pin else None
+        )
+        for i, (m, pin) in enumerate(ages)
+    ]
+    groups = sidebar_groups(rows, today=today)
+    order = ["Pinned", "Today", "Yesterday", "Last 7 days", "Older"]
+    names = [str(name) for name, _items in groups]
+    assert names == [name for name in order if name in names] and all(items for _name, items in groups)
+    listed = [thread for _name, items in groups for thread in items]
+    assert sorted(t.title for t in listed) == sorted(t.title for t in rows)
+    for name, items in groups:
+        assert [rows.index(t) for t in items] == sorted(rows.index(t) for t in items)
+        for thread in items:
+            days = (today - timezone.localdate(thread.last_activity_at)).days
+            expected = (
+                "Pinned"
+                if thread.pinned_at
+                else "Today"
+                if days <= 0
+                else "Yesterday"
+                if days == 1
+                else "Last 7 days"
+                if days < 7
+                else "Older"
+            )
+            assert str(name) == expected
