@@ -100,8 +100,8 @@ class Command(BaseCommand):
         # Planned as the dry run plans them: a thread whose saving would not pay for its summary is
         # left alone (``BULK_MIN_SAVING_FACTOR``), and said so.
         plans = {c.pk: _expected(c) for c in candidates}
-        small = [c for c in candidates if plans[c.pk]["would"].startswith(SMALL_SAVING)]
-        candidates = [c for c in candidates if c not in small]
+        small = [(c, plans[c.pk]) for c in candidates if plans[c.pk]["would"].startswith(SMALL_SAVING)]
+        candidates = [c for c in candidates if not plans[c.pk]["would"].startswith(SMALL_SAVING)]
         if options["use_async"]:
             self._fan_out(candidates, as_json=options["as_json"], queue=options["queue"], small=small)
         else:
@@ -161,7 +161,7 @@ class Command(BaseCommand):
         batch = bulk_compress_enqueue(conversation_ids=[c.pk for c in candidates], queue=queue)
         queued = [str(c.thread_id) for c in candidates]
         if as_json:
-            skipped = [str(c.thread_id) for c in small]
+            skipped = [str(c.thread_id) for c, _plan in small]
             self.stdout.write(
                 json.dumps(
                     {"queued": queued, "batch": batch, "queue": queue, "skipped_small_saving": skipped},
@@ -169,8 +169,8 @@ class Command(BaseCommand):
                 )
             )
             return
-        for conversation in small:
-            self.stdout.write(_row_line(_skipped_row(conversation)))
+        for conversation, plan in small:
+            self.stdout.write(_row_line(_skipped_row(conversation, plan)))
         self.stdout.write(
             self.style.SUCCESS(f"Queued {len(queued)} thread(s) for compaction (batch {batch}).")
             + (f" {_small_line(len(small))}" if small else "")
@@ -178,7 +178,7 @@ class Command(BaseCommand):
 
     def _run(self, candidates, *, as_json: bool, verbosity: int, small: list) -> None:
         report = BulkReport()
-        threads: list[dict] = [_skipped_row(c) for c in small]
+        threads: list[dict] = [_skipped_row(c, plan) for c, plan in small]
         if verbosity >= 1 and not as_json:
             for row in threads:
                 self.stdout.write(_row_line(row))
@@ -287,14 +287,14 @@ def _names(conversation: Conversation) -> dict[str, object]:
     }
 
 
-def _skipped_row(conversation: Conversation) -> dict[str, object]:
+def _skipped_row(conversation: Conversation, plan: dict[str, object]) -> dict[str, object]:
     return {
         **_names(conversation),
         "outcome": "skipped_small_saving",
         "before_tokens": None,
         "after_tokens": None,
         "tokens_saved": 0,
-        "error": _expected(conversation)["would"].removeprefix(SMALL_SAVING).strip(),
+        "error": str(plan["would"]).removeprefix(SMALL_SAVING).strip(),
     }
 
 
