@@ -263,6 +263,12 @@ COMPRESSING_LEASE_SECONDS = env.int("COMPRESSING_LEASE_SECONDS", default=10)
 THREAD_LOCK_TIMEOUT_MS = env.int("THREAD_LOCK_TIMEOUT_MS", default=3000)
 # POST .../compress?wait=true answers synchronously for at most this long, then 202 with the job.
 COMPRESSION_WAIT_SECONDS = env.float("COMPRESSION_WAIT_SECONDS", default=60.0)
+# A deleted thread stays in its owner's bin, restorable, this many days; after that it is gone for
+# good from every page (a friendly 404).
+THREAD_BIN_RETENTION_DAYS = env.int("THREAD_BIN_RETENTION_DAYS", default=30)
+# `compact_threads` leaves a thread alone unless the tokens it expects to save are at least this many
+# times the tokens the summary call is expected to write (its summary's estimated length).
+BULK_MIN_SAVING_FACTOR = env.float("BULK_MIN_SAVING_FACTOR", default=2.0)
 
 # --- Headers and proxies ----------------------------------------------------------------------
 # Every page: scripts and styles from this site only (no inline script anywhere; the templates load
@@ -336,5 +342,11 @@ LOGGING = {
         "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["ids"]},
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"httpx": {"level": "WARNING"}, "openai": {"level": "WARNING"}},
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "openai": {"level": "WARNING"},
+        # The development server's access lines: Django's own "django" logger prints them too (with
+        # DEBUG on), and they would reach the root handler as well; written once, here.
+        "django.channels.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+    },
 }

@@ -51,7 +51,8 @@ class ThreadFilters(Schema):
     scope: str = Field(
         search.SCOPE_MINE,
         pattern=f"^({'|'.join(search.SCOPES)})$",
-        description="`mine`, or `shared`: others' threads (holders of `conversations.view_conversation`).",
+        description="`mine`, `archived` (the caller's archived threads), or `shared`: others' threads "
+        "(holders of `conversations.view_conversation`).",
     )
 
 

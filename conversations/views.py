@@ -13,6 +13,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -20,6 +21,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, Stream
 from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agent_platform.errors import ApplicationError, NotFound
@@ -125,7 +127,11 @@ def _state_context(conversation: Conversation, user: AbstractBaseUser | Anonymou
 def thread_list(request: HttpRequest) -> HttpResponse:
     query = search.search_query(request.GET.get("q", ""))
     shared_allowed = search.shared_scope_allowed(request.user)
-    scope = search.SCOPE_SHARED if shared_allowed and request.GET.get("scope") == search.SCOPE_SHARED else ""
+    scope = request.GET.get("scope", "")
+    if scope not in (search.SCOPE_ARCHIVED, search.SCOPE_SHARED) or (
+        scope == search.SCOPE_SHARED and not shared_allowed
+    ):
+        scope = ""
     threads = search.thread_search(user=request.user, query=query, scope=scope or search.SCOPE_MINE)
     rows = [
         (thread, search.search_snippet(getattr(thread, "hit_content", None), query)) for thread in threads
@@ -167,8 +173,30 @@ def thread_delete(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
         conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
         return render(request, "conversations/thread_delete.html", {"conversation": conversation})
     services.thread_soft_delete(thread_id=thread_id, user=request.user)
-    messages.success(request, _("Thread deleted."))
+    messages.success(
+        request,
+        ngettext(
+            "Thread deleted. It stays in the bin for %(days)d day, where you can restore it.",
+            "Thread deleted. It stays in the bin for %(days)d days, where you can restore it.",
+            settings.THREAD_BIN_RETENTION_DAYS,
+        )
+        % {"days": settings.THREAD_BIN_RETENTION_DAYS},
+    )
     return redirect("conversations:thread-list")
+
+
+def thread_missing(request: HttpRequest, thread_id: uuid.UUID | None = None) -> HttpResponse:
+    """The friendly 404 of a thread page: the caller's own thread still in the bin can be restored from
+    here; anything else (never existed, someone else's, out of the bin) reads the same."""
+    in_bin = (
+        selectors.threads_in_bin(user=request.user).filter(thread_id=thread_id).first() if thread_id else None
+    )
+    return render(
+        request,
+        "conversations/thread_missing.html",
+        {"in_bin": in_bin, "retention_days": settings.THREAD_BIN_RETENTION_DAYS},
+        status=404,
+    )
 
 
 @login_required
@@ -198,7 +226,10 @@ def run_cancel(request: HttpRequest, thread_id: uuid.UUID, run_id: int | None = 
 @require_GET
 @_not_found_as_404
 def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
-    conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    try:
+        conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    except NotFound:
+        return thread_missing(request, thread_id)
     context = _state_context(conversation, request.user)
     messages_list = selectors.message_list_latest(conversation=conversation)
     context["messages_list"] = pages.transcript_order(messages_list)
