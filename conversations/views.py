@@ -33,6 +33,7 @@ from conversations import pages, run_signals, search, selectors, services
 from conversations.access import can_act
 from conversations.attachments import served_type
 from conversations.models import Conversation
+from conversations.services import versions
 from conversations.services.attachments import uploads_from
 from conversations.throttles import message_throttled
 from conversations.version_selectors import versions_annotate
@@ -191,6 +192,19 @@ def run_cancel(request: HttpRequest, thread_id: uuid.UUID, run_id: int | None = 
     return _command(
         request, thread_id, lambda: services.run_cancel(thread_id=thread_id, user=request.user, run_id=run_id)
     )
+
+
+@login_required
+@require_POST
+@_not_found_as_404
+def turn_retry(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    """Retry: the failed or stopped last turn's request again, with a new run."""
+
+    def retry() -> object:
+        with message_throttled(request, with_files=False):
+            return versions.turn_retry(thread_id=thread_id, user=request.user)
+
+    return _command(request, thread_id, retry)
 
 
 @login_required

@@ -97,6 +97,41 @@ def reply_regenerate(
         )
 
 
+def turn_retry(
+    *, thread_id: uuid.UUID | str, user: AbstractBaseUser, request_id: str | None = None
+) -> IntakeResult:
+    """Send the request of the thread's last turn again, with a new run, when that turn failed or was
+    stopped: the same message, no new version of it. A turn that reached the model is retried on the
+    fork from before its message (its failure notice and partial reply leave the current branch, kept
+    as an earlier version); a message stopped in the queue is simply queued again. 422 when the last
+    turn did not fail and was not stopped; 409 while a run is queued or running. With ``request_id``,
+    a retry of this request returns the first result and starts no second run."""
+    request_id = request_id_checked(request_id)
+    with thread_lock(thread_id=thread_id, user=user) as conversation:
+        if (first := run_retried(conversation=conversation, request_id=request_id)) is not None:
+            return first
+        last = conversation.runs.order_by("-pk").first()
+        ended = (AgentRun.Status.FAILED, AgentRun.Status.CANCELLED)
+        if last is None or last.status not in ended or last.input_message_id is None:
+            raise MessageNotEditable(_("There is no failed or stopped turn to retry."))
+        message = _turn_message(conversation, last.input_message_id)
+        run = AgentRun.objects.create(
+            conversation=conversation,
+            kind=AgentRun.Kind.CHAT,
+            input_message=message,
+            request_id=request_id,
+            language=get_language() or "",
+        )
+        if last.started_at is None:  # stopped while queued: the model never saw it, nothing to fork
+            Message.objects.filter(pk=message.pk).update(run=run)  # no longer "not sent"
+            events.broadcast(conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
+            conversation_id = conversation.pk
+            transaction.on_commit(lambda: run_dispatch_next(conversation_id=conversation_id))
+            return IntakeResult(message=message, run=run, created=True)
+        next_seq = (conversation.messages.aggregate(last=Max("seq"))["last"] or 0) + 1
+        return _fork(conversation, user, MessageFork.Kind.REGENERATE, message, run, (message.seq + 1, next_seq))
+
+
 def _turn_message(conversation: Conversation, message_id: int) -> Message:
     """The user message that opened a chat turn on the current branch, with the thread idle."""
     flags = thread_busy_flags(conversation=conversation)

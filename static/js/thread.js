@@ -136,7 +136,18 @@
       }
       $("transcript-empty").hidden = true;
     });
+    failureOnce();
   });
+
+  // The last run's failure is shown once: in the status line, in the reader's language, with Retry.
+  // Its transcript notice (the record, as stored) stays for later, once another run has followed.
+  function failureOnce() {
+    const status = $("run-status");
+    const shownRun = status && status.dataset.status === "failed" ? status.dataset.run : null;
+    for (const item of transcript.querySelectorAll(".message.role-system[data-run]")) {
+      item.hidden = item.dataset.run === shownRun;
+    }
+  }
 
   // A run cancelled before it started was never sent ("cancelled"); one stopped midway was ("stopped").
   function markRun(runId, status) {
@@ -293,6 +304,7 @@
       }
     }
     applyButtonState();
+    failureOnce();
   });
 
   // Only the transient states (started, a request that failed before reaching the server's records)
@@ -639,6 +651,12 @@
     } else if (form.id === "answer-form") {
       event.preventDefault();
       postForm(form, null);
+    } else if (form.id === "retry-form") {
+      // The retried turn's failed attempt leaves the current branch: the page is drawn again.
+      event.preventDefault();
+      postForm(form, composerError, { reset: false }).then((sent) => {
+        if (sent) window.location.reload();
+      });
     } else if (form.id === "stop-form") {
       event.preventDefault();
       postForm(form, composerError, { reset: false });
@@ -788,6 +806,7 @@
   }
 
   decorate(transcript);
+  failureOnce();
   if (!stream.hidden) placeStream(stream.dataset.run);
   applyButtonState();
   scrollToLatest(); // a thread opens at its latest message, the composer in view
