@@ -14,10 +14,10 @@ from langgraph.types import Command, StateSnapshot
 from agent_platform.observability.log_context import log_context
 from agent_platform.observability.metrics import run_observed
 from agent_platform.runtime.graph import agent_graph_for, thread_config
+from agent_platform.runtime.model_http import ModelCallStopped
 from agent_platform.runtime.public_errors import run_error_detail, run_error_public
 from agent_platform.runtime.run_scope import run_ledger_save, run_scope_for
 from agent_platform.runtime.state_repository import AgentStateRepository
-from agent_platform.runtime.model_http import ModelCallStopped
 from agent_platform.runtime.stopping import STOP_CHECK_CONFIG_KEY, ToolStopped
 from context_engine.errors import Stopped
 from context_engine.events import stopped_event

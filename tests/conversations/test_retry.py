@@ -3,6 +3,8 @@ the message; the model sees the message once; anything else is refused in words,
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.db import connection
 from langchain_core.messages import HumanMessage
@@ -70,14 +72,23 @@ def test_retry_sends_a_message_stopped_in_the_queue_again(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_retry_sends_a_turn_stopped_midway_again(thread, user, halting_model, owner_client, settings):
+def test_retry_sends_a_turn_stopped_midway_again(
+    thread,
+    user,
+    halting_model,  # noqa: F811 - the fixture imported above
+    owner_client,
+    settings,
+):
     settings.RUN_EXECUTION = "inprocess"
     model = halting_model("one two three four five", "second attempt")
     stopped = message_intake(thread_id=thread.thread_id, user=user, content="tell me").run
     assert model.halted.wait(10)
     run_cancel(thread_id=thread.thread_id, user=user)
+    time.sleep(0.1)  # longer than the stop check's cache interval: the next token sees the Stop
     model.resume.set()
-    _wait_until(lambda: AgentRun.objects.get(pk=stopped.pk).status == "cancelled")
+    _wait_until(lambda: AgentRun.objects.get(pk=stopped.pk).status not in ("queued", "running"))
+    stopped.refresh_from_db()
+    assert stopped.status == "cancelled", (stopped.status, stopped.error_detail)
     page = owner_client.get(f"/threads/{thread.thread_id}/").content.decode()
     assert 'id="retry-button"' in page
     response = _retry(owner_client, thread)
