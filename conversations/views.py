@@ -34,6 +34,7 @@ from conversations.access import can_act
 from conversations.attachments import served_type
 from conversations.models import Conversation
 from conversations.services import versions
+from conversations.services.intake import MESSAGE_MAX_CHARS
 from conversations.services.attachments import uploads_from
 from conversations.throttles import message_throttled
 from conversations.version_selectors import versions_annotate
@@ -220,6 +221,7 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
         conversation=conversation, values=context["values"]
     )
     context["saved_paths"] = selectors.thread_saved_results(conversation=conversation)
+    context["message_max_chars"] = MESSAGE_MAX_CHARS  # the composer's counter shows it near the end
     context["earlier_count"] = (
         selectors.messages_earlier_count(conversation=conversation, before_seq=messages_list[0].seq)
         if messages_list

@@ -671,13 +671,35 @@
 
   // A reader who is not the thread's owner has no composer.
   const composerInput = $("composer-input");
+  // On a touch screen Enter adds a line, as on a phone's keyboard everywhere; Send is the button.
+  const touch = window.matchMedia("(pointer: coarse)").matches;
   if (composerInput) {
+    if (touch) composerInput.placeholder = composerInput.dataset.touchPlaceholder;
     composerInput.addEventListener("keydown", (event) => {
-      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing && !touch) {
         event.preventDefault();
         $("composer").requestSubmit();
       }
     });
+    composerInput.addEventListener("input", countCharacters);
+    $("composer").addEventListener("reset", () => window.setTimeout(countCharacters, 0));
+  }
+
+  // The counter appears near the limit (the last tenth) and says when the message is over it; Send
+  // waits until it fits, so a long draft is never refused after typing.
+  const COUNT_FROM = 0.9;
+  function countCharacters() {
+    const counter = $("composer-count");
+    const max = Number(composerInput.dataset.maxChars);
+    if (!counter || !max) return;
+    const used = composerInput.value.length;
+    const over = used > max;
+    counter.hidden = used < max * COUNT_FROM;
+    counter.textContent = `${used.toLocaleString(document.documentElement.lang)} / ${max.toLocaleString(document.documentElement.lang)}`;
+    counter.classList.toggle("over", over);
+    composerInput.setAttribute("aria-invalid", over ? "true" : "false");
+    const send = $("composer").querySelector(".composer-actions button[type=submit]");
+    if (send) send.disabled = over;
   }
 
   // --- live events ------------------------------------------------------------------------------
