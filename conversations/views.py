@@ -13,6 +13,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -34,8 +35,8 @@ from conversations.access import can_act
 from conversations.attachments import served_type
 from conversations.models import Conversation
 from conversations.services import versions
+from conversations.services.attachments import attachments_refusals, uploads_from
 from conversations.services.intake import MESSAGE_MAX_CHARS
-from conversations.services.attachments import uploads_from
 from conversations.throttles import message_throttled
 from conversations.version_selectors import versions_annotate
 
@@ -198,6 +199,20 @@ def run_cancel(request: HttpRequest, thread_id: uuid.UUID, run_id: int | None = 
 @login_required
 @require_POST
 @_not_found_as_404
+def attachments_check(request: HttpRequest, thread_id: uuid.UUID) -> JsonResponse:
+    """The composer's check of files as they are picked: every reason they would be refused at Send,
+    all at once (``{"refused": [{"index", "reason"}]}``, empty when all may go; ``index`` null for the
+    count). The owner's, as sending is."""
+    conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    if not can_act(conversation, request.user):
+        raise Http404
+    refusals = attachments_refusals(files=request.FILES.getlist("files"))
+    return JsonResponse({"refused": [{"index": r.index, "reason": r.reason} for r in refusals]})
+
+
+@login_required
+@require_POST
+@_not_found_as_404
 def turn_retry(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     """Retry: the failed or stopped last turn's request again, with a new run."""
 
@@ -222,6 +237,7 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     )
     context["saved_paths"] = selectors.thread_saved_results(conversation=conversation)
     context["message_max_chars"] = MESSAGE_MAX_CHARS  # the composer's counter shows it near the end
+    context["attachment_max_file_bytes"] = settings.ATTACHMENT_MAX_FILE_BYTES  # refused when picked
     context["earlier_count"] = (
         selectors.messages_earlier_count(conversation=conversation, before_seq=messages_list[0].seq)
         if messages_list

@@ -154,6 +154,10 @@ MATRIX: dict[str, Route] = {
     "conversations:run-cancel-current": Route("POST", f"{THREAD}/runs/current/cancel", _page_write()),
     "conversations:run-cancel": Route("POST", f"{THREAD}/runs/999999/cancel", _roles(LOGIN, 404, 404)),
     "conversations:turn-retry": Route("POST", f"{THREAD}/retry", _page_write()),
+    # The composer's check of picked files: the owner's, as sending is (nothing is written).
+    "conversations:attachments-check": Route(
+        "POST", f"{THREAD}/attachments/check", _roles(LOGIN, 200, 404), upload=True
+    ),
     "conversations:message-send": Route("POST", f"{THREAD}/messages", _page_write(), data={"content": "hi"}),
     "conversations:question-answer": Route("POST", f"{THREAD}/answer", _page_write(), data={"answer": "yes"}),
     "conversations:fragment-messages": Route("GET", f"{THREAD}/fragments/messages", PAGE_READ, SEEING),
