@@ -755,6 +755,8 @@
       const item = document.getElementById(`message-${event.seq}`);
       const button = item && item.querySelector(".pin-toggle");
       if (button) showPin(button, Boolean(event.pinned));
+      // A pin can bring a folded message back: the memory panel and the meter follow at once.
+      refreshState();
       refreshOpenPreview();
     },
   };
