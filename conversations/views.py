@@ -238,6 +238,8 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     context["saved_paths"] = selectors.thread_saved_results(conversation=conversation)
     context["message_max_chars"] = MESSAGE_MAX_CHARS  # the composer's counter shows it near the end
     context["attachment_max_file_bytes"] = settings.ATTACHMENT_MAX_FILE_BYTES  # refused when picked
+    # Send's own words for a file over the limit; the page puts in the file's name and the limit.
+    context["attachment_too_large"] = _("%(name)s is larger than %(limit)s.")
     context["earlier_count"] = (
         selectors.messages_earlier_count(conversation=conversation, before_seq=messages_list[0].seq)
         if messages_list
