@@ -240,6 +240,7 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     context["attachment_max_file_bytes"] = settings.ATTACHMENT_MAX_FILE_BYTES  # refused when picked
     # Send's own words for a file over the limit; the page puts in the file's name and the limit.
     context["attachment_too_large"] = _("%(name)s is larger than %(limit)s.")
+    context["first_seq"] = messages_list[0].seq if messages_list else 0
     context["earlier_count"] = (
         selectors.messages_earlier_count(conversation=conversation, before_seq=messages_list[0].seq)
         if messages_list
@@ -301,6 +302,8 @@ def fragment_messages(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespons
     """Transcript entries after ``?after=<seq>``, each a ``_message.html``; ``?boundary=1`` marks where
     the model's word-for-word view begins (a re-render after a compression; new messages never move it)."""
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    if request.GET.get("before"):
+        return _earlier_messages(request, conversation)
     try:
         after = max(0, int(request.GET.get("after", "0")))
     except ValueError:
@@ -320,6 +323,31 @@ def fragment_messages(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespons
             ),
             "saved_paths": selectors.thread_saved_results(conversation=conversation),
             "boundary_seq": boundary,
+        },
+    )
+
+
+def _earlier_messages(request: HttpRequest, conversation: Conversation) -> HttpResponse:
+    """``?before=<seq>``: the page of messages before ``seq`` (a long thread's earlier messages, newest
+    page first), then the line saying how many remain, with its button."""
+    try:
+        before = max(1, int(request.GET.get("before", "")))
+    except ValueError:
+        before = 1
+    page = selectors.message_list_latest(conversation=conversation, before_seq=before)
+    first_seq = page[0].seq if page else before
+    return render(
+        request,
+        "conversations/_earlier_messages.html",
+        {
+            "conversation": conversation,
+            "can_act": can_act(conversation, request.user),
+            "messages_list": versions_annotate(messages=pages.transcript_order(page)),
+            "saved_paths": selectors.thread_saved_results(conversation=conversation),
+            "earlier_count": selectors.messages_earlier_count(
+                conversation=conversation, before_seq=first_seq
+            ),
+            "first_seq": first_seq,
         },
     )
 

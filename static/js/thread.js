@@ -149,6 +149,29 @@
     }
   }
 
+  // A long thread opens at its end: "Show earlier messages" loads the page before the first one shown,
+  // keeping the reader's place (the page grows above what they are reading).
+  async function loadEarlier(button) {
+    button.disabled = true;
+    const html = await getHtml(`${root.dataset.messagesUrl}?before=${button.dataset.before}`);
+    const scroller = document.scrollingElement;
+    const height = scroller.scrollHeight;
+    for (const item of fragments(html)) {
+      if (item.id === "transcript-earlier") {
+        swap($("transcript-earlier"), item);
+      } else if (item.id && !document.getElementById(item.id)) {
+        insertOrdered(item);
+        decorate(item);
+      }
+    }
+    scroller.scrollTop += scroller.scrollHeight - height;
+    failureOnce();
+  }
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest && event.target.closest("#load-earlier");
+    if (button && !button.disabled) loadEarlier(button).catch(() => (button.disabled = false));
+  });
+
   // A run cancelled before it started was never sent ("cancelled"); one stopped midway was ("stopped").
   function markRun(runId, status) {
     for (const item of transcript.querySelectorAll(`.message.role-user[data-run="${runId}"]`)) {

@@ -13,6 +13,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.layout]
 
 MAX_CHARS = 100_000  # conversations.services.intake.MESSAGE_MAX_CHARS
 PLACEHOLDER = {"en": "Write a message…", "zh-hans": "输入消息…"}
+OFFLINE = {"en": "Offline model", "zh-hans": "离线模型"}
 
 
 @pytest.fixture
@@ -62,6 +63,8 @@ def test_on_a_touch_screen_enter_adds_a_line_and_send_sends(device, width, langu
     sent = page.locator("#transcript .message.role-user").last
     expect(sent).to_contain_text("second line")
     assert "first line\nsecond line" in sent.locator(".message-body").inner_text()
+    # The offline model answers in the page's language.
+    expect(page.locator("#transcript .message.role-assistant").last).to_contain_text(OFFLINE[language])
     page.screenshot(path=f"/tmp/i39a-touch-{language}-{width}.png")
     restore_language(page, language)
 
