@@ -3,6 +3,8 @@ middleware translate them (``compression.errors`` maps them to ``{"code", "messa
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class NothingToUndo(Exception):
     """No summary is recorded in the thread's state, so there is nothing to undo."""
@@ -54,3 +56,13 @@ class SummaryNotSmaller(Exception):
 
 class Stopped(Exception):
     """A driver was told to stop between effects or during a summary call: nothing after it ran."""
+
+
+class StoppedAfterSummary(Stopped):
+    """Stop came while the request a new summary made room for was out. The summary was paid for and
+    is valid, so it is kept: ``update`` is the state update that applies it, ``event`` its
+    ``completed`` compression event (the stream that would carry both is being closed)."""
+
+    def __init__(self, *, update: dict[str, Any], event: dict[str, Any]) -> None:
+        super().__init__("stopped after a summary was made; the summary is kept")
+        self.update, self.event = update, event

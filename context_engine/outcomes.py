@@ -18,6 +18,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from context_engine.summary.cutoff import is_summary_message
 from context_engine.tokens.messages import TokenProfile, estimate_message
 
 COMPACTED = "compacted"
@@ -60,10 +61,12 @@ def unreachable_reason(
         return {"code": code, "tokens": sizes[largest], "trigger": trigger_tokens}
     if overhead_tokens >= trigger_tokens:
         return {"code": OVERHEAD_TOO_LARGE, "tokens": overhead_tokens, "trigger": trigger_tokens}
+    # The messages the agent keeps, as its setting counts them: a summary leading them is not one.
+    summary = 1 if kept and is_summary_message(kept[0]) else 0
     return {
         "code": KEPT_MESSAGES_TOO_LARGE,
         "tokens": overhead_tokens + sum(sizes),
-        "messages": len(sizes),
+        "messages": len(sizes) - summary,
         "trigger": trigger_tokens,
     }
 

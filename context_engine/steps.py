@@ -6,6 +6,7 @@ differ in how they perform those effects.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass
@@ -185,7 +186,9 @@ def _summarize(model: BaseChatModel, prompt: str, *, stop: Callable[[], bool] | 
         except BaseException as exc:  # noqa: BLE001 - handed to the driving thread
             outcome["error"] = exc
 
-    caller = threading.Thread(target=call, name="summary-call", daemon=True)
+    # In the run's context: the run's HTTP transport sees its stop check and closes the request.
+    context = contextvars.copy_context()
+    caller = threading.Thread(target=context.run, args=(call,), name="summary-call", daemon=True)
     caller.start()
     while caller.is_alive():
         caller.join(STOP_POLL_SECONDS)

@@ -27,7 +27,7 @@ from conversations.schemas import (
     ThreadUpdateIn,
 )
 from conversations.services.attachments import uploads_from
-from conversations.services.versions import message_edit, reply_regenerate
+from conversations.services.versions import message_edit, reply_regenerate, turn_retry
 from conversations.throttles import message_throttled
 from conversations.version_selectors import message_versions
 
@@ -212,6 +212,16 @@ def thread_regenerate(request: HttpRequest, thread_id: uuid.UUID, payload: Body[
     request_id = payload.request_id if payload else None
     with message_throttled(request, with_files=False):
         result = reply_regenerate(thread_id=thread_id, user=request.user, request_id=request_id)
+    return Status(202, {"message": result.message, "run": result.run})
+
+
+@router.post("/{thread_id}/retry", response={202: IntakeOut, **error_responses(404, 409, 422, 429)})
+def thread_retry(request: HttpRequest, thread_id: uuid.UUID, payload: Body[RegenerateIn | None] = None):
+    """Send the last turn's request again with a new run, when that turn failed or was stopped (422
+    otherwise). A retry with the same `request_id` returns the first result and starts no second run."""
+    request_id = payload.request_id if payload else None
+    with message_throttled(request, with_files=False):
+        result = turn_retry(thread_id=thread_id, user=request.user, request_id=request_id)
     return Status(202, {"message": result.message, "run": result.run})
 
 

@@ -113,10 +113,16 @@ def message_list_all(*, conversation: Conversation) -> list[Message]:
     return list(_with_pins(conversation.messages.all()).prefetch_related("attachments").order_by("seq"))
 
 
-def message_list_latest(*, conversation: Conversation, limit: int = MESSAGE_PAGE_MAX) -> list[Message]:
-    """The newest ``limit`` messages, oldest first: a long thread's page opens at its end."""
+def message_list_latest(
+    *, conversation: Conversation, limit: int = MESSAGE_PAGE_MAX, before_seq: int | None = None
+) -> list[Message]:
+    """The newest ``limit`` messages (before ``before_seq``, when given), oldest first: a long thread's
+    page opens at its end and loads its earlier messages a page at a time."""
+    visible = visible_messages(conversation=conversation)
+    if before_seq is not None:
+        visible = visible.filter(seq__lt=before_seq)
     newest = (
-        _with_pins(visible_messages(conversation=conversation))
+        _with_pins(visible)
         .select_related("run", "usage")
         .prefetch_related("attachments__conversation")
         .order_by("-seq")

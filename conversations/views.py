@@ -36,7 +36,9 @@ from conversations import pages, run_signals, search, selectors, services
 from conversations.access import can_act
 from conversations.attachments import served_type
 from conversations.models import Conversation
-from conversations.services.attachments import uploads_from
+from conversations.services import versions
+from conversations.services.attachments import attachments_refusals, uploads_from
+from conversations.services.intake import MESSAGE_MAX_CHARS
 from conversations.throttles import message_throttled
 from conversations.version_selectors import versions_annotate
 
@@ -223,6 +225,33 @@ def run_cancel(request: HttpRequest, thread_id: uuid.UUID, run_id: int | None = 
 
 
 @login_required
+@require_POST
+@_not_found_as_404
+def attachments_check(request: HttpRequest, thread_id: uuid.UUID) -> JsonResponse:
+    """The composer's check of files as they are picked: every reason they would be refused at Send,
+    all at once (``{"refused": [{"index", "reason"}]}``, empty when all may go; ``index`` null for the
+    count). The owner's, as sending is."""
+    conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    if not can_act(conversation, request.user):
+        raise Http404
+    refusals = attachments_refusals(files=request.FILES.getlist("files"))
+    return JsonResponse({"refused": [{"index": r.index, "reason": r.reason} for r in refusals]})
+
+
+@login_required
+@require_POST
+@_not_found_as_404
+def turn_retry(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    """Retry: the failed or stopped last turn's request again, with a new run."""
+
+    def retry() -> object:
+        with message_throttled(request, with_files=False):
+            return versions.turn_retry(thread_id=thread_id, user=request.user)
+
+    return _command(request, thread_id, retry)
+
+
+@login_required
 @require_GET
 @_not_found_as_404
 def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
@@ -238,6 +267,11 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
         conversation=conversation, values=context["values"]
     )
     context["saved_paths"] = selectors.thread_saved_results(conversation=conversation)
+    context["message_max_chars"] = MESSAGE_MAX_CHARS  # the composer's counter shows it near the end
+    context["attachment_max_file_bytes"] = settings.ATTACHMENT_MAX_FILE_BYTES  # refused when picked
+    # Send's own words for a file over the limit; the page puts in the file's name and the limit.
+    context["attachment_too_large"] = _("%(name)s is larger than %(limit)s.")
+    context["first_seq"] = messages_list[0].seq if messages_list else 0
     context["earlier_count"] = (
         selectors.messages_earlier_count(conversation=conversation, before_seq=messages_list[0].seq)
         if messages_list
@@ -299,6 +333,8 @@ def fragment_messages(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespons
     """Transcript entries after ``?after=<seq>``, each a ``_message.html``; ``?boundary=1`` marks where
     the model's word-for-word view begins (a re-render after a compression; new messages never move it)."""
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    if request.GET.get("before"):
+        return _earlier_messages(request, conversation)
     after = whole_number(request.GET.get("after")) or 0
     boundary = None
     if request.GET.get("boundary"):
@@ -315,6 +351,28 @@ def fragment_messages(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespons
             ),
             "saved_paths": selectors.thread_saved_results(conversation=conversation),
             "boundary_seq": boundary,
+        },
+    )
+
+
+def _earlier_messages(request: HttpRequest, conversation: Conversation) -> HttpResponse:
+    """``?before=<seq>``: the page of messages before ``seq`` (a long thread's earlier messages, newest
+    page first), then the line saying how many remain, with its button."""
+    before = max(1, whole_number(request.GET.get("before")) or 1)
+    page = selectors.message_list_latest(conversation=conversation, before_seq=before)
+    first_seq = page[0].seq if page else before
+    return render(
+        request,
+        "conversations/_earlier_messages.html",
+        {
+            "conversation": conversation,
+            "can_act": can_act(conversation, request.user),
+            "messages_list": versions_annotate(messages=pages.transcript_order(page)),
+            "saved_paths": selectors.thread_saved_results(conversation=conversation),
+            "earlier_count": selectors.messages_earlier_count(
+                conversation=conversation, before_seq=first_seq
+            ),
+            "first_seq": first_seq,
         },
     )
 

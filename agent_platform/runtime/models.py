@@ -18,6 +18,7 @@ from agent_platform.errors import ApplicationError
 from agent_platform.key_bindings import Origin, binding_error, url_origin
 from agent_platform.models import Agent, ModelEndpoint, key_env_error
 from agent_platform.observability.metrics import SUMMARY_CALL_METRICS
+from agent_platform.runtime.model_http import StoppableTransport
 from agent_platform.runtime.offline import OfflineChatModel
 
 # A self-hosted OpenAI-compatible server (vLLM, Ollama, llama.cpp) usually accepts any key.
@@ -75,7 +76,8 @@ def _pinned_clients(origin: Origin) -> tuple[httpx.Client, httpx.AsyncClient]:
         check(request)
 
     return (
-        httpx.Client(follow_redirects=True, event_hooks={"request": [check]}),
+        # A run's call through a transport Stop closes (``model_http``); any other call as usual.
+        httpx.Client(follow_redirects=True, event_hooks={"request": [check]}, transport=StoppableTransport()),
         httpx.AsyncClient(follow_redirects=True, event_hooks={"request": [acheck]}),
     )
 

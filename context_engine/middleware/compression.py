@@ -24,7 +24,7 @@ from langchain_core.messages import BaseMessage
 
 from context_engine.compaction.clipping import clip_overflow_tail
 from context_engine.config import CompressionConfig
-from context_engine.errors import SummaryNotSmaller
+from context_engine.errors import StoppedAfterSummary, SummaryNotSmaller
 from context_engine.events import LEVEL_COMPACTION, LEVEL_SUMMARY
 from context_engine.middleware.emitter import Emitter, stream_writer
 from context_engine.middleware.held_back import HeldBackSend, Sending, send_held_back
@@ -32,6 +32,7 @@ from context_engine.middleware.measure import request_overhead
 from context_engine.middleware.memo import CompactionMemo, MessageTotals
 from context_engine.middleware.responses import (
     Outgoing,
+    persisted,
     send_fallback,
     send_fitting,
     with_ledger,
@@ -347,27 +348,35 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             f"{len(split.kept_pinned) + len(folding.preserved)}"
         )
         out = self._outgoing(turn, final)
+        sent: dict[str, Any] = {
+            "level": LEVEL_SUMMARY,
+            "after_tokens": out.tokens,
+            "messages": final,
+            "cutoff_index": outcome.event["cutoff_index"],
+            "compressed_messages": len(split.folded),
+            "pinned_messages": len(split.kept_pinned),
+            "file_path": outcome.file_path,
+            "summary_usage": outcome.usage,
+            "summary_tokens": outcome.summary_tokens,
+            "folded_tokens": messages_tokens(split.folded, self.profile),
+            "loss_report": outcome.loss_report(),
+        }
         try:
             response = yield from send_fitting(out, tried=tried)
+        except GeneratorExit:
+            # Stop while the request the summary made room for was out: the summary was paid for and
+            # is valid (the history section is written), so it is kept for the next turn.
+            update = summary_update(state, outcome, turn.previous, now=now)
+            if kept := persisted(folding.replacements):
+                update["messages"] = kept
+            raise StoppedAfterSummary(update=update, event=emitter.sent_event(**sent)) from None
         except Exception as exc:
             # The summary is not applied: its history section is taken back out of the file, so no
             # section exists that nothing names (``search_history`` would find its messages twice).
             yield Blocking(partial(history_unappend, self.store, outcome.file_path, outcome.section))
             emitter.fail(exc, unapplied_summary=True)
             raise
-        emitter.sent(
-            level=LEVEL_SUMMARY,
-            after_tokens=out.tokens,
-            messages=final,
-            cutoff_index=outcome.event["cutoff_index"],
-            compressed_messages=len(split.folded),
-            pinned_messages=len(split.kept_pinned),
-            file_path=outcome.file_path,
-            summary_usage=outcome.usage,
-            summary_tokens=outcome.summary_tokens,
-            folded_tokens=messages_tokens(split.folded, self.profile),
-            loss_report=outcome.loss_report(),
-        )
+        emitter.sent(**sent)
         update = summary_update(state, outcome, turn.previous, now=now)
         return with_update(response, update, folding.replacements)
 

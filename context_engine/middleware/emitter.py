@@ -90,6 +90,21 @@ class Emitter:
     ) -> None:
         """``completed`` for a request that went out as ``messages``, with its ``outcome`` and, when it
         still reached the trigger, its ``reason_detail`` (else ``why``, when the caller has one)."""
+        event = self.sent_event(level=level, after_tokens=after_tokens, messages=messages, why=why, **extra)
+        if self.writer is not None:
+            self.writer(event)
+
+    def sent_event(
+        self,
+        *,
+        level: str,
+        after_tokens: int,
+        messages: Sequence[BaseMessage],
+        why: dict[str, Any] | None = None,
+        **extra: Any,
+    ) -> dict[str, Any]:
+        """``sent``'s event, returned rather than written: for a compression kept while the stream that
+        would carry it is being closed (``StoppedAfterSummary``). The call counts as ended."""
         outcome, reason = outcomes.ended(
             folded=level,
             after_tokens=after_tokens,
@@ -98,9 +113,8 @@ class Emitter:
             trigger_tokens=self.trigger_tokens,
             profile=self.profile,
         )
-        self.complete(
-            level=level, after_tokens=after_tokens, outcome=outcome, reason_detail=reason or why, **extra
-        )
+        self.level, self.after_tokens, self.finished = level, after_tokens, True
+        return self._event(COMPLETED, **self._files(), outcome=outcome, reason_detail=reason or why, **extra)
 
     def fail(self, exc: BaseException, **extra: Any) -> None:
         """Emit ``failed`` unless nothing was started or the call already ended; ``extra`` e.g. the
@@ -131,8 +145,10 @@ class Emitter:
         return {"saved_files": list(self.saved_files), "failed_files": list(self.failed_files)}
 
     def _emit(self, status: str, **extra: Any) -> None:
-        if self.writer is None:
-            return
+        if self.writer is not None:
+            self.writer(self._event(status, **extra))
+
+    def _event(self, status: str, **extra: Any) -> dict[str, Any]:
         payload = compression_event(
             status=status,
             level=self.level,
@@ -140,4 +156,4 @@ class Emitter:
             after_tokens=self.after_tokens,
             **extra,
         )
-        self.writer({"type": EVENT_TYPE, **payload})
+        return {"type": EVENT_TYPE, **payload}

@@ -142,12 +142,13 @@ def refreshed_usage(
     update: Mapping[str, Any],
     *,
     config: CompressionConfig,
-    result: Mapping[str, Any],
+    result: Mapping[str, Any] | None,
     now: datetime,
     calibration: Calibration = NEUTRAL,
 ) -> dict[str, Any]:
     """``token_usage`` after a compression or an undo (``update``): last-call fields dropped (``None``
-    deletes them in the merge reducer), the next request re-estimated, the result recorded."""
+    deletes them in the merge reducer), the next request re-estimated, the result recorded. With no
+    ``result`` (a pin bringing a folded message back), the last compression's result stays."""
     event = valid_event(update.get(SUMMARY_EVENT_KEY))
     visible = effective_messages(list(values.get("messages") or []), event)
     profile = config.profile
@@ -162,9 +163,10 @@ def refreshed_usage(
             profile=profile,
             calibration=calibration,
         ),
-        compression=dict(result),
         measured_at=now.isoformat(),
     )
+    if result is not None:
+        usage["compression"] = dict(result)
     return usage
 
 

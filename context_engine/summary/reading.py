@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 
 from context_engine.formats import (
     HISTORY_SECTION_TEMPLATE,
@@ -49,9 +50,17 @@ class HistoryMessage:
 
 @dataclass
 class HistorySection:
-    title: str  # the section's timestamp
+    title: str  # the section's timestamp, as the file writes it (ISO 8601)
     number: int
     messages: list[HistoryMessage] = field(default_factory=list)
+
+    @property
+    def at(self) -> datetime | None:
+        """The timestamp as a date and time, for a reader (None when the head holds something else)."""
+        try:
+            return datetime.fromisoformat(self.title)
+        except ValueError:
+            return None
 
 
 def history_read(text: str) -> list[HistorySection]:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
 from django.template.defaultfilters import filesizeformat
 from django.utils.translation import gettext as _
 
@@ -70,34 +71,65 @@ def _too_large(name: str) -> AttachmentTooLarge:
 
 
 def attachments_check(*, uploads: Sequence[Upload]) -> list[CheckedUpload]:
-    """Each upload checked by its content against the per-file limits; nothing is written."""
+    """Each upload checked by its content against the per-file limits; nothing is written. Every
+    refused file is named in the one error raised (the first refusal's kind), not only the first."""
     if len(uploads) > settings.ATTACHMENT_MAX_FILES:
-        raise AttachmentTooLarge(
-            _("At most %(count)d files can be attached to one message.")
-            % {"count": settings.ATTACHMENT_MAX_FILES},
-            code="too_many_attachments",
-        )
-    checked = []
+        raise _too_many()
+    checked, refused = [], []
     for upload in uploads:
-        if len(upload.data) > settings.ATTACHMENT_MAX_FILE_BYTES:
-            raise _too_large(upload.name)
-        if not upload.data:
-            raise AttachmentRefused(_("%(name)s is empty.") % {"name": upload.name})
-        sniffed = sniff(upload.data, name=upload.name)
-        text = pdf_text(upload.data) if sniffed.kind == Kind.PDF else sniffed.text
-        digest = sha256_bytes(upload.data)
-        checked.append(
-            CheckedUpload(
-                name=upload.name[:255] or "file",
-                data=upload.data,
-                mime_type=sniffed.mime_type,
-                kind=sniffed.kind,
-                sha256=digest,
-                path=upload_path(upload.name, digest),
-                text=text,
-            )
-        )
+        try:
+            checked.append(_checked(upload))
+        except (AttachmentRefused, AttachmentTooLarge) as exc:
+            refused.append(exc)
+    if refused:
+        first = refused[0]
+        raise type(first)("\n".join(exc.message for exc in refused), code=first.code)
     return checked
+
+
+@dataclass(frozen=True)
+class Refusal:
+    index: int | None  # the refused file's position among those checked; None: about them all
+    reason: str
+
+
+def attachments_refusals(*, files: Sequence[UploadedFile]) -> list[Refusal]:
+    """Every reason the picked ``files`` would be refused at Send, all at once: the count first, then
+    each file's, in order. ``[]`` when all may be attached. Nothing is written."""
+    refusals = [Refusal(None, _too_many().message)] if len(files) > settings.ATTACHMENT_MAX_FILES else []
+    for index, file in enumerate(files):
+        try:
+            _checked(upload_read(name=file.name or "file", file=file))
+        except (AttachmentRefused, AttachmentTooLarge) as exc:
+            refusals.append(Refusal(index, exc.message))
+    return refusals
+
+
+def _too_many() -> AttachmentTooLarge:
+    return AttachmentTooLarge(
+        _("At most %(count)d files can be attached to one message.")
+        % {"count": settings.ATTACHMENT_MAX_FILES},
+        code="too_many_attachments",
+    )
+
+
+def _checked(upload: Upload) -> CheckedUpload:
+    if len(upload.data) > settings.ATTACHMENT_MAX_FILE_BYTES:
+        raise _too_large(upload.name)
+    if not upload.data:
+        raise AttachmentRefused(_("%(name)s is empty.") % {"name": upload.name})
+    sniffed = sniff(upload.data, name=upload.name)
+    text = pdf_text(upload.data) if sniffed.kind == Kind.PDF else sniffed.text
+    digest = sha256_bytes(upload.data)
+    return CheckedUpload(
+        name=upload.name[:255] or "file",
+        data=upload.data,
+        mime_type=sniffed.mime_type,
+        kind=sniffed.kind,
+        sha256=digest,
+        path=upload_path(upload.name, digest),
+        text=text,
+    )
 
 
 def attachments_save(

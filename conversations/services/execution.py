@@ -14,11 +14,12 @@ from langgraph.types import Command, StateSnapshot
 from agent_platform.observability.log_context import log_context
 from agent_platform.observability.metrics import run_observed
 from agent_platform.runtime.graph import agent_graph_for, thread_config
+from agent_platform.runtime.model_http import ModelCallStopped
 from agent_platform.runtime.public_errors import run_error_detail, run_error_public
 from agent_platform.runtime.run_scope import run_ledger_save, run_scope_for
 from agent_platform.runtime.state_repository import AgentStateRepository
 from agent_platform.runtime.stopping import STOP_CHECK_CONFIG_KEY, ToolStopped
-from context_engine.errors import Stopped
+from context_engine.errors import Stopped, StoppedAfterSummary
 from context_engine.events import stopped_event
 from context_engine.state import PINNED_IDS_CONFIG_KEY, TOKEN_USAGE_KEY, merge_token_usage
 from context_engine.text import clean_text
@@ -170,6 +171,7 @@ class _RunRelay:
         self.stop_checks = RunStopChecks(run)
         self.open_compression: dict[str, Any] | None = None  # a compression started, not yet ended
         self.open_calls: set[str] = set()  # the last reply's tool calls this run has no answer to yet
+        self.kept_summary: StoppedAfterSummary | None = None  # a summary made before Stop, to keep
         self.scope = run_scope_for(self.conversation)  # this run's workdir and spend-guard ledger
 
     def execute(self) -> None:
@@ -223,7 +225,9 @@ class _RunRelay:
                 if self.stop_checks.by_executor():  # between steps (a long tool), or a lost cache flag
                     cancelled = True
                     break
-        except (run_signals.RunCancelled, ToolStopped, Stopped):
+        except StoppedAfterSummary as kept:
+            self.kept_summary, cancelled = kept, True
+        except (run_signals.RunCancelled, ToolStopped, Stopped, ModelCallStopped):
             cancelled = True
         finally:
             stream.close()
@@ -250,6 +254,9 @@ class _RunRelay:
             logger.exception("Could not enter the summary calls of run %s in its ledger", self.run.pk)
 
     def _end_cancelled(self, repository: AgentStateRepository) -> None:
+        if self.kept_summary is not None:  # paid for before Stop, and valid: the next turn starts from it
+            repository.update(self.kept_summary.update, as_node="model")
+            self._on_custom(self.kept_summary.event)
         self.bill_summary_calls()
         if self.open_compression is not None:  # its end was lost with the stream that Stop closed
             self._on_custom({"type": events.COMPRESSION, **stopped_event(**self.open_compression)})

@@ -9,10 +9,13 @@ import uuid
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.utils import timezone
 from langchain_core.messages import BaseMessage, HumanMessage
 
+from agent_platform.calibration.selectors import calibration_for
 from agent_platform.runtime.graph import state_repository_for
-from context_engine.state import PINNED_IDS_KEY, SUMMARY_EVENT_KEY
+from context_engine.policy.pressure import refreshed_usage
+from context_engine.state import PINNED_IDS_KEY, SUMMARY_EVENT_KEY, TOKEN_USAGE_KEY, merge_token_usage
 from context_engine.summary.pins import pin_room, pinned_closure
 from context_engine.tokens.messages import estimate_message, messages_tokens
 from conversations import events
@@ -24,6 +27,7 @@ from conversations.selectors import (
     thread_state_messages,
     visible_messages,
 )
+from conversations.services.pressure import conversation_pressure_update
 from conversations.services.threads import thread_lock
 
 
@@ -100,8 +104,21 @@ def _bring_back_if_folded(conversation: Conversation, message: Message) -> None:
     if thread_busy_flags(conversation=conversation)["busy"]:
         raise PinFoldedWhileBusy()
     kept = set(event.get(PINNED_IDS_KEY) or ()) | pinned_closure(folded, [message.lc_message_id])
-    event = {**event, PINNED_IDS_KEY: [m.id for m in folded if m.id in kept]}
-    repository.update({SUMMARY_EVENT_KEY: event})
+    update = {SUMMARY_EVENT_KEY: {**event, PINNED_IDS_KEY: [m.id for m in folded if m.id in kept]}}
+    # The next request grows by the message: the meter counts it at once (re-estimated, as after an undo).
+    agent = conversation.agent
+    usage = refreshed_usage(
+        values,
+        update,
+        config=agent.compression_config(),
+        result=None,
+        now=timezone.now(),
+        calibration=calibration_for(agent=agent),
+    )
+    conversation_pressure_update(
+        conversation_id=conversation.pk, token_usage=merge_token_usage(values.get(TOKEN_USAGE_KEY), usage)
+    )
+    repository.update({**update, TOKEN_USAGE_KEY: usage})
 
 
 def _message(conversation: Conversation, message_id: int) -> Message:

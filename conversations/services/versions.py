@@ -101,6 +101,71 @@ def reply_regenerate(
         )
 
 
+def turn_retry(
+    *, thread_id: uuid.UUID | str, user: AbstractBaseUser, request_id: str | None = None
+) -> IntakeResult:
+    """Send the request of the thread's last turn again, with a new run, when that turn failed or was
+    stopped: the same message, no new version of it. A turn whose message reached the model is retried
+    on the fork from before it (its failure notice and partial reply leave the current branch, kept as
+    an earlier version, as regenerate does); one the model never saw (stopped in the queue, failed
+    before the call) is queued again, its failure notice leaving the branch. 422 when the last turn did
+    not fail and was not stopped; 409 while a run is queued or running. With ``request_id``, a retry of
+    this request returns the first result and starts no second run."""
+    request_id = request_id_checked(request_id)
+    with thread_lock(thread_id=thread_id, user=user) as conversation:
+        if (first := run_retried(conversation=conversation, request_id=request_id)) is not None:
+            return first
+        last = conversation.runs.order_by("-pk").first()
+        ended = (AgentRun.Status.FAILED, AgentRun.Status.CANCELLED)
+        if last is None or last.status not in ended or last.input_message_id is None:
+            raise MessageNotEditable(_("There is no failed or stopped turn to retry."))
+        message = _turn_message(conversation, last.input_message_id)
+        run = AgentRun.objects.create(
+            conversation=conversation,
+            kind=AgentRun.Kind.CHAT,
+            input_message=message,
+            request_id=request_id,
+            language=get_language() or "",
+        )
+        next_seq = (conversation.messages.aggregate(last=Max("seq"))["last"] or 0) + 1
+        checkpoint_id = state_repository_for(conversation).fork_before(message.lc_message_id)
+        if checkpoint_id is not None:
+            hidden = (message.seq + 1, next_seq)
+            return _fork(conversation, user, MessageFork.Kind.REGENERATE, message, run, hidden, checkpoint_id)
+        return _requeue(conversation, user, message, run, last=last, next_seq=next_seq)
+
+
+def _requeue(
+    conversation: Conversation,
+    user: AbstractBaseUser,
+    message: Message,
+    run: AgentRun,
+    *,
+    last: AgentRun,
+    next_seq: int,
+) -> IntakeResult:
+    """Queue ``message`` again on an unchanged checkpoint (the model never saw it). The failed run's
+    notice, the last rows of the transcript, leaves the current branch as an earlier version."""
+    Message.objects.filter(pk=message.pk).update(run=run)  # no longer shown "not sent"
+    notice = conversation.messages.filter(run=last, role=Message.Role.SYSTEM).order_by("seq").first()
+    if notice is not None:
+        MessageFork.objects.create(
+            conversation=conversation,
+            kind=MessageFork.Kind.REGENERATE,
+            message=message,
+            run=run,
+            hidden_from_seq=notice.seq,
+            hidden_to_seq=next_seq,
+            created_by=user,
+            checkpoint_id="",  # nothing forked: the model's view never held the message
+        )
+    Conversation.objects.filter(pk=conversation.pk).update(last_activity_at=timezone.now())
+    events.broadcast(conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
+    conversation_id = conversation.pk
+    transaction.on_commit(lambda: run_dispatch_next(conversation_id=conversation_id))
+    return IntakeResult(message=message, run=run, created=True)
+
+
 def _turn_message(conversation: Conversation, message_id: int) -> Message:
     """The user message that opened a chat turn on the current branch, with the thread idle."""
     flags = thread_busy_flags(conversation=conversation)
@@ -128,9 +193,11 @@ def _fork(
     message: Message,
     run: AgentRun,
     hidden: tuple[int, int],
+    checkpoint_id: str | None = None,
 ) -> IntakeResult:
     """Record the fork, then fork the checkpoint (last: it is outside the transaction, and a refusal
-    before it rolls the rows back); the run is dispatched after commit."""
+    before it rolls the rows back); the run is dispatched after commit. ``checkpoint_id``: the
+    checkpoint already forked from, when the caller forked it."""
     fork = MessageFork(
         conversation=conversation,
         kind=kind,
@@ -141,7 +208,8 @@ def _fork(
         created_by=user,
     )
     Conversation.objects.filter(pk=conversation.pk).update(last_activity_at=timezone.now())
-    checkpoint_id = state_repository_for(conversation).fork_before(message.lc_message_id)
+    if checkpoint_id is None:
+        checkpoint_id = state_repository_for(conversation).fork_before(message.lc_message_id)
     if checkpoint_id is None:
         raise MessageNotEditable()
     fork.checkpoint_id = checkpoint_id

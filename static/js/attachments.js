@@ -67,6 +67,48 @@
       files.push(named);
     }
     sync();
+    check();
+  }
+
+  // Files are checked as they are picked, by the rules Send applies: every refusal is shown at once,
+  // and the refused files leave the list (a file over the count stays until one is removed).
+  const errorBox = document.getElementById("composer-error");
+  async function check() {
+    if (!files.length || !chips.dataset.checkUrl) return;
+    // A file over the size limit is refused here (the server would refuse the whole request for it).
+    const maxBytes = Number(chips.dataset.maxFileBytes) || Infinity;
+    const tooBig = files.filter((file) => file.size > maxBytes);
+    const local = tooBig.map((file) => ({
+      reason: chips.dataset.tooLarge.replace("%(name)s", file.name).replace("%(limit)s", chips.dataset.limit),
+    }));
+    const checking = files.filter((file) => file.size <= maxBytes);
+    const body = new FormData();
+    checking.forEach((file) => body.append("files", file, file.name));
+    const token = form.querySelector("input[name=csrfmiddlewaretoken]");
+    let refused;
+    try {
+      const response = await fetch(chips.dataset.checkUrl, {
+        method: "POST",
+        credentials: "same-origin",
+        headers: { "X-Requested-With": "fetch", "X-CSRFToken": token ? token.value : "" },
+        body,
+      });
+      if (!response.ok) return; // Send checks them again
+      refused = (await response.json()).refused || [];
+      refused = [...local, ...refused];
+    } catch (_err) {
+      return;
+    }
+    const dropped = new Set([
+      ...tooBig,
+      ...refused.filter((r) => Number.isInteger(r.index)).map((r) => checking[r.index]),
+    ]);
+    files = files.filter((file) => !dropped.has(file));
+    sync();
+    if (errorBox) {
+      errorBox.textContent = refused.map((r) => r.reason).join("\n");
+      errorBox.classList.toggle("refusals", refused.length > 0);
+    }
   }
 
   input.addEventListener("change", () => {

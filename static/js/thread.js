@@ -136,6 +136,40 @@
       }
       $("transcript-empty").hidden = true;
     });
+    failureOnce();
+  });
+
+  // The last run's failure is shown once: in the status line, in the reader's language, with Retry.
+  // Its transcript notice (the record, as stored) stays for later, once another run has followed.
+  function failureOnce() {
+    const status = $("run-status");
+    const shownRun = status && status.dataset.status === "failed" ? status.dataset.run : null;
+    for (const item of transcript.querySelectorAll(".message.role-system[data-run]")) {
+      item.hidden = item.dataset.run === shownRun;
+    }
+  }
+
+  // A long thread opens at its end: "Show earlier messages" loads the page before the first one shown,
+  // keeping the reader's place (the page grows above what they are reading).
+  async function loadEarlier(button) {
+    button.disabled = true;
+    const html = await getHtml(`${root.dataset.messagesUrl}?before=${button.dataset.before}`);
+    const scroller = document.scrollingElement;
+    const height = scroller.scrollHeight;
+    for (const item of fragments(html)) {
+      if (item.id === "transcript-earlier") {
+        swap($("transcript-earlier"), item);
+      } else if (item.id && !document.getElementById(item.id)) {
+        insertOrdered(item);
+        decorate(item);
+      }
+    }
+    scroller.scrollTop += scroller.scrollHeight - height;
+    failureOnce();
+  }
+  document.addEventListener("click", (event) => {
+    const button = event.target.closest && event.target.closest("#load-earlier");
+    if (button && !button.disabled) loadEarlier(button).catch(() => (button.disabled = false));
   });
 
   // A run cancelled before it started was never sent ("cancelled"); one stopped midway was ("stopped").
@@ -293,6 +327,7 @@
       }
     }
     applyButtonState();
+    failureOnce();
   });
 
   // Only the transient states (started, a request that failed before reaching the server's records)
@@ -639,6 +674,12 @@
     } else if (form.id === "answer-form") {
       event.preventDefault();
       postForm(form, null);
+    } else if (form.id === "retry-form") {
+      // The retried turn's failed attempt leaves the current branch: the page is drawn again.
+      event.preventDefault();
+      postForm(form, composerError, { reset: false }).then((sent) => {
+        if (sent) window.location.reload();
+      });
     } else if (form.id === "stop-form") {
       event.preventDefault();
       postForm(form, composerError, { reset: false });
@@ -653,13 +694,35 @@
 
   // A reader who is not the thread's owner has no composer.
   const composerInput = $("composer-input");
+  // On a touch screen Enter adds a line, as on a phone's keyboard everywhere; Send is the button.
+  const touch = window.matchMedia("(pointer: coarse)").matches;
   if (composerInput) {
+    if (touch) composerInput.placeholder = composerInput.dataset.touchPlaceholder;
     composerInput.addEventListener("keydown", (event) => {
-      if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      if (event.key === "Enter" && !event.shiftKey && !event.isComposing && !touch) {
         event.preventDefault();
         $("composer").requestSubmit();
       }
     });
+    composerInput.addEventListener("input", countCharacters);
+    $("composer").addEventListener("reset", () => window.setTimeout(countCharacters, 0));
+  }
+
+  // The counter appears near the limit (the last tenth) and says when the message is over it; Send
+  // waits until it fits, so a long draft is never refused after typing.
+  const COUNT_FROM = 0.9;
+  function countCharacters() {
+    const counter = $("composer-count");
+    const max = Number(composerInput.dataset.maxChars);
+    if (!counter || !max) return;
+    const used = composerInput.value.length;
+    const over = used > max;
+    counter.hidden = used < max * COUNT_FROM;
+    counter.textContent = `${used.toLocaleString(document.documentElement.lang)} / ${max.toLocaleString(document.documentElement.lang)}`;
+    counter.classList.toggle("over", over);
+    composerInput.setAttribute("aria-invalid", over ? "true" : "false");
+    const send = $("composer").querySelector(".composer-actions button[type=submit]");
+    if (send) send.disabled = over;
   }
 
   // --- live events ------------------------------------------------------------------------------
@@ -715,6 +778,8 @@
       const item = document.getElementById(`message-${event.seq}`);
       const button = item && item.querySelector(".pin-toggle");
       if (button) showPin(button, Boolean(event.pinned));
+      // A pin can bring a folded message back: the memory panel and the meter follow at once.
+      refreshState();
       refreshOpenPreview();
     },
   };
@@ -788,6 +853,7 @@
   }
 
   decorate(transcript);
+  failureOnce();
   if (!stream.hidden) placeStream(stream.dataset.run);
   applyButtonState();
   scrollToLatest(); // a thread opens at its latest message, the composer in view

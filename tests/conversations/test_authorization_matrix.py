@@ -129,6 +129,10 @@ MATRIX: dict[str, Route] = {
     "api:thread_regenerate": Route(
         "POST", f"{API_THREAD}/regenerate", _api_write(422), data={"request_id": "r-1"}, json=True
     ),
+    # Retry is the owner's; the fixture's thread has no failed or stopped turn: 422 for them.
+    "api:thread_retry": Route(
+        "POST", f"{API_THREAD}/retry", _api_write(422), data={"request_id": "r-2"}, json=True
+    ),
     "api:message_versions_get": Route("GET", f"{API_THREAD}/messages/{{message}}/versions", API_READ),
     # Usage: everyone signed in gets their own figures (none of them carries a thread's text).
     "api:usage": Route("GET", "/api/usage", _roles(401, 200, 200)),
@@ -155,6 +159,11 @@ MATRIX: dict[str, Route] = {
     "conversations:thread-restore": Route("POST", "/bin/{thread}/restore", _roles(LOGIN, 404, 404)),
     "conversations:run-cancel-current": Route("POST", f"{THREAD}/runs/current/cancel", _page_write()),
     "conversations:run-cancel": Route("POST", f"{THREAD}/runs/999999/cancel", _roles(LOGIN, 404, 404)),
+    "conversations:turn-retry": Route("POST", f"{THREAD}/retry", _page_write()),
+    # The composer's check of picked files: the owner's, as sending is (nothing is written).
+    "conversations:attachments-check": Route(
+        "POST", f"{THREAD}/attachments/check", _roles(LOGIN, 200, 404), upload=True
+    ),
     "conversations:message-send": Route("POST", f"{THREAD}/messages", _page_write(), data={"content": "hi"}),
     "conversations:question-answer": Route("POST", f"{THREAD}/answer", _page_write(), data={"answer": "yes"}),
     "conversations:fragment-messages": Route("GET", f"{THREAD}/fragments/messages", PAGE_READ, SEEING),

@@ -42,7 +42,7 @@ def test_a_reply_that_finished_is_not_stopped_after_the_next_message_leaves_the_
     assert thread_busy_flags(conversation=thread)["latest_run"].pk == first.pk
     page = owner_client.get(reverse("conversations:thread-detail", kwargs={"thread_id": thread.thread_id}))
     body = page.content.decode()
-    assert 'data-status="succeeded"' in body and "Stopped. Send a message to go on." not in body
+    assert 'data-status="succeeded"' in body and "Stopped." not in body
     api = owner_client.get(f"/api/threads/{thread.thread_id}/state").json()
     assert api["latest_run"]["id"] == first.pk
 
@@ -57,7 +57,7 @@ def test_a_run_stopped_midway_still_reads_stopped(
         status=AgentRun.Status.CANCELLED, started_at=now, finished_at=now
     )
     page = owner_client.get(reverse("conversations:thread-detail", kwargs={"thread_id": thread.thread_id}))
-    assert "Stopped. Send a message to go on." in page.content.decode()
+    assert "Stopped. Retry, or send a message to go on." in page.content.decode()
 
 
 def test_the_first_message_names_the_thread_live(user, agent, sent, django_capture_on_commit_callbacks):
