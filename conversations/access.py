@@ -1,8 +1,10 @@
 """Who may see a thread: the one access rule of the API, the pages, the fragments, the files view, the
 thread socket and /admin/pressure/.
 
-A thread is visible to its owner and to holders of ``conversations.view_conversation`` (superusers hold
-every permission); ``is_staff`` alone grants nothing. Writes (messages, answers, deletion, compression)
+A thread is visible to its owner, to the users its owner shared it with (``ThreadShare``), and to
+holders of ``conversations.view_conversation`` (superusers hold every permission); ``is_staff`` alone
+grants nothing. The thread's read-only link (``ThreadLink``) opens its transcript alone, at
+``thread_by_link``: a link holder gets no page, fragment, file or socket of the thread. Writes (messages, answers, deletion, compression)
 stay the owner's alone: ``conversations.services.thread_lock`` locks only the caller's own thread.
 """
 
@@ -15,9 +17,9 @@ from types import SimpleNamespace
 from django.conf import settings
 from django.contrib.auth import get_user, get_user_model
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
-from conversations.models import Conversation
+from conversations.models import Conversation, ThreadShare
 
 VIEW_PERMISSION = "conversations.view_conversation"
 
@@ -29,7 +31,20 @@ def threads_visible_to(user: AbstractBaseUser | AnonymousUser | None) -> QuerySe
         return active.none()
     if user.has_perm(VIEW_PERMISSION):
         return active
-    return active.filter(owner=user)
+    shared = ThreadShare.objects.filter(user=user).values("conversation_id")
+    return active.filter(Q(owner=user) | Q(pk__in=shared))
+
+
+def thread_by_link(*, token: str) -> Conversation | None:
+    """The active thread whose read-only link carries ``token``; None once the link is revoked (or
+    the thread deleted)."""
+    if not token:
+        return None
+    return (
+        Conversation.objects.filter(status=Conversation.Status.ACTIVE, link__token=token)
+        .select_related("agent", "owner")
+        .first()
+    )
 
 
 def thread_visible(*, thread_id: uuid.UUID | str, user: AbstractBaseUser | AnonymousUser | None) -> bool:

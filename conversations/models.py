@@ -350,3 +350,38 @@ class UsageRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.input_tokens}+{self.output_tokens}"
+
+
+class ThreadShare(models.Model):
+    """One user the owner lets read the thread (read-only; ``conversations.access``)."""
+
+    conversation = models.ForeignKey(
+        Conversation, verbose_name=_("conversation"), on_delete=models.CASCADE, related_name="shares"
+    )
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        verbose_name=_("shared with"),
+        on_delete=models.CASCADE,
+        related_name="threads_shared_with",
+    )
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("thread share")
+        verbose_name_plural = _("thread shares")
+        constraints = [models.UniqueConstraint(fields=["conversation", "user"], name="thread_share_unique")]
+
+
+class ThreadLink(models.Model):
+    """The thread's read-only link: whoever holds ``token`` reads the transcript. Revoking deletes the
+    row, so the old URL names nothing; a new link gets a new token."""
+
+    conversation = models.OneToOneField(
+        Conversation, verbose_name=_("conversation"), on_delete=models.CASCADE, related_name="link"
+    )
+    token = models.CharField(verbose_name=_("token"), max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
+
+    class Meta:
+        verbose_name = _("thread link")
+        verbose_name_plural = _("thread links")

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations import sidebar_views, views
+from conversations import share_views, sidebar_views, views
 
 app_name = "conversations"
 
@@ -12,6 +12,15 @@ urlpatterns = [
     path("threads/<uuid:thread_id>/rename", views.thread_rename, name="thread-rename"),
     path("threads/<uuid:thread_id>/pin", sidebar_views.thread_pin, name="thread-pin"),
     path("threads/<uuid:thread_id>/archive", sidebar_views.thread_archive, name="thread-archive"),
+    path("threads/<uuid:thread_id>/shares", share_views.thread_share_add, name="thread-share-add"),
+    path(
+        "threads/<uuid:thread_id>/shares/<int:user_id>/remove",
+        share_views.thread_share_remove,
+        name="thread-share-remove",
+    ),
+    path("threads/<uuid:thread_id>/link", share_views.thread_link_create, name="thread-link-create"),
+    path("threads/<uuid:thread_id>/link/revoke", share_views.thread_link_revoke, name="thread-link-revoke"),
+    path("s/<str:token>/", share_views.thread_link_read, name="thread-link-read"),
     path("bin/", sidebar_views.thread_bin, name="thread-bin"),
     path("bin/<uuid:thread_id>/restore", sidebar_views.thread_restore, name="thread-restore"),
     path("threads/<uuid:thread_id>/runs/current/cancel", views.run_cancel, name="run-cancel-current"),

@@ -1,13 +1,15 @@
 """The authorization matrix: every URL pattern of the project (and the thread socket) × anonymous,
 owner, other user, staff without permissions, staff holding ``conversations.view_conversation``, staff
-holding the agent permissions (the agent form's JSON views) and superuser.
+holding the agent permissions (the agent form's JSON views), superuser, a user the owner shared the thread
+with ("shared") and a signed-in user who holds the thread's read-only link ("linkholder").
 
 The routes are found by walking the URL resolver, so a new route without an entry here fails
 ``test_every_route_has_an_entry``. The admin site's own model pages are left to Django's model
 permissions (the ones the platform adds are tested in tests/agent_platform, its actions in
 tests/compression/test_authorization_matrix_admin_actions.py); /admin/pressure/ and /admin/usage/ are
-ours and are in the matrix. Reads follow ``conversations.access`` (owner, or the view permission); writes
-are the owner's alone. Where a role may not see the thread, its response must not carry the thread's
+ours and are in the matrix. Reads follow ``conversations.access`` (owner, a share, or the view permission);
+writes (sharing included) are the owner's alone. The link opens its own page (``/s/<token>/``) and
+nothing else: on the thread's routes a link holder is anyone else. Where a role may not see the thread, its response must not carry the thread's
 text either.
 """
 
@@ -27,11 +29,12 @@ from django.urls import URLPattern, URLResolver, get_resolver
 
 from agent_platform.workdir import workdir_for
 from compression.models import CompressionJob
-from conversations.models import Message
+from conversations.models import Message, ThreadLink, ThreadShare
 from conversations.routing import websocket_urlpatterns
 from conversations.services import thread_create
 
-ROLES = ("anonymous", "owner", "other", "staff", "viewer", "tuner", "superuser")
+ROLES = ("anonymous", "owner", "other", "staff", "viewer", "tuner", "superuser", "shared", "linkholder")
+LINK_TOKEN = "matrix-link-token-3c9e"
 MARK = "MARK-7f3a"  # in the thread's title, its message and its file
 LOGIN = "login"  # a redirect to the login page
 ADMIN_LOGIN = "admin-login"
@@ -40,7 +43,7 @@ ADMIN_LOGIN = "admin-login"
 @dataclass(frozen=True)
 class Route:
     method: str
-    path: str  # {thread} is the thread's id
+    path: str  # {thread} is the thread's id, {reader} the shared user's, {token} the link's
     expect: dict[str, int | str]
     sees: frozenset[str] = frozenset()  # roles whose response carries the thread's text
     data: dict = field(default_factory=dict)
@@ -56,13 +59,15 @@ def _roles(anonymous, owner, rest, **overrides) -> dict[str, int | str]:
         "staff": rest,
         "viewer": rest,
         "tuner": rest,
+        "shared": rest,
+        "linkholder": rest,
     }
     return {**expect, "superuser": rest, **overrides}
 
 
-SEEING = frozenset({"owner", "viewer", "superuser"})
-API_READ = _roles(401, 200, 404, viewer=200, superuser=200)
-PAGE_READ = _roles(LOGIN, 200, 404, viewer=200, superuser=200)
+SEEING = frozenset({"owner", "viewer", "superuser", "shared"})
+API_READ = _roles(401, 200, 404, viewer=200, superuser=200, shared=200)
+PAGE_READ = _roles(LOGIN, 200, 404, viewer=200, superuser=200, shared=200)
 EVERYONE = _roles(200, 200, 200)
 AGENT_FORM = _roles(401, 403, 403, tuner=200, superuser=200)
 
@@ -155,6 +160,13 @@ MATRIX: dict[str, Route] = {
     # and a restore finds a thread only in its owner's bin (the fixture's is not deleted: 404 for all).
     "conversations:thread-pin": Route("POST", f"{THREAD}/pin", _page_write(), data={"pinned": "1"}),
     "conversations:thread-archive": Route("POST", f"{THREAD}/archive", _page_write(), data={"archived": "0"}),
+    # Sharing is the owner's: add a user (the staff user here), remove one, make and revoke the link.
+    # The link's page is open to whoever holds the link, signed in or not, and shows the transcript.
+    "conversations:thread-share-add": Route("POST", f"{THREAD}/shares", _page_write(), data={"username": "staff"}),
+    "conversations:thread-share-remove": Route("POST", f"{THREAD}/shares/{{reader}}/remove", _page_write()),
+    "conversations:thread-link-create": Route("POST", f"{THREAD}/link", _page_write()),
+    "conversations:thread-link-revoke": Route("POST", f"{THREAD}/link/revoke", _page_write()),
+    "conversations:thread-link-read": Route("GET", "/s/{token}/", EVERYONE, frozenset(ROLES)),
     "conversations:thread-bin": Route("GET", "/bin/", _roles(LOGIN, 200, 200)),
     "conversations:thread-restore": Route("POST", "/bin/{thread}/restore", _roles(LOGIN, 404, 404)),
     "conversations:run-cancel-current": Route("POST", f"{THREAD}/runs/current/cancel", _page_write()),
@@ -250,9 +262,13 @@ def people(django_user_model, user, other_user):
             codename__in=["view_agent", "add_agent", "change_agent", "tune_compression"]
         )
     )
+    shared = django_user_model.objects.create_user("shared", password="pw-shared-123")
+    linkholder = django_user_model.objects.create_user("linkholder", password="pw-linkholder-123")
     return {
         "anonymous": None,
         "owner": user,
+        "shared": shared,
+        "linkholder": linkholder,
         "other": other_user,
         "staff": staff,
         "viewer": viewer,
@@ -262,7 +278,7 @@ def people(django_user_model, user, other_user):
 
 
 @pytest.fixture
-def marked_thread(user, agent):
+def marked_thread(user, agent, people):
     thread = thread_create(user=user, agent_slug=agent.slug, title=f"Plan {MARK}")
     Message.objects.create(
         conversation=thread, seq=1, role="user", content=f"secret {MARK}", lc_message_id="mark-1"
@@ -273,6 +289,8 @@ def marked_thread(user, agent):
     )
     thread.pressure_ratio, thread.context_tokens, thread.trigger_tokens = 0.5, 500, 1000
     thread.save()
+    ThreadShare.objects.create(conversation=thread, user=people["shared"])
+    ThreadLink.objects.create(conversation=thread, token=LINK_TOKEN)
     return thread
 
 
@@ -282,6 +300,8 @@ def _request(client, route: Route, thread):
         message=thread.messages.values_list("pk", flat=True).first(),
         job=CompressionJob.objects.filter(conversation=thread).values_list("pk", flat=True).first(),
         agent=thread.agent_id,
+        reader=ThreadShare.objects.filter(conversation=thread).values_list("user_id", flat=True).first(),
+        token=LINK_TOKEN,
     )
     if route.json:
         return client.generic(
@@ -322,7 +342,7 @@ def test_authorization_matrix(client, people, marked_thread, key, role):
 # --- the socket ------------------------------------------------------------------------------------
 
 SOCKET_ROUTES = {
-    "ws/threads/<str:thread_id>/": _roles(4403, "open", 4403, viewer="open", superuser="open"),
+    "ws/threads/<str:thread_id>/": _roles(4403, "open", 4403, viewer="open", superuser="open", shared="open"),
     "": _roles(4404, 4404, 4404),
 }
 
