@@ -85,8 +85,9 @@ def thread_link_read(request: HttpRequest, token: str) -> HttpResponse:
             "boundary_seq": None,
         }
         response = render(request, "conversations/thread_link.html", context)
-    # The token is in the path: never send it on to another site, nor let the page be indexed.
-    response["Referrer-Policy"] = "no-referrer"
+    # The token is in the path: never send it on to another site (same-origin: the page's own forms
+    # keep their Origin, which CSRF checks), nor let the page be indexed.
+    response["Referrer-Policy"] = "same-origin"
     response["X-Robots-Tag"] = "noindex, nofollow"
     response["Cache-Control"] = "private, no-store"
     return response

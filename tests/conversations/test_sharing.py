@@ -100,7 +100,7 @@ def test_the_link_page_shows_the_transcript_alone_to_anyone(client, thread, user
     response = client.get(f"/s/{link.token}/")
     page = response.content.decode()
     assert response.status_code == 200 and "secret itinerary" in page and "Trip plan" in page
-    assert response["Referrer-Policy"] == "no-referrer" and "noindex" in response["X-Robots-Tag"]
+    assert response["Referrer-Policy"] == "same-origin" and "noindex" in response["X-Robots-Tag"]
     # Nothing of the thread beyond its messages: no socket, fragment, composer, panel or export.
     for absent in ("/ws/threads/", "/fragments/", 'id="composer"', "share-panel", "export", "context-drawer"):
         assert absent not in page, absent

@@ -159,6 +159,14 @@ def _staff(data: dict) -> JsonResponse:
     return JsonResponse({"username": STAFF_USERNAME, "password": STAFF_PASSWORD})
 
 
+def _reader(data: dict) -> JsonResponse:
+    """A plain user with no permissions (someone a thread is shared with)."""
+    user_model = get_user_model()
+    if not user_model.objects.filter(username=data["username"]).exists():
+        user_model.objects.create_user(data["username"], password=data["password"])
+    return JsonResponse({"username": data["username"]})
+
+
 def _agent(data: dict) -> JsonResponse:
     fields = data.get("fields", {})
     agent, _ = Agent.objects.update_or_create(slug=data["slug"], defaults={"name": data["slug"], **fields})
@@ -287,6 +295,7 @@ SEEDERS: dict[str, Callable[[dict], JsonResponse]] = {
     "failing_model": _failing_model,
     "fast_model": _fast_model,
     "staff": _staff,
+    "reader": _reader,
     "agent": _agent,
     "local_agent": _local_agent,
     "throttle": _throttle,
