@@ -371,6 +371,9 @@ class ThreadShare(models.Model):
         verbose_name_plural = _("thread shares")
         constraints = [models.UniqueConstraint(fields=["conversation", "user"], name="thread_share_unique")]
 
+    def __str__(self) -> str:
+        return f"{self.conversation} → {self.user}"
+
 
 class ThreadLink(models.Model):
     """The thread's read-only link: whoever holds ``token`` reads the transcript. Revoking deletes the
@@ -385,3 +388,6 @@ class ThreadLink(models.Model):
     class Meta:
         verbose_name = _("thread link")
         verbose_name_plural = _("thread links")
+
+    def __str__(self) -> str:
+        return str(self.conversation)  # never the token: it is the credential

@@ -13,6 +13,8 @@ import uuid
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext as _
@@ -25,6 +27,14 @@ from conversations.services import sharing
 from conversations.views import _not_found_as_404
 
 
+def _owner(request: HttpRequest) -> AbstractBaseUser:
+    """The signed-in caller (``login_required`` turned everyone else away first); the services find
+    only their own threads."""
+    if not isinstance(request.user, AbstractBaseUser):  # pragma: no cover - login_required answered
+        raise PermissionDenied
+    return request.user
+
+
 def _to_thread(thread_id: uuid.UUID) -> HttpResponse:
     return redirect("conversations:thread-detail", thread_id=thread_id)
 
@@ -35,13 +45,15 @@ def _to_thread(thread_id: uuid.UUID) -> HttpResponse:
 def thread_share_add(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     username = request.POST.get("username", "")
     try:
-        share = sharing.thread_share_add(thread_id=thread_id, user=request.user, username=username)
+        share = sharing.thread_share_add(thread_id=thread_id, user=_owner(request), username=username)
     except ApplicationError as error:
         if error.status == 404:
             raise
         messages.error(request, error.message)
     else:
-        messages.success(request, _("Shared with %(name)s (read-only).") % {"name": share.user.get_username()})
+        messages.success(
+            request, _("Shared with %(name)s (read-only).") % {"name": share.user.get_username()}
+        )
     return _to_thread(thread_id)
 
 
@@ -49,7 +61,7 @@ def thread_share_add(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse
 @require_POST
 @_not_found_as_404
 def thread_share_remove(request: HttpRequest, thread_id: uuid.UUID, user_id: int) -> HttpResponse:
-    sharing.thread_share_remove(thread_id=thread_id, user=request.user, reader_id=user_id)
+    sharing.thread_share_remove(thread_id=thread_id, user=_owner(request), reader_id=user_id)
     return _to_thread(thread_id)
 
 
@@ -57,7 +69,7 @@ def thread_share_remove(request: HttpRequest, thread_id: uuid.UUID, user_id: int
 @require_POST
 @_not_found_as_404
 def thread_link_create(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
-    sharing.thread_link_create(thread_id=thread_id, user=request.user)
+    sharing.thread_link_create(thread_id=thread_id, user=_owner(request))
     return _to_thread(thread_id)
 
 
@@ -65,7 +77,7 @@ def thread_link_create(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespon
 @require_POST
 @_not_found_as_404
 def thread_link_revoke(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
-    if sharing.thread_link_revoke(thread_id=thread_id, user=request.user):
+    if sharing.thread_link_revoke(thread_id=thread_id, user=_owner(request)):
         messages.success(request, _("The link is revoked: it opens nothing any more."))
     return _to_thread(thread_id)
 

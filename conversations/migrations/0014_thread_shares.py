@@ -6,38 +6,73 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('conversations', '0013_thread_sidebar_marks'),
+        ("conversations", "0013_thread_sidebar_marks"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='ThreadLink',
+            name="ThreadLink",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('token', models.CharField(editable=False, max_length=64, unique=True, verbose_name='token')),
-                ('created_at', models.DateTimeField(auto_now_add=True, verbose_name='created at')),
-                ('conversation', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='link', to='conversations.conversation', verbose_name='conversation')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("token", models.CharField(editable=False, max_length=64, unique=True, verbose_name="token")),
+                ("created_at", models.DateTimeField(auto_now_add=True, verbose_name="created at")),
+                (
+                    "conversation",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="link",
+                        to="conversations.conversation",
+                        verbose_name="conversation",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'thread link',
-                'verbose_name_plural': 'thread links',
+                "verbose_name": "thread link",
+                "verbose_name_plural": "thread links",
             },
         ),
         migrations.CreateModel(
-            name='ThreadShare',
+            name="ThreadShare",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('created_at', models.DateTimeField(auto_now_add=True, verbose_name='created at')),
-                ('conversation', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='shares', to='conversations.conversation', verbose_name='conversation')),
-                ('user', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='threads_shared_with', to=settings.AUTH_USER_MODEL, verbose_name='shared with')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True, verbose_name="created at")),
+                (
+                    "conversation",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="shares",
+                        to="conversations.conversation",
+                        verbose_name="conversation",
+                    ),
+                ),
+                (
+                    "user",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="threads_shared_with",
+                        to=settings.AUTH_USER_MODEL,
+                        verbose_name="shared with",
+                    ),
+                ),
             ],
             options={
-                'verbose_name': 'thread share',
-                'verbose_name_plural': 'thread shares',
-                'constraints': [models.UniqueConstraint(fields=('conversation', 'user'), name='thread_share_unique')],
+                "verbose_name": "thread share",
+                "verbose_name_plural": "thread shares",
+                "constraints": [
+                    models.UniqueConstraint(fields=("conversation", "user"), name="thread_share_unique")
+                ],
             },
         ),
     ]

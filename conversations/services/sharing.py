@@ -25,7 +25,9 @@ def thread_share_add(*, thread_id: uuid.UUID | str, user: AbstractBaseUser, user
     username = username.strip()
     # The thread first: to anyone but its owner it does not exist, so no name is looked up for them.
     with thread_lock(thread_id=thread_id, user=user) as conversation:
-        reader = get_user_model().objects.filter(username=username, is_active=True).first() if username else None
+        reader = (
+            get_user_model().objects.filter(username=username, is_active=True).first() if username else None
+        )
         if reader is None:
             raise InvalidInput(_("There is no user named “%(name)s”.") % {"name": username[:150]})
         if reader.pk == user.pk:

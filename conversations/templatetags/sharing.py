@@ -20,7 +20,9 @@ def share_panel(context: template.Context) -> dict[str, Any]:
     return {
         "conversation": conversation,
         "csrf_token": context.get("csrf_token"),
-        "shares": ThreadShare.objects.filter(conversation=conversation).select_related("user").order_by("created_at"),
+        "shares": ThreadShare.objects.filter(conversation=conversation)
+        .select_related("user")
+        .order_by("created_at"),
         "link": link,
         "link_url": request.build_absolute_uri(reverse("conversations:thread-link-read", args=[link.token]))
         if link

@@ -162,7 +162,9 @@ MATRIX: dict[str, Route] = {
     "conversations:thread-archive": Route("POST", f"{THREAD}/archive", _page_write(), data={"archived": "0"}),
     # Sharing is the owner's: add a user (the staff user here), remove one, make and revoke the link.
     # The link's page is open to whoever holds the link, signed in or not, and shows the transcript.
-    "conversations:thread-share-add": Route("POST", f"{THREAD}/shares", _page_write(), data={"username": "staff"}),
+    "conversations:thread-share-add": Route(
+        "POST", f"{THREAD}/shares", _page_write(), data={"username": "staff"}
+    ),
     "conversations:thread-share-remove": Route("POST", f"{THREAD}/shares/{{reader}}/remove", _page_write()),
     "conversations:thread-link-create": Route("POST", f"{THREAD}/link", _page_write()),
     "conversations:thread-link-revoke": Route("POST", f"{THREAD}/link/revoke", _page_write()),

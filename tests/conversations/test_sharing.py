@@ -18,7 +18,9 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def thread(user, agent):
     thread = thread_create(user=user, agent_slug=agent.slug, title="Trip plan")
-    Message.objects.create(conversation=thread, seq=1, role="user", content="secret itinerary", lc_message_id="m1")
+    Message.objects.create(
+        conversation=thread, seq=1, role="user", content="secret itinerary", lc_message_id="m1"
+    )
     return thread
 
 
@@ -118,7 +120,9 @@ def test_a_revoked_or_made_up_link_is_a_friendly_404(client, thread, user):
         assert "secret itinerary" not in response.content.decode()
 
 
-def test_the_owner_shares_from_the_panel_and_the_reader_gets_the_read_only_page(client, thread, user, other_user):
+def test_the_owner_shares_from_the_panel_and_the_reader_gets_the_read_only_page(
+    client, thread, user, other_user
+):
     client.force_login(user)
     page = client.get(f"/threads/{thread.thread_id}/").content.decode()
     assert 'id="share-panel"' in page and "Not shared with anyone yet." in page
