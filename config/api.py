@@ -83,4 +83,5 @@ def not_found(request: HttpRequest, rest: str = "") -> HttpResponse:
 api.add_router("/", "agent_platform.api.router")
 api.add_router("/threads", "conversations.api.router")
 api.add_router("/threads", "compression.api.router")
+api.add_router("/threads", "conversations.share_api.router")
 api.add_router("/usage", "conversations.usage_api.router")

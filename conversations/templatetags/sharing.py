@@ -7,7 +7,7 @@ from typing import Any
 from django import template
 from django.urls import reverse
 
-from conversations.models import ThreadLink, ThreadShare
+from conversations.share_selectors import thread_sharing_of
 
 register = template.Library()
 
@@ -15,16 +15,16 @@ register = template.Library()
 @register.inclusion_tag("conversations/_share_panel.html", takes_context=True)
 def share_panel(context: template.Context) -> dict[str, Any]:
     conversation = context["conversation"]
-    link = ThreadLink.objects.filter(conversation=conversation).first()
-    request = context["request"]
+    sharing = thread_sharing_of(conversation=conversation)
+    link = sharing.link
     return {
         "conversation": conversation,
         "csrf_token": context.get("csrf_token"),
-        "shares": ThreadShare.objects.filter(conversation=conversation)
-        .select_related("user")
-        .order_by("created_at"),
+        "shares": sharing.shares,
         "link": link,
-        "link_url": request.build_absolute_uri(reverse("conversations:thread-link-read", args=[link.token]))
-        if link
-        else "",
+        "link_url": context["request"].build_absolute_uri(link_path(link.token)) if link else "",
     }
+
+
+def link_path(token: str) -> str:
+    return reverse("conversations:thread-link-read", args=[token])

@@ -138,6 +138,14 @@ MATRIX: dict[str, Route] = {
     "api:thread_retry": Route(
         "POST", f"{API_THREAD}/retry", _api_write(422), data={"request_id": "r-2"}, json=True
     ),
+    # Sharing through the API: the owner's alone, its listing included (it names the readers).
+    "api:thread_shares_get": Route("GET", f"{API_THREAD}/shares", _api_write(200)),
+    "api:thread_share_add": Route(
+        "POST", f"{API_THREAD}/shares", _api_write(201), data={"username": "staff"}, json=True
+    ),
+    "api:thread_share_remove": Route("DELETE", f"{API_THREAD}/shares/{{reader}}", _api_write(204)),
+    "api:thread_link_create": Route("POST", f"{API_THREAD}/link", _api_write(201)),
+    "api:thread_link_revoke": Route("DELETE", f"{API_THREAD}/link", _api_write(204)),
     "api:message_versions_get": Route("GET", f"{API_THREAD}/messages/{{message}}/versions", API_READ),
     # Usage: everyone signed in gets their own figures (none of them carries a thread's text).
     "api:usage": Route("GET", "/api/usage", _roles(401, 200, 200)),

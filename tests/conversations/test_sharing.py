@@ -140,3 +140,32 @@ def test_an_unknown_name_in_the_panel_is_said_in_words(client, thread, user):
     response = client.post(f"/threads/{thread.thread_id}/shares", {"username": "nobody"}, follow=True)
     assert response.status_code == 200
     assert "There is no user named “nobody”." in response.content.decode()
+
+
+# --- the API ---------------------------------------------------------------------------------------
+
+
+def test_the_owner_shares_and_revokes_through_the_api(client, thread, user, other_user):
+    client.force_login(user)
+    url = f"/api/threads/{thread.thread_id}"
+    added = client.post(f"{url}/shares", {"username": "bob"}, content_type="application/json")
+    assert added.status_code == 201 and added.json() == {"id": other_user.pk, "username": "bob"}
+    made = client.post(f"{url}/link")
+    assert made.status_code == 201 and "/s/" in made.json()["url"]
+    assert client.get(f"{url}/shares").json() == {
+        "users": [{"id": other_user.pk, "username": "bob"}],
+        "link": made.json(),
+    }
+    assert client.delete(f"{url}/link").status_code == 204
+    assert client.get(made.json()["url"]).status_code == 404
+    assert client.delete(f"{url}/shares/{other_user.pk}").status_code == 204
+    assert client.get(f"{url}/shares").json() == {"users": [], "link": None}
+
+
+def test_an_unknown_name_through_the_api_is_a_422_body(client, thread, user):
+    client.force_login(user)
+    response = client.post(
+        f"/api/threads/{thread.thread_id}/shares", {"username": "nobody"}, content_type="application/json"
+    )
+    assert response.status_code == 422
+    assert response.json()["code"] == "invalid_input" and "nobody" in response.json()["message"]
