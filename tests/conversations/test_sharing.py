@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 from django.contrib.auth.models import Permission
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from conversations import selectors
-from conversations.access import can_act, thread_by_link, thread_visible
+from conversations.access import can_act, thread_by_link, thread_visible, thread_visible_now
 from conversations.errors import InvalidInput, ThreadNotFound
 from conversations.models import Message, ThreadLink, ThreadShare
 from conversations.services import sharing, thread_create, thread_soft_delete
@@ -133,6 +136,7 @@ def test_the_owner_shares_from_the_panel_and_the_reader_gets_the_read_only_page(
     page = client.get(f"/threads/{thread.thread_id}/").content.decode()
     assert "secret itinerary" in page and 'id="read-only"' in page
     assert 'id="composer"' not in page and 'id="share-panel"' not in page
+    assert "No threads yet." not in page  # the sidebar lists the thread being read
 
 
 def test_an_unknown_name_in_the_panel_is_said_in_words(client, thread, user):
@@ -169,3 +173,57 @@ def test_an_unknown_name_through_the_api_is_a_422_body(client, thread, user):
     )
     assert response.status_code == 422
     assert response.json()["code"] == "invalid_input" and "nobody" in response.json()["message"]
+
+
+def test_an_open_socket_of_a_removed_reader_loses_the_thread_at_its_next_check(thread, user, other_user):
+    """The socket's re-check reads the rule afresh (``thread_visible_now``): a removed share counts."""
+    sharing.thread_share_add(thread_id=thread.thread_id, user=user, username="bob")
+    assert thread_visible_now(thread_id=thread.thread_id, user_id=other_user.pk, session_key=None)
+    sharing.thread_share_remove(thread_id=thread.thread_id, user=user, reader_id=other_user.pk)
+    assert not thread_visible_now(thread_id=thread.thread_id, user_id=other_user.pk, session_key=None)
+
+
+@hypothesis_settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    steps=st.lists(
+        st.tuples(
+            st.sampled_from(["add", "remove", "link", "revoke"]), st.sampled_from(["bob", "carol", "dave"])
+        ),
+        max_size=12,
+    )
+)
+def test_who_may_read_is_the_owner_the_current_shares_and_the_permission(
+    thread, user, django_user_model, steps
+):
+    """Property: after any sequence of shares, removals, links and revocations (through the services),
+    exactly the owner, the users currently shared with and the permission's holders may read the
+    thread; only the owner may write; the link opens it only while it lives."""
+    readers = {
+        name: django_user_model.objects.get_or_create(username=name)[0] for name in ("bob", "carol", "dave")
+    }
+    ThreadShare.objects.filter(conversation=thread).delete()
+    ThreadLink.objects.filter(conversation=thread).delete()
+    shared: set[str] = set()
+    token = None
+    for action, name in steps:
+        if action == "add":
+            sharing.thread_share_add(thread_id=thread.thread_id, user=user, username=name)
+            shared.add(name)
+        elif action == "remove":
+            sharing.thread_share_remove(thread_id=thread.thread_id, user=user, reader_id=readers[name].pk)
+            shared.discard(name)
+        elif action == "link":
+            token = sharing.thread_link_create(thread_id=thread.thread_id, user=user).token
+        elif token is not None:
+            sharing.thread_link_revoke(thread_id=thread.thread_id, user=user)
+            assert thread_by_link(token=token) is None
+            token = None
+    for name, reader in readers.items():
+        assert thread_visible(thread_id=thread.thread_id, user=reader) == (name in shared)
+        assert not can_act(thread, reader)
+    assert thread_visible(thread_id=thread.thread_id, user=user) and can_act(thread, user)
+    assert (token is not None) == ThreadLink.objects.filter(conversation=thread).exists()
+    if token is not None:
+        assert thread_by_link(token=token) == thread
