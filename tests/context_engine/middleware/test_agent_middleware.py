@@ -7,7 +7,7 @@ import hashlib
 import json
 
 import pytest
-from langchain.agents.middleware import ModelResponse
+from langchain.agents.middleware import ExtendedModelResponse, ModelResponse
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from context_engine.formats import (
@@ -17,6 +17,7 @@ from context_engine.formats import (
     TRUNCATED_ARG_SUFFIX,
 )
 from context_engine.middleware import CompressionMiddleware
+from context_engine.state import COMPACTION_HORIZON_KEY
 from context_engine.store import MemoryStore
 from context_engine.tokens.messages import estimate_text, profile_for_model
 from tests.context_engine.fakes import (
@@ -98,7 +99,9 @@ async def test_compaction_only_calls_no_summary_and_emits_started_completed(mode
     before = request_size(mw, request)
     assert before >= 3000
     response = await call_mw(mw, request, handler, mode)
-    assert isinstance(response, ModelResponse)  # no state update
+    # The only state written: the compaction horizon (issue 40), no messages, no summary.
+    assert isinstance(response, ExtendedModelResponse)
+    assert set(response.command.update) == {COMPACTION_HORIZON_KEY}
     assert model.summary_prompts == [] and history_files(store) == []
     assert statuses(events) == ["started", "completed"]
     completed = events[-1]
