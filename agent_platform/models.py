@@ -313,6 +313,7 @@ class Agent(models.Model):
             pinned_token_limit=self.summary_pinned_token_limit,
             repair_pass=self.summary_repair_pass,
             index_percent=self.summary_index_percent,
+            low_water_percent=settings.COMPACTION_LOW_WATER_PERCENT,
             spend=SpendLimits(
                 max_calls_per_hour=self.summary_max_calls_per_hour,
                 max_input_tokens_per_hour=self.summary_max_input_tokens_per_hour,
