@@ -32,6 +32,7 @@ SUMMARY_REFUSALS_KEY = "_summary_refusals"  # the circuit breaker's refused mode
 # The compaction horizon (issue 40): how many effective messages go out compacted, fixed at the last
 # compression event, so nothing before the newest message changes until the next one.
 COMPACTION_HORIZON_KEY = "_compaction_horizon"
+REQUEST_FINGERPRINT_KEY = "_request_fingerprint"
 
 __all__ = [
     "PINNED_IDS_KEY",
@@ -44,6 +45,7 @@ __all__ = [
     "REPAIR_USAGE_KEY",
     "SESSION_ID_KEY",
     "COMPACTION_HORIZON_KEY",
+    "REQUEST_FINGERPRINT_KEY",
     "SUMMARY_CALLS_KEY",
     "SUMMARY_EVENTS_KEY",
     "SUMMARY_EVENT_KEY",
@@ -101,4 +103,6 @@ class CompressionState(AgentState):
 
 
 class TokenUsageState(AgentState):
+    # The fingerprints of the latest request (``tokens.prefix``): the next one's prefix reuse.
+    _request_fingerprint: Annotated[NotRequired[list[str]], PrivateStateAttr]
     token_usage: Annotated[NotRequired[dict[str, Any]], merge_token_usage]

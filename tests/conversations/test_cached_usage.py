@@ -83,6 +83,8 @@ def test_the_cached_tokens_the_stub_reported_are_recorded_and_priced(
 
     page = client.get(f"/threads/{thread.thread_id}/").content.decode()
     assert 'id="thread-usage"' in page and 'class="usage-cached"' in page
+    # The pressure panel: the latest request repeated the previous one but for its new end.
+    assert 'id="prefix-reuse"' in page
     data = client.get(f"/api/threads/{thread.thread_id}/export.json").json()
     replies = [m["usage"] for m in data["messages"] if m["usage"]]
     assert [u["cache_read_tokens"] for u in replies] == [0, second_cached]

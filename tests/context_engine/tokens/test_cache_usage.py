@@ -5,7 +5,9 @@ from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, HumanMessage
 
+from context_engine.tokens.prefix import request_fingerprint, shared_prefix
 from context_engine.tokens.usage import cache_tokens, provider_cache_tokens, with_provider_cache
 from tests.support.openai_stub import cached_tokens
 
@@ -63,3 +65,15 @@ def test_the_stub_caches_whole_blocks_of_the_shared_prefix_from_1024(prefix, res
     if prompt * len(prefix) // len(text) >= 1_024 + 128:
         assert cached > prompt * len(prefix) // len(text) - 128
     assert cached_tokens(prompt_tokens=prompt, prompt_text=text, previous_text=None) == 0
+
+
+def test_prefix_reuse_counts_the_leading_messages_a_request_repeats():
+    first = [HumanMessage("a", id="1"), AIMessage("b", id="2")]
+    grown = [*first, HumanMessage("c", id="3")]
+    changed = [HumanMessage("a", id="1"), AIMessage("B", id="2"), HumanMessage("c", id="3")]
+    head = ["system", []]
+    before = request_fingerprint(head, first)
+    assert shared_prefix(request_fingerprint(head, grown), before) == 3  # head + both messages
+    assert shared_prefix(request_fingerprint(head, changed), before) == 2
+    assert shared_prefix(request_fingerprint(["other system", []], grown), before) == 0
+    assert shared_prefix(request_fingerprint(head, grown), None) == 0
