@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bench import (
     bulk,
+    cache_economics,
     calibration,
     charts,
     effectiveness,
@@ -416,6 +417,8 @@ def main() -> None:
         + effectiveness.render_trajectories(replays)
         + "\n</details>\n",
     )
+
+    section("2b. What a caching provider bills (issue 40)", cache_economics.render(cache_economics.run(replays)))
 
     over = overhead.run()
     hot = overhead.hot_spots()
