@@ -183,3 +183,23 @@ def test_cache_prices_need_the_input_price_and_are_not_negative():
     assert plain.cost(input_tokens=1_000_000, output_tokens=0, cache_read_tokens=500_000) == Decimal(
         "2.000000"
     )
+
+
+def test_the_spend_guard_can_be_set_in_cost(cached_agent, agent):
+    """A cost limit becomes the guard's input-token cap at the endpoint's input price; with a token
+    limit too, the stricter holds; an endpoint without prices takes no cost limit."""
+    cached_agent.summary_max_cost_per_hour = Decimal("0.01")  # 0.01 at 2.00 per million: 5,000 tokens
+    cached_agent.full_clean()
+    assert cached_agent.compression_config().spend.max_input_tokens_per_hour == 5_000
+    cached_agent.summary_max_input_tokens_per_hour = 3_000
+    assert cached_agent.compression_config().spend.max_input_tokens_per_hour == 3_000
+    cached_agent.summary_max_input_tokens_per_hour = 9_000
+    assert cached_agent.compression_config().spend.max_input_tokens_per_hour == 5_000
+    cached_agent.summary_max_cost_per_hour = Decimal(0)
+    with pytest.raises(ValidationError) as caught:
+        cached_agent.full_clean()
+    assert "summary_max_cost_per_hour" in caught.value.message_dict
+    agent.summary_max_cost_per_hour = Decimal("1")  # the offline agent: no endpoint, no prices
+    with pytest.raises(ValidationError) as caught:
+        agent.full_clean()
+    assert "summary_max_cost_per_hour" in caught.value.message_dict
