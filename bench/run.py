@@ -418,7 +418,9 @@ def main() -> None:
         + "\n</details>\n",
     )
 
-    section("2b. What a caching provider bills (issue 40)", cache_economics.render(cache_economics.run(replays)))
+    section(
+        "2b. What a caching provider bills (issue 40)", cache_economics.render(cache_economics.run(replays))
+    )
 
     over = overhead.run()
     hot = overhead.hot_spots()
