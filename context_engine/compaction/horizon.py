@@ -70,7 +70,8 @@ def read_horizon(value: Any, *, cutoff: int | None, length: int) -> Horizon | No
 
 @dataclass
 class Arrival:
-    """The arrival forms of ``messages[start:]`` and the files compaction saved (or failed) for them."""
+    """The arrival forms of ``messages[start:]``, and the files saved (or not) for the units compacted
+    for the first time in this call."""
 
     forms: list[BaseMessage] = field(default_factory=list)
     saved: list[SavedToolResult] = field(default_factory=list)
@@ -78,8 +79,9 @@ class Arrival:
 
     @property
     def written(self) -> bool:
-        """A file was written (or failed to be) for these forms: a new compaction to report."""
-        return any(record.written for record in self.saved) or bool(self.failed)
+        """A message got its receipt (or failed to) in this call: a new compaction to report. Only the
+        units compacted in this call carry records (``ArrivalForms.arrival``)."""
+        return bool(self.saved or self.failed)
 
 
 def _unit(messages: Sequence[BaseMessage], index: int) -> tuple[int, int]:
@@ -106,14 +108,17 @@ class ArrivalForms:
         self.config, self.store, self.profile = config, store, profile
         self._units: LRU[tuple[int, ...], tuple[list[BaseMessage], CompactionResult]] = LRU(UNIT_SLOTS)
 
-    def _compacted(self, unit: list[BaseMessage]) -> CompactionResult:
+    def _compacted(self, unit: list[BaseMessage]) -> tuple[CompactionResult, bool]:
+        """The unit compacted, and whether that was done now (its files are then new to report). A
+        unit whose file could not be written is not remembered: the next call tries again."""
         key = tuple(id(m) for m in unit)
         found = self._units.get(key)
         if found is not None:
-            return found[1]
+            return found[1], False
         result = compact_messages(unit, config=self.config, store=self.store, profile=self.profile)
-        self._units.put(key, (unit, result))  # the unit is held, so its ids stay unique
-        return result
+        if not result.failed:
+            self._units.put(key, (unit, result))  # the unit is held, so its ids stay unique
+        return result, True
 
     def arrival(self, messages: Sequence[BaseMessage], start: int) -> Arrival:
         out = Arrival()
@@ -122,11 +127,12 @@ class ArrivalForms:
             first, end = _unit(messages, index)
             unit = list(messages[first:end])
             if isinstance(unit[0], AIMessage) or len(unit) > 1:
-                result = self._compacted(unit)
+                result, now = self._compacted(unit)
                 out.forms.extend(result.messages[index - first :])
-                kept = {m.tool_call_id for m in messages[index:end] if isinstance(m, ToolMessage)}
-                out.saved.extend(r for r in result.saved if r.tool_call_id in kept)
-                out.failed.extend(r for r in result.failed if r.tool_call_id in kept)
+                if now:
+                    kept = {m.tool_call_id for m in messages[index:end] if isinstance(m, ToolMessage)}
+                    out.saved.extend(r for r in result.saved if r.tool_call_id in kept)
+                    out.failed.extend(r for r in result.failed if r.tool_call_id in kept)
             else:
                 out.forms.append(messages[index])  # a user's message: as it came, until it is answered
             index = end

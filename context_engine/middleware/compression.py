@@ -24,6 +24,7 @@ from langchain_core.messages import BaseMessage
 
 from context_engine.compaction.clipping import clip_overflow_tail
 from context_engine.compaction.horizon import (
+    Arrival,
     ArrivalForms,
     Horizon,
     horizon_view,
@@ -101,6 +102,7 @@ class _Turn:
     overflow_limit: int | None = None
     horizon: Horizon | None = None  # compaction in force since the last event (``compaction.horizon``)
     sent: list[BaseMessage] | None = None  # what goes out below ``T`` under that horizon
+    arrival: Arrival | None = None  # the arrival forms in it, with the files they saved
 
     def overflowed(self, at: int, exc: Exception) -> _Turn:
         measure = replace(self.measure, overflowed_at=at)
@@ -206,6 +208,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
                 effective = with_messages(turn.request, turn.sent)
             try:
                 passed: ModelResponse = yield CallModel(effective)
+                self._report_arrival(turn, request)
                 return passed
             except Exception as exc:
                 if not is_context_overflow(exc):
@@ -230,6 +233,23 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             emitter.fail(exc)
             raise
 
+    def _report_arrival(self, turn: _Turn, request: ModelRequest) -> None:
+        """Below ``T`` under a horizon, new large results went out as receipts at once: their files are
+        reported like any compaction's (a record, a card); nothing before the newest message changed."""
+        arrival = turn.arrival
+        if arrival is None or not arrival.written or turn.sent is None:
+            return
+        emitter = Emitter(
+            stream_writer(request),
+            before_tokens=turn.measure.request.tokens,
+            trigger_tokens=self.config.trigger_tokens,
+            overhead_tokens=turn.overhead,
+            profile=self.profile,
+        )
+        emitter.record_files(arrival.saved, arrival.failed)
+        emitter.start()
+        emitter.sent(level=LEVEL_COMPACTION, after_tokens=turn.measure.request.tokens, messages=turn.sent)
+
     def _measure(self, request: ModelRequest) -> _Turn:
         state = request.state or {}
         previous = valid_event(state.get(SUMMARY_EVENT_KEY))
@@ -237,19 +257,23 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         overhead = request_overhead(request, self.profile)
         cutoff = previous["cutoff_index"] if previous else None
         horizon = read_horizon(state.get(COMPACTION_HORIZON_KEY), cutoff=cutoff, length=len(effective))
-        sent = self._horizon_sent(effective, horizon) if horizon is not None else None
+        sent, arrival = self._horizon_sent(effective, horizon) if horizon is not None else (None, None)
         sizes = self._sizes(overhead + self._effective_totals.total(sent if sent is not None else effective))
         measure = Measure(request=sizes, factor=self._calibration().factor)
-        return _Turn(request, effective, previous, overhead, measure, horizon=horizon, sent=sent)
+        return _Turn(
+            request, effective, previous, overhead, measure, horizon=horizon, sent=sent, arrival=arrival
+        )
 
-    def _horizon_sent(self, effective: list[BaseMessage], horizon: Horizon) -> list[BaseMessage]:
+    def _horizon_sent(
+        self, effective: list[BaseMessage], horizon: Horizon
+    ) -> tuple[list[BaseMessage], Arrival]:
         """What goes out under ``horizon`` between events: the messages before its count compacted as
         the event fixed them (pinned ones whole), the rest in their arrival form."""
         compacted = self._compactor.compact(effective).messages
         arrival = self._arrival.arrival(effective, horizon.count)
         view = horizon_view(compacted, arrival.forms, count=horizon.count, start=horizon.count)
         view = restore_pinned(effective, view, horizon.pinned) if horizon.pinned else view
-        return without_index(view) if horizon.lean else view
+        return (without_index(view) if horizon.lean else view), arrival
 
     def _low_water(self, turn: _Turn, compacted: list[BaseMessage]) -> tuple[list[BaseMessage], int, bool]:
         """A compression event's view: compacted only as far as the low-water mark needs (every answered

@@ -17,7 +17,7 @@ from context_engine.compaction.horizon import low_water_count, read_horizon
 from context_engine.formats import RECEIPT_HEADER
 from context_engine.state import COMPACTION_HORIZON_KEY, SUMMARY_EVENT_KEY
 from context_engine.store import MemoryStore
-from tests.context_engine.fakes import Handler, ScriptedChatModel, make_request, statuses
+from tests.context_engine.fakes import Handler, ScriptedChatModel, make_request
 from tests.context_engine.middleware.support import mw_config, mw_for, request_size
 
 EXAMPLES = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -49,6 +49,8 @@ def _drive(steps, trigger: int):
     mw = mw_for(mw_config(trigger, keep=4, limit=100), MemoryStore(), ScriptedChatModel())
     state: dict[str, Any] = {"messages": [HumanMessage(content="Start the task.", id="h-start")]}
     calls = []
+    cards: list[list[dict]] = []
+    _drive.cards = cards  # type: ignore[attr-defined]
     for index, (kind, size, tool) in enumerate(steps):
         state["messages"] = [*state["messages"], *_incoming(index, kind, size, tool)]
         rest = {k: v for k, v in state.items() if k != "messages"}
@@ -61,7 +63,10 @@ def _drive(steps, trigger: int):
             key in update and update[key] != state.get(key)
             for key in (COMPACTION_HORIZON_KEY, SUMMARY_EVENT_KEY)
         )
-        calls.append((list(handler.sent), changed or bool(statuses(events)) or "messages" in update))
+        # An event is what the engine changes in state (a horizon, a summary, replaced messages); a card
+        # for receipts made at once below T is not one, and must keep the prefix too.
+        calls.append((list(handler.sent), changed or "messages" in update))
+        cards.append(events)
         _apply(state, update)
     return calls, state
 
@@ -131,3 +136,26 @@ def test_a_stored_horizon_counts_only_for_its_own_summary():
     assert read_horizon(stored, cutoff=5, length=2) is None  # messages gone (an edit)
     assert read_horizon({"count": True, "cutoff": 5}, cutoff=5, length=10) is None
     assert read_horizon(None, cutoff=None, length=10) is None
+
+
+def test_a_receipt_made_at_once_below_t_is_reported_once_and_keeps_the_prefix():
+    """After the first event, a new large result goes out as a receipt in its first request: one card
+    reports its file; the next request, with nothing new to save, reports nothing."""
+    steps = [("tool", 4_000, "web_search")] * 3 + [
+        ("tool", 4_000, "run_tests"),
+        ("ask", 20, ""),
+        ("ask", 20, ""),
+    ]
+    calls, _state = _drive(steps, trigger=2_500)
+    cards = _drive.cards  # type: ignore[attr-defined]
+    first = next(i for i, (_, event) in enumerate(calls) if event)
+    later = [i for i in range(first + 1, len(calls)) if not calls[i][1]]
+    assert later, "no call below T after the first event"
+    reported = [i for i in later if any(e.get("status") == "completed" for e in cards[i])]
+    assert reported == [i for i in later if steps[i][0] == "tool"]  # a new large result each, and only
+    for i in reported:
+        [completed] = [e for e in cards[i] if e.get("status") == "completed"]
+        assert len(completed["saved_files"]) == 1 and completed["level"] == "compaction"
+    for i in later:
+        before, sent = calls[i - 1][0], calls[i][0]
+        assert sent[: len(before)] == before
