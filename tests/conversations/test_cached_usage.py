@@ -203,3 +203,25 @@ def test_the_spend_guard_can_be_set_in_cost(cached_agent, agent):
     with pytest.raises(ValidationError) as caught:
         agent.full_clean()
     assert "summary_max_cost_per_hour" in caught.value.message_dict
+
+
+def test_the_endpoint_admin_takes_cache_prices_beside_input_and_output(client, admin_user, settings):
+    from tests.agent_platform.test_model_endpoints import ADD_URL, _endpoint_form
+
+    settings.MODEL_KEY_BINDINGS = "PROVIDER_API_KEY=https://llm.example"
+    client.force_login(admin_user)
+    response = client.post(ADD_URL, _endpoint_form(cached_input_price_per_million="0.25"))
+    assert response.status_code == 200  # a cached price alone: the input and output prices first
+    assert response.context["adminform"].form.errors["cached_input_price_per_million"]
+    form = _endpoint_form(
+        input_price_per_million="2.5",
+        output_price_per_million="10",
+        cached_input_price_per_million="0.25",
+        cache_write_price_per_million="3.125",
+    )
+    assert client.post(ADD_URL, form).status_code == 302
+    endpoint = ModelEndpoint.objects.get()
+    cost = endpoint.cost(
+        input_tokens=1_000_000, output_tokens=0, cache_read_tokens=600_000, cache_write_tokens=100_000
+    )
+    assert cost == Decimal("1.212500")  # 300k x 2.5 + 600k x 0.25 + 100k x 3.125, per million
