@@ -32,7 +32,7 @@ DEFAULT_BREAKER_COOLDOWN_SECONDS = 1800
 WINDOW_CAP_RATIO = 0.9
 # Compaction, when it runs, goes down to this share of T (the low-water mark, issue 40), so the prompt
 # prefix a provider caches changes once for several turns rather than at every one.
-DEFAULT_LOW_WATER_PERCENT = 60
+DEFAULT_LOW_WATER_PERCENT = 50
 MAX_LOW_WATER_PERCENT = 95
 
 

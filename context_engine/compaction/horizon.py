@@ -1,11 +1,13 @@
 """The compaction horizon (issue 40): what keeps the prompt prefix a provider caches unchanged between
 compression events.
 
-Once compaction has run, the request is ``compacted[:count] + arrival[count:]``:
+Once compaction has run, the request is ``compacted[:count] + raw[count:since] + arrival[since:]``:
 
 * the first ``count`` effective messages go out compacted (receipts, truncated arguments, saved
   media), as the last compression event fixed them, with the messages pinned then kept whole;
-* every later message goes out in its *arrival form*: what compaction makes of it while the model has
+* the messages that went out before compaction was in force (below ``T``) and that the event did not
+  need to compact go on as they went out;
+* every message that arrived since goes out in its *arrival form*: what compaction makes of it while the model has
   not answered it yet (a large tool result is a receipt at once, a ``read_file`` page within its share
   stays whole, media stay inline). That form never changes as messages are appended after it.
 
@@ -48,9 +50,20 @@ class Horizon:
     cutoff: int | None
     pinned: frozenset[str] = frozenset()
     lean: bool = False
+    since: int | None = None  # messages from here on arrived under compaction; before it, raw (None: count)
+
+    @property
+    def arrival_from(self) -> int:
+        return self.count if self.since is None else self.since
 
     def as_state(self) -> dict[str, Any]:
-        return {"count": self.count, "cutoff": self.cutoff, "pinned": sorted(self.pinned), "lean": self.lean}
+        return {
+            "count": self.count,
+            "cutoff": self.cutoff,
+            "pinned": sorted(self.pinned),
+            "lean": self.lean,
+            "since": self.arrival_from,
+        }
 
 
 def read_horizon(value: Any, *, cutoff: int | None, length: int) -> Horizon | None:
@@ -63,9 +76,12 @@ def read_horizon(value: Any, *, cutoff: int | None, length: int) -> Horizon | No
         return None
     if stored_cutoff != cutoff:
         return None
+    since = value.get("since", count)
+    if not isinstance(since, int) or isinstance(since, bool) or not 0 <= since <= length:
+        return None
     pinned = value.get("pinned")
     ids = frozenset(p for p in pinned if isinstance(p, str)) if isinstance(pinned, list) else frozenset()
-    return Horizon(count, cutoff, ids, bool(value.get("lean")))
+    return Horizon(count, cutoff, ids, bool(value.get("lean")), since)
 
 
 @dataclass
@@ -154,7 +170,13 @@ def low_water_count(
 
 
 def horizon_view(
-    compacted: Sequence[BaseMessage], arrival: Sequence[BaseMessage], *, count: int, start: int
+    compacted: Sequence[BaseMessage],
+    raw: Sequence[BaseMessage],
+    arrival: Sequence[BaseMessage],
+    *,
+    count: int,
+    since: int,
 ) -> list[BaseMessage]:
-    """``compacted[:count]`` then the arrival forms (of the messages from ``start`` on) after it."""
-    return [*compacted[:count], *arrival[count - start :]]
+    """``compacted[:count]``; then, up to ``since``, the messages as they first went out (raw, below
+    ``T``); then the arrival forms (``arrival`` holds those of ``raw[since:]``)."""
+    return [*compacted[:count], *raw[count:since], *arrival[max(count, since) - since :]]

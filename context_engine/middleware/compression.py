@@ -268,30 +268,38 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         self, effective: list[BaseMessage], horizon: Horizon
     ) -> tuple[list[BaseMessage], Arrival]:
         """What goes out under ``horizon`` between events: the messages before its count compacted as
-        the event fixed them (pinned ones whole), the rest in their arrival form."""
+        the event fixed them (pinned ones whole), those sent before it as they went, the rest in their
+        arrival form."""
         compacted = self._compactor.compact(effective).messages
-        arrival = self._arrival.arrival(effective, horizon.count)
-        view = horizon_view(compacted, arrival.forms, count=horizon.count, start=horizon.count)
+        since = horizon.arrival_from
+        arrival = self._arrival.arrival(effective, since)
+        view = horizon_view(compacted, effective, arrival.forms, count=horizon.count, since=since)
         view = restore_pinned(effective, view, horizon.pinned) if horizon.pinned else view
         return (without_index(view) if horizon.lean else view), arrival
 
-    def _low_water(self, turn: _Turn, compacted: list[BaseMessage]) -> tuple[list[BaseMessage], int, bool]:
-        """A compression event's view: compacted only as far as the low-water mark needs (every answered
-        message when that is not enough), the rest in arrival form; its count; whether files were
-        written for those forms."""
-        effective, profile = turn.effective, self.profile
+    def _low_water(
+        self, turn: _Turn, compacted: list[BaseMessage]
+    ) -> tuple[list[BaseMessage], Horizon, bool]:
+        """A compression event's view and horizon: compacted only as far as the low-water mark needs
+        (every answered message when that is not enough); whether files were written for its arrival
+        forms. The messages that arrive from this call on are in arrival form."""
+        effective, profile, horizon = turn.effective, self.profile, turn.horizon
         limit = seen_until(effective)
-        start = min(turn.horizon.count if turn.horizon else 0, limit)
-        arrival = self._arrival.arrival(effective, start)
+        start = min(horizon.count if horizon else 0, limit)
+        since = horizon.arrival_from if horizon else limit
+        arrival = self._arrival.arrival(effective, since)
+        forms = [*effective[start:since], *arrival.forms[max(start, since) - since :]]
         count = low_water_count(
             [estimate_message(m, profile) for m in compacted],
-            [estimate_message(m, profile) for m in arrival.forms],
+            [estimate_message(m, profile) for m in forms],
             start=start,
             limit=limit,
             base=turn.overhead,
             target=int(self.config.low_water_tokens / turn.measure.factor),
         )
-        return horizon_view(compacted, arrival.forms, count=count, start=start), count, arrival.written
+        view = horizon_view(compacted, effective, arrival.forms, count=count, since=since)
+        cutoff = turn.previous["cutoff_index"] if turn.previous else None
+        return view, Horizon(count, cutoff, since=since), arrival.written
 
     def _compress(self, turn: _Turn, emitter: Emitter) -> Steps[ModelResponse | ExtendedModelResponse]:
         """Step 1, compaction of a copy (pinned messages stay whole), sent when it fits below ``T`` and
@@ -299,7 +307,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         pinned = pinned_closure(turn.effective, self._pinned_ids())
         compacted = yield Blocking(partial(self._compactor.compact, turn.effective))
         emitter.record_files([r for r in compacted.saved if r.message_id not in pinned], compacted.failed)
-        view, count, written = yield Blocking(partial(self._low_water, turn, compacted.messages))
+        view, horizon, written = yield Blocking(partial(self._low_water, turn, compacted.messages))
         view = restore_pinned(turn.effective, view, pinned) if pinned else view
         candidates = self._candidates(turn, view)
         turn = replace(turn, measure=replace(turn.measure, compacted=tuple(s for _, s in candidates)))
@@ -318,11 +326,10 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             else:
                 if emitter.started:
                     emitter.sent(level=LEVEL_COMPACTION, after_tokens=sizes.tokens, messages=candidate)
-                cutoff = turn.previous["cutoff_index"] if turn.previous else None
-                horizon = Horizon(count, cutoff, pinned, lean=decision.send > 0)
+                horizon = replace(horizon, pinned=pinned, lean=decision.send > 0)
                 return with_update(response, {COMPACTION_HORIZON_KEY: horizon.as_state()}, ())
         emitter.after_tokens = candidates[0][1].tokens
-        return (yield from self._fold(turn, view, pinned, emitter, count))
+        return (yield from self._fold(turn, view, pinned, emitter, horizon.count))
 
     def _candidates(self, turn: _Turn, view: list[BaseMessage]) -> list[tuple[list[BaseMessage], Sizes]]:
         """The compacted views that may go out, in order: the view, then the view without its reference

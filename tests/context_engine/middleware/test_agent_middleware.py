@@ -118,13 +118,17 @@ async def test_compaction_only_calls_no_summary_and_emits_started_completed(mode
 @MODES
 async def test_both_trigger_comparisons_are_at_or_above(mode):
     """SPEC 6 steps 2 and 4: an estimate equal to ``T`` compacts, and a compacted view equal to ``T``
-    is summarized; one token less does neither."""
+    is summarized; one token less does neither. (Low-water mark 0: compaction goes as far as it can,
+    so the compacted view compared with ``T`` is the whole compaction.)"""
     messages = conversation(4)
     size = request_size(mw_for(mw_config(1)), make_request(messages))
     for trigger, expected in ((size + 1, []), (size, ["started", "completed"])):
         events = []
         await call_mw(
-            mw_for(mw_config(trigger, keep=20)), make_request(messages, events=events), Handler(), mode
+            mw_for(mw_config(trigger, keep=20, low_water_percent=0)),
+            make_request(messages, events=events),
+            Handler(),
+            mode,
         )
         assert statuses(events) == expected, trigger
     after = events[-1]["after_tokens"]
@@ -132,7 +136,7 @@ async def test_both_trigger_comparisons_are_at_or_above(mode):
 
     for trigger, summaries in ((after + 1, 0), (after, 1)):
         model, events = ScriptedChatModel(), []
-        mw = mw_for(mw_config(trigger, keep=20), model=model)
+        mw = mw_for(mw_config(trigger, keep=20, low_water_percent=0), model=model)
         await call_mw(mw, make_request(messages, events=events), Handler(), mode)
         assert len(model.summary_prompts) == summaries, trigger
         assert events[-1]["level"] == ("summary" if summaries else "compaction")

@@ -259,7 +259,7 @@ def test_warm_calls_reuse_compaction_and_estimates_for_unchanged_messages(monkey
 
     monkeypatch.setattr(memo, "compact_messages", counting)
     messages = conversation(8)
-    mw = mw_for(mw_config(6000, keep=50))
+    mw = mw_for(mw_config(6000, keep=50, low_water_percent=0))
     first = Handler()
     mw.wrap_model_call(make_request(messages), first)
     grown = [*messages, *tool_turn(30, name="fetch", content="y " * 2000)]
@@ -267,9 +267,11 @@ def test_warm_calls_reuse_compaction_and_estimates_for_unchanged_messages(monkey
     mw.wrap_model_call(make_request(grown), second)
     assert seen == [len(messages), 2]  # only the new turn (from its AIMessage) is compacted again
     fresh = Handler()
-    mw_for(mw_config(6000, keep=50)).wrap_model_call(make_request(grown), fresh)
+    mw_for(mw_config(6000, keep=50, low_water_percent=0)).wrap_model_call(make_request(grown), fresh)
     assert [m.content for m in second.sent] == [m.content for m in fresh.sent]
-    assert all(a is b for a, b in zip(second.sent[: len(messages)], first.sent, strict=True))
+    # The first request's messages go out again as they did (a receipt made at arrival equals the
+    # one the memo makes once the result is answered: made once, never rendered otherwise).
+    assert second.sent[: len(messages)] == first.sent
 
 
 def test_a_read_file_result_is_shown_whole_until_answered_then_compacted_on_a_warm_call():
