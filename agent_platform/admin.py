@@ -30,6 +30,7 @@ from context_engine.config import trigger_capped
 TUNE_COMPRESSION_PERMISSION = "agent_platform.tune_compression"
 MANAGE_ENDPOINTS_PERMISSION = "agent_platform.manage_model_endpoints"
 BUDGET_FIELDS = ("summary_threshold", "budget_figures")  # the figures beside the threshold, on its row
+THRESHOLD_FIELDSET_CLASS = "agent-threshold"  # the fieldset the retune panel follows
 
 
 @admin.register(Agent)
@@ -54,10 +55,12 @@ class AgentAdmin(admin.ModelAdmin):
 
     def get_fieldsets(self, request: HttpRequest, obj: Agent | None = None):
         tools = (*TOOL_FIELDS, "tool_warnings") if self._tool_problems(obj) else TOOL_FIELDS
-        compression = (BUDGET_FIELDS, *COMPRESSION_FIELDS[1:])
+        # The threshold and its figures stand alone, so the change form can put "what this threshold
+        # would do" right under them (``change_form.html``), above the other compression fields.
+        details = COMPRESSION_FIELDS[1:]
         # No calibration figure on an agent that does not exist yet.
         if obj is not None:
-            compression += ("calibration_display",)
+            details += ("calibration_display",)
         return (
             (None, {"fields": GENERAL_FIELDS}),
             (_("Model"), {"fields": MODEL_FIELDS}),
@@ -69,9 +72,11 @@ class AgentAdmin(admin.ModelAdmin):
                         "One budget: above the effective trigger, large tool results are saved to files "
                         "first; only if that is not enough, older history is summarized."
                     ),
-                    "fields": compression,
+                    "fields": (BUDGET_FIELDS,),
+                    "classes": (THRESHOLD_FIELDSET_CLASS,),
                 },
             ),
+            (None, {"fields": details, "classes": ("compression-details",)}),
         )
 
     @admin.display(description=_("Effective trigger (tokens)"))

@@ -82,17 +82,33 @@ class AgentAdminForm(forms.ModelForm):
         if self.instance.pk is not None and not {"endpoint", "model_name"} & set(self.changed_data):
             return cleaned  # nothing about the model changed: no need to ask the endpoint
         name = cleaned.get("model_name") or endpoint.default_model
-        if not name or name == OFFLINE_MODEL_NAME:
-            return cleaned  # Agent.clean says why (a model must be named; no endpoint serves that one)
+        if name == OFFLINE_MODEL_NAME:
+            return cleaned  # Agent.clean says why (no endpoint serves that one)
         try:
             listed = endpoint_models(endpoint)
         except EndpointModelsUnavailable:
             return cleaned  # the endpoint's list is not known: nothing to check the name against
-        if name not in listed:
+        if not name and len(listed) == 1:
+            # No name and no default, but the endpoint serves one model only: that one, as the form's
+            # script picks it when the endpoint is chosen.
+            cleaned["model_name"] = listed[0]
+        elif name and name not in listed:
             shown = ", ".join(listed[:LISTED_IN_ERROR]) + (" …" if len(listed) > LISTED_IN_ERROR else "")
             self.add_error(
                 "model_name",
                 _("The endpoint %(endpoint)s does not list a model named %(name)s. It lists: %(names)s.")
                 % {"endpoint": endpoint.name, "name": name, "names": shown},
             )
-        return cleaned
+        return cleaned  # no name and several models: Agent.clean says a model must be named
+
+    def _post_clean(self) -> None:
+        # A name the form refused never reaches the instance, which then still holds the field's
+        # default (the offline model's name): the model's own checks would add an error about a name
+        # nobody typed, and the figures beside the threshold would describe that model. The form's
+        # refusal is the only word on that field, and the figures are the typed name's.
+        refused = list(self.errors.get("model_name", []))
+        super()._post_clean()
+        if refused:
+            self._errors["model_name"] = self.error_class(refused)
+            typed = self.data.get(self.add_prefix("model_name")) or ""
+            self.instance.model_name = str(typed).strip()[: Agent._meta.get_field("model_name").max_length]

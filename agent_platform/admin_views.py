@@ -14,6 +14,7 @@ from agent_platform.admin_base import admin_json
 from agent_platform.budget import agent_as_typed, agent_budget_figures, budget_figures_html
 from agent_platform.errors import ApplicationError, NotFound
 from agent_platform.models import Agent, ModelEndpoint
+from agent_platform.numbers import whole_number
 from agent_platform.runtime.models import EndpointModelsUnavailable, endpoint_models
 
 AGENT_FORM_PERMISSIONS = (
@@ -29,10 +30,10 @@ MODEL_LIST_PERMISSIONS = (
 
 
 def _row_id(raw: str | None, *, what: str) -> int:
-    raw = (raw or "").strip()
-    if not (raw.isascii() and raw.isdigit()):
+    row_id = whole_number(raw)
+    if row_id is None:
         raise ApplicationError(_("Name the %(what)s by its id.") % {"what": what}, code="invalid_value")
-    return int(raw)
+    return row_id
 
 
 def agent_or_none(request: HttpRequest) -> Agent | None:

@@ -13,6 +13,7 @@ from django.utils.translation import gettext as _
 
 from agent_platform.errors import ApplicationError
 from agent_platform.models import Agent, ModelEndpoint
+from agent_platform.numbers import whole_number
 from context_engine.config import TOKENS_PER_K, trigger_capped
 from context_engine.policy.pressure import HINT_RATIO, hint_tokens
 
@@ -87,10 +88,11 @@ def agent_as_typed(*, base: Agent | None, values: Mapping[str, str]) -> Agent:
         if not raw and name == "context_window":
             agent.context_window = None
             continue
-        if not (raw.isascii() and raw.isdigit()) or int(raw) > MAX_TYPED_NUMBER:
+        number = whole_number(raw, maximum=MAX_TYPED_NUMBER)
+        if number is None:
             label = Agent._meta.get_field(name).verbose_name
             raise TypedValueError(_("%(field)s: enter a whole number.") % {"field": label})
-        setattr(agent, name, int(raw))
+        setattr(agent, name, number)
     if not agent.summary_threshold:
         raise TypedValueError(_("The threshold must be greater than 0."))
     if "endpoint" in values:
@@ -104,7 +106,8 @@ def _endpoint(raw: str) -> ModelEndpoint | None:
     raw = raw.strip()
     if not raw:
         return None
-    endpoint = ModelEndpoint.objects.filter(pk=int(raw)).first() if raw.isascii() and raw.isdigit() else None
+    endpoint_id = whole_number(raw)
+    endpoint = ModelEndpoint.objects.filter(pk=endpoint_id).first() if endpoint_id is not None else None
     if endpoint is None:
         raise TypedValueError(_("No such model endpoint."), code="not_found", status=404)
     return endpoint

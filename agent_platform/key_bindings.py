@@ -73,9 +73,27 @@ def _parsed(raw: str) -> dict[str, frozenset[Origin]]:
         raise ImproperlyConfigured(f"MODEL_KEY_BINDINGS: {exc}") from exc
 
 
+# Bindings a process makes for a server it started itself (``local_model``: the key it gave its own
+# llama.cpp child on a loopback port); never read from anything an admin can edit.
+_PROCESS_BINDINGS: dict[str, frozenset[Origin]] = {}
+
+
+def key_bind_in_process(*, key_env: str, url: str) -> None:
+    """Bind ``key_env`` to ``url``'s origin in this process, beside ``MODEL_KEY_BINDINGS``."""
+    origin = url_origin(url)
+    if origin is None:
+        raise ValueError(f"{url!r} has no origin")
+    _PROCESS_BINDINGS[key_env] = _PROCESS_BINDINGS.get(key_env, frozenset()) | {origin}
+
+
 def key_bindings() -> dict[str, frozenset[Origin]]:
-    """The bindings in force (read from settings each time, parsed once per value)."""
-    return _parsed(settings.MODEL_KEY_BINDINGS)
+    """The bindings in force (read from settings each time, parsed once per value), with this process's
+    own (``key_bind_in_process``)."""
+    configured = _parsed(settings.MODEL_KEY_BINDINGS)
+    if not _PROCESS_BINDINGS:
+        return configured
+    names = configured.keys() | _PROCESS_BINDINGS.keys()
+    return {n: configured.get(n, frozenset()) | _PROCESS_BINDINGS.get(n, frozenset()) for n in names}
 
 
 def binding_error(*, key_env: str, url: str) -> str | None:

@@ -192,12 +192,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_args_from_model(parser, Settings)
     parser.add_argument("--n_predict", type=int, default=None, help="max_tokens of a request that names none")
+    parser.add_argument(
+        "--fd", type=int, default=None, help="serve on this listening socket (held by the parent)"
+    )
     args = parser.parse_args()
     n_predict = args.__dict__.pop("n_predict")
+    fd = args.__dict__.pop("fd")
     server_settings = parse_model_from_args(ServerSettings, args)
     app = create_app(
         server_settings=server_settings, model_settings=[parse_model_from_args(ModelSettings, args)]
     )
+    if fd is not None:  # the port was bound by the parent and never released: serve on its socket
+        uvicorn.run(StreamUsage(app, n_predict=n_predict), fd=fd, log_level="warning")
+        return
     uvicorn.run(
         StreamUsage(app, n_predict=n_predict),
         host=server_settings.host,

@@ -13,6 +13,7 @@ from compression.models import CompressionJob, CompressionRecord
 from compression.panels import loss_line_from, reason_text
 from compression.record_page import record_page_context
 from compression.tasks import bulk_compress_start
+from conversations.access import VIEW_PERMISSION
 from conversations.admin import ConversationAdmin, thread_label
 from conversations.models import Conversation
 
@@ -20,8 +21,20 @@ from conversations.models import Conversation
 COMPRESS_ANY_THREAD_PERMISSION = "compression.compress_any_thread"
 
 
+class ThreadRowsAdmin(AuditAdmin):
+    """Audit rows of threads (records, jobs) show a thread's title, owner and identifiers: each user sees
+    those of the threads they may see (``conversations.access``: their own, or every thread with
+    ``view_conversation``); the model's own view permission alone opens no one else's."""
+
+    def get_queryset(self, request: HttpRequest):
+        rows = super().get_queryset(request)
+        if request.user.has_perm(VIEW_PERMISSION):
+            return rows
+        return rows.filter(conversation__owner_id=request.user.pk)
+
+
 @admin.register(CompressionRecord)
-class CompressionRecordAdmin(AuditAdmin):
+class CompressionRecordAdmin(ThreadRowsAdmin):
     list_display = (
         "created_at",
         "thread",
@@ -170,7 +183,7 @@ class CompressionRecordAdmin(AuditAdmin):
 
 
 @admin.register(CompressionJob)
-class CompressionJobAdmin(AuditAdmin):
+class CompressionJobAdmin(ThreadRowsAdmin):
     """Compression jobs as they were claimed, run and ended: read-only, seen with ``view_compressionjob``."""
 
     list_display = ("thread", "asked_by", "status_words", "created_at", "duration")

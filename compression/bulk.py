@@ -8,6 +8,7 @@ never waited on. The Celery fan-out is in ``tasks``.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 
 from django.conf import settings
@@ -16,10 +17,11 @@ from agent_platform.errors import ApplicationError
 from compression.errors import ModelUnavailable
 from compression.models import CompressionRecord
 from compression.services import conversation_compress
-from context_engine.events import describe_error
 
 logger = logging.getLogger(__name__)
 
+# "APIConnectionError: Connection error." → "Connection error." (a dotted path counts as a class too).
+_CLASS_PREFIX = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Timeout|Exceeded)\w*: ")
 # Service error codes that mean "left alone on purpose", not "went wrong".
 _SKIPPED = {"thread_busy": "skipped_busy", "capability_missing": "skipped_capability"}
 
@@ -67,14 +69,12 @@ def bulk_compress_one(
         if raise_transient and isinstance(exc, ModelUnavailable):
             raise
         label = _SKIPPED.get(exc.code, "failed")
-        # The operator's report: the exception as raised (a thread's pages get plain words instead).
-        error = getattr(exc, "error_detail", "") or (
-            describe_error(exc.__cause__) if exc.__cause__ else exc.message
-        )
-        return BulkOutcome(conversation_id, label, error=error if label == "failed" else "")
+        return BulkOutcome(conversation_id, label, error=failure_words(exc) if label == "failed" else "")
     except Exception as exc:  # noqa: BLE001 - one broken thread must not stop the rest of the batch
         logger.exception("Bulk compression of conversation %s failed", conversation_id)
-        return BulkOutcome(conversation_id, "failed", error=f"{type(exc).__name__}: {exc}")
+        return BulkOutcome(
+            conversation_id, "failed", error=f"An unexpected error ({exc}); the server log has the details."
+        )
     record = outcome.record
     usage = record.summary_usage or {}
     return BulkOutcome(
@@ -86,6 +86,16 @@ def bulk_compress_one(
         before_tokens=record.before_tokens,
         after_tokens=record.after_tokens,
     )
+
+
+def failure_words(exc: ApplicationError) -> str:
+    """A failed compression for the operator's report, in words: the service's message (written for
+    people) and the provider's own text, without the exception's class (the record's and the job's
+    ``error_detail`` keep the exception as raised, for the admin)."""
+    detail = getattr(exc, "error_detail", "") or (str(exc.__cause__) if exc.__cause__ else "")
+    text = _CLASS_PREFIX.sub("", detail.strip()).strip()
+    words = str(exc.message)
+    return words if not text or text in words else f"{words} ({text})"
 
 
 @dataclass

@@ -15,11 +15,13 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_asgi_app = get_asgi_application()
 
 from config.body_gate import BodyGate  # noqa: E402
+from config.error_bodies import ErrorBodies  # noqa: E402
 from conversations.routing import websocket_urlpatterns  # noqa: E402
 
 application = ProtocolTypeRouter(
     {
-        "http": BodyGate(django_asgi_app),
+        # Every error answer with a body that says why (``config.error_bodies``).
+        "http": ErrorBodies(BodyGate(django_asgi_app)),
         # Same origin (scheme, host, port), not only an allowed host: ``config.ws_origin``.
         "websocket": SameOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }

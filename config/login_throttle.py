@@ -1,17 +1,25 @@
-"""Login throttling (django-axes): how a locked-out login is answered, and whose address it was.
+"""Login throttling (django-axes): which failures lock a login out, how it is answered, and whose
+address it was.
 
-Failed logins are counted per account and per client address (``AXES_LOCKOUT_PARAMETERS``); at
-``LOGIN_FAILURE_LIMIT`` either is locked out for ``LOGIN_LOCKOUT_MINUTES``. The login page (and the
-admin's) then answers 429 with ``Retry-After`` and says so in words. The address is the socket's,
-unless the operator declared trusted proxies: then the one the outermost of them saw.
+Failed logins are counted per account-and-address pair (``AXES_LOCKOUT_PARAMETERS``): at
+``LOGIN_FAILURE_LIMIT`` that account is locked out from that address only, for
+``LOGIN_LOCKOUT_MINUTES`` (a stranger cannot lock the admin out of their own address). And per
+address over all accounts (``PairAndAddressHandler``): at the higher ``LOGIN_ADDRESS_FAILURE_LIMIT``
+the address is locked out for every account (password spraying). The login page (and the admin's)
+then answers 429 with ``Retry-After`` and says so in words. The address is the socket's, unless the
+operator declared trusted proxies: then the one the outermost of them saw.
 """
 
 from __future__ import annotations
 
 import math
 
+from axes.attempts import get_cool_off_threshold
+from axes.handlers.database import AxesDatabaseHandler
+from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth.forms import AuthenticationForm
+from django.db.models import Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.translation import ngettext
@@ -31,6 +39,33 @@ def client_ip(request: HttpRequest) -> str | None:
     if count and len(forwarded) >= count:
         return forwarded[-count]
     return remote
+
+
+def address_failures(request: HttpRequest) -> int:
+    """Failed logins from the request's address within the cool-off, over every account."""
+    address = getattr(request, "axes_ip_address", None)
+    if not address:
+        return 0
+    attempts = AccessAttempt.objects.filter(
+        ip_address=address, attempt_time__gte=get_cool_off_threshold(request)
+    )
+    return attempts.aggregate(total=Sum("failures_since_start"))["total"] or 0
+
+
+class PairAndAddressHandler(AxesDatabaseHandler):
+    """Axes' database handler, plus the per-address bound (see the module docstring)."""
+
+    def is_locked(self, request, credentials=None) -> bool:
+        if super().is_locked(request, credentials):
+            return True
+        return address_failures(request) >= settings.LOGIN_ADDRESS_FAILURE_LIMIT
+
+    def user_login_failed(self, sender, credentials: dict, request=None, **kwargs) -> None:
+        super().user_login_failed(sender, credentials, request=request, **kwargs)
+        # The failure that reaches the address's bound is answered as a lockout already, as axes
+        # answers the one that reaches the pair's.
+        if request is not None and address_failures(request) >= settings.LOGIN_ADDRESS_FAILURE_LIMIT:
+            request.axes_locked_out = True
 
 
 def locked_out(request: HttpRequest, original_response=None, credentials=None) -> HttpResponse:

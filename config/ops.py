@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import DatabaseError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_safe
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest
 from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
@@ -36,18 +36,33 @@ REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9._:-]{1,100}$")
 
 
 @never_cache
-@require_GET
+@require_safe  # GET and HEAD: a load balancer's probe may be either
 def healthz(request: HttpRequest) -> JsonResponse:
     """The process answers. Touches nothing else, so a restart is only asked for when it is stuck."""
     return JsonResponse({"status": "ok"})
 
 
+def _is_staff(request: HttpRequest) -> bool:
+    user = getattr(request, "user", None)
+    try:
+        return bool(user is not None and user.is_active and user.is_staff)
+    except DatabaseError:  # the database is what failed: nobody is known to be staff
+        return False
+
+
 @never_cache
-@require_GET
+@require_safe
 def readyz(request: HttpRequest) -> JsonResponse:
+    """Which services answer. Why one did not (its host, port or path) is for staff and the logs only:
+    anyone else reads ``failed`` for it."""
+    staff = _is_staff(request)  # before the checks: a failed one may leave the connection unusable
     results = readiness()
     failed = sorted(name for name, reason in results.items() if reason)
     checks = {name: ("ok" if reason is None else reason) for name, reason in results.items()}
+    if failed:
+        logger.warning("Not ready: %s", "; ".join(f"{name}: {checks[name]}" for name in failed))
+    if not staff:
+        checks = {name: ("ok" if reason is None else "failed") for name, reason in results.items()}
     if failed:
         message = f"Not ready: {', '.join(failed)} did not answer."
         return JsonResponse(

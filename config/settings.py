@@ -114,7 +114,11 @@ AUTHENTICATION_BACKENDS = [
 ]
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=5)
 AXES_COOLOFF_TIME = timedelta(minutes=env.float("LOGIN_LOCKOUT_MINUTES", default=15.0))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # each on its own: per account, per address
+# Per account-and-address pair: failures from one address never lock the account out of another.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# And per address over every account, at a higher bound (config.login_throttle.PairAndAddressHandler).
+AXES_HANDLER = "config.login_throttle.PairAndAddressHandler"
+LOGIN_ADDRESS_FAILURE_LIMIT = env.int("LOGIN_ADDRESS_FAILURE_LIMIT", default=30)
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "config.login_throttle.locked_out"
 AXES_CLIENT_IP_CALLABLE = "config.login_throttle.client_ip"
@@ -230,6 +234,11 @@ MODEL_KEY_BINDINGS = env.str("MODEL_KEY_BINDINGS", default="")
 WEB_SEARCH_BASE_URL = env.str("WEB_SEARCH_BASE_URL", default="")
 WEB_SEARCH_API_KEY = env.str("WEB_SEARCH_API_KEY", default="")
 MODEL_REQUEST_TIMEOUT = env.float("MODEL_REQUEST_TIMEOUT", default=120.0)
+# Every tool call's budget (agent_platform.runtime.stopping): wall time for the whole call (a sub-agent's
+# ``task`` has its own), and the characters its answer may hold.
+TOOL_CALL_SECONDS = env.float("TOOL_CALL_SECONDS", default=60.0)
+TOOL_TASK_SECONDS = env.float("TOOL_TASK_SECONDS", default=900.0)
+TOOL_OUTPUT_MAX_CHARS = env.int("TOOL_OUTPUT_MAX_CHARS", default=1_000_000)
 
 # --- Attachments (files a user brings into a thread; saved under the workdir's uploads/) ------------
 ATTACHMENT_MAX_FILE_BYTES = env.int("ATTACHMENT_MAX_FILE_BYTES", default=10 * 1024 * 1024)
@@ -259,6 +268,12 @@ COMPRESSING_LEASE_SECONDS = env.int("COMPRESSING_LEASE_SECONDS", default=10)
 THREAD_LOCK_TIMEOUT_MS = env.int("THREAD_LOCK_TIMEOUT_MS", default=3000)
 # POST .../compress?wait=true answers synchronously for at most this long, then 202 with the job.
 COMPRESSION_WAIT_SECONDS = env.float("COMPRESSION_WAIT_SECONDS", default=60.0)
+# A deleted thread stays in its owner's bin, restorable, this many days; after that it is gone for
+# good from every page (a friendly 404).
+THREAD_BIN_RETENTION_DAYS = env.int("THREAD_BIN_RETENTION_DAYS", default=30)
+# `compact_threads` leaves a thread alone unless the tokens it expects to save are at least this many
+# times the tokens the summary call is expected to write (its summary's estimated length).
+BULK_MIN_SAVING_FACTOR = env.float("BULK_MIN_SAVING_FACTOR", default=2.0)
 
 # --- Headers and proxies ----------------------------------------------------------------------
 # Every page: scripts and styles from this site only (no inline script anywhere; the templates load
@@ -332,5 +347,11 @@ LOGGING = {
         "console": {"class": "logging.StreamHandler", "formatter": LOG_FORMAT, "filters": ["ids"]},
     },
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"httpx": {"level": "WARNING"}, "openai": {"level": "WARNING"}},
+    "loggers": {
+        "httpx": {"level": "WARNING"},
+        "openai": {"level": "WARNING"},
+        # The development server's access lines: Django's own "django" logger prints them too (with
+        # DEBUG on), and they would reach the root handler as well; written once, here.
+        "django.channels.server": {"handlers": ["console"], "level": "INFO", "propagate": False},
+    },
 }

@@ -13,7 +13,7 @@ from django.utils.translation import gettext as _
 
 from agent_platform.admin_base import admin_json
 from agent_platform.admin_views import AGENT_FORM_PERMISSIONS
-from agent_platform.budget import agent_as_typed, agent_budget_figures
+from agent_platform.budget import BudgetFigures, agent_as_typed, agent_budget_figures
 from agent_platform.errors import NotFound
 from agent_platform.models import Agent
 from conversations.selectors import RETUNE_BANDS, RetuneCounts, agent_retune_counts
@@ -22,7 +22,18 @@ RETUNE_TEMPLATE = "admin/agent_platform/agent/_retune.html"
 BAR_WIDTH = 120  # px of the longest bar
 
 
-def retune_html(*, agent: Agent, trigger_typed: int, counts: RetuneCounts) -> str:
+def _cap_note(figures: BudgetFigures) -> str:
+    """Why T is below the threshold × 1,024, when the window's cap lowered it; else ``""``."""
+    if not figures.trigger_capped:
+        return ""
+    return _("capped at 90%% of the %(window)s-token window; the threshold asks for %(asked)s") % {
+        "window": f"{figures.window:,}",
+        "asked": f"{figures.threshold_tokens:,}",
+    }
+
+
+def retune_html(*, agent: Agent, typed: BudgetFigures, counts: RetuneCounts) -> str:
+    today = agent_budget_figures(agent)
     labels = {
         "under_hint": _("under the hint"),
         "hint_to_trigger": _("between the hint and the trigger"),
@@ -45,9 +56,11 @@ def retune_html(*, agent: Agent, trigger_typed: int, counts: RetuneCounts) -> st
         {
             "rows": rows,
             "counts": counts,
-            "trigger_today": f"{agent.effective_trigger:,}",
-            "trigger_typed": f"{trigger_typed:,}",
-            "changed": trigger_typed != agent.effective_trigger,
+            "trigger_today": f"{today.trigger:,}",
+            "trigger_typed": f"{typed.trigger:,}",
+            "capped_today": _cap_note(today),
+            "capped_typed": _cap_note(typed),
+            "changed": typed.trigger != today.trigger,
             "bar_width": BAR_WIDTH,
         },
     )
@@ -55,11 +68,12 @@ def retune_html(*, agent: Agent, trigger_typed: int, counts: RetuneCounts) -> st
 
 def retune_panel(*, agent: Agent) -> dict[str, object]:
     """Today's counts, for the change form's first render (the typed value is the saved one)."""
-    trigger = agent.effective_trigger
+    figures = agent_budget_figures(agent)
+    trigger = figures.trigger
     counts = agent_retune_counts(agent_id=agent.pk, trigger_today=trigger, trigger_typed=trigger)
     return {
         "url": reverse("agent-retune", args=[agent.pk]),
-        "html": retune_html(agent=agent, trigger_typed=trigger, counts=counts),
+        "html": retune_html(agent=agent, typed=figures, counts=counts),
     }
 
 
@@ -68,7 +82,8 @@ def agent_retune(request: HttpRequest, agent_id: int) -> JsonResponse:
     agent = Agent.objects.select_related("endpoint").filter(pk=agent_id).first()
     if agent is None:
         raise NotFound(_("No such agent."))
-    trigger_typed = agent_budget_figures(agent_as_typed(base=agent, values=request.GET)).trigger
+    typed = agent_budget_figures(agent_as_typed(base=agent, values=request.GET))
+    trigger_typed = typed.trigger
     counts = agent_retune_counts(
         agent_id=agent.pk, trigger_today=agent.effective_trigger, trigger_typed=trigger_typed
     )
@@ -76,10 +91,11 @@ def agent_retune(request: HttpRequest, agent_id: int) -> JsonResponse:
         {
             "trigger_today": agent.effective_trigger,
             "trigger_typed": trigger_typed,
+            "trigger_typed_capped": typed.trigger_capped,
             "today": counts.today,
             "typed": counts.typed,
             "unmeasured": counts.unmeasured,
-            "html": retune_html(agent=agent, trigger_typed=trigger_typed, counts=counts),
+            "html": retune_html(agent=agent, typed=typed, counts=counts),
         }
     )
 

@@ -51,7 +51,8 @@ class ThreadFilters(Schema):
     scope: str = Field(
         search.SCOPE_MINE,
         pattern=f"^({'|'.join(search.SCOPES)})$",
-        description="`mine`, or `shared`: others' threads (holders of `conversations.view_conversation`).",
+        description="`mine`, `archived` (the caller's archived threads), or `shared`: others' threads "
+        "(holders of `conversations.view_conversation`).",
     )
 
 
@@ -140,7 +141,9 @@ def message_create(request: HttpRequest, thread_id: uuid.UUID, payload: MessageI
     return Status(202, {"message": result.message, "run": result.run})
 
 
-@router.post("/{thread_id}/messages/upload", response={202: IntakeOut, **error_responses(404, 409, 413, 429)})
+@router.post(
+    "/{thread_id}/messages/upload", response={202: IntakeOut, **error_responses(400, 404, 409, 413, 429)}
+)
 def message_create_with_files(
     request: HttpRequest,
     thread_id: uuid.UUID,
@@ -201,7 +204,7 @@ def message_edit_send(request: HttpRequest, thread_id: uuid.UUID, message_id: in
     return Status(202, {"message": result.message, "run": result.run})
 
 
-@router.post("/{thread_id}/regenerate", response={202: IntakeOut, **error_responses(404, 409, 422, 429)})
+@router.post("/{thread_id}/regenerate", response={202: IntakeOut, **error_responses(400, 404, 409, 422, 429)})
 def thread_regenerate(request: HttpRequest, thread_id: uuid.UUID, payload: Body[RegenerateIn | None] = None):
     """Answer the last user message again; the earlier reply stays as an earlier version. A retry with
     the same `request_id` (optional body `{"request_id": ...}`) returns the first result and starts no
@@ -221,9 +224,12 @@ def message_versions_get(request: HttpRequest, thread_id: uuid.UUID, message_id:
     return message_versions(conversation=conversation, message_id=message_id)
 
 
-@router.post("/{thread_id}/resume", response={202: IntakeOut, **error_responses(400, 404, 409)})
+@router.post("/{thread_id}/resume", response={202: IntakeOut, **error_responses(400, 404, 409, 429)})
 def thread_resume(request: HttpRequest, thread_id: uuid.UUID, payload: ResumeIn):
-    result = services.run_resume(thread_id=thread_id, user=request.user, answer=payload.answer)
+    """Answer the agent's ``ask_user`` question. An answer pays for the model calls that follow, as a send
+    does: 429 `rate_limited` (with `Retry-After`) over the user's send limits."""
+    with message_throttled(request, with_files=False):
+        result = services.run_resume(thread_id=thread_id, user=request.user, answer=payload.answer)
     return Status(202, {"message": result.message, "run": result.run})
 
 

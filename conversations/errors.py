@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.utils.translation import gettext_lazy as _
 
-from agent_platform.errors import Conflict, NotFound, Unprocessable
+from agent_platform.errors import ApplicationError, Conflict, NotFound, Unprocessable
 
 
 class ThreadNotFound(NotFound):
@@ -76,3 +76,19 @@ class MessageNotEditable(Unprocessable):
 
     code = "message_not_editable"
     default_message = _("This message can't be edited or regenerated.")
+
+
+class InvalidRequestId(ApplicationError):
+    """A ``request_id`` that is only blank space: no key a retry could be matched on."""
+
+    status = 400
+    code = "invalid_request_id"
+    default_message = _("The request_id is blank; send a key of visible characters, or none.")
+
+
+class RequestIdReused(Conflict):
+    """A ``request_id`` the thread already took for another kind of request (a send's, reused on a
+    regenerate): the first request's result is not this one's."""
+
+    code = "request_id_reused"
+    default_message = _("This request_id was used for another kind of request on this thread; use a new one.")

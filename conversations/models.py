@@ -38,6 +38,11 @@ class Conversation(models.Model):
     last_activity_at = models.DateTimeField(
         verbose_name=_("last activity at"), auto_now_add=True, db_index=True
     )
+    # The sidebar's own marks (the owner's): pinned threads first, archived ones out of the lists, and
+    # when a thread went to the bin (restorable for THREAD_BIN_RETENTION_DAYS).
+    pinned_at = models.DateTimeField(verbose_name=_("pinned at"), null=True, blank=True)
+    archived_at = models.DateTimeField(verbose_name=_("archived at"), null=True, blank=True)
+    deleted_at = models.DateTimeField(verbose_name=_("deleted at"), null=True, blank=True)
 
     # The last token_usage figures, copied here so bulk selection never opens a checkpoint.
     context_tokens = models.PositiveIntegerField(verbose_name=_("context tokens"), null=True, blank=True)

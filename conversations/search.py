@@ -1,4 +1,5 @@
-"""The thread list's reads: whose threads (``mine``, or ``shared`` with a holder of the view permission)
+"""The thread list's reads: whose threads (``mine``, its ``archived`` ones, or ``shared`` with a holder of
+the view permission)
 and search inside messages: PostgreSQL full-text (the GIN index of migration 0010), ``icontains``
 elsewhere and for queries in scripts written without spaces (Chinese, Japanese), which the ``simple``
 text-search configuration cannot split into words."""
@@ -16,8 +17,8 @@ from context_engine.text import clean_text
 from conversations.access import VIEW_PERMISSION, threads_visible_to
 from conversations.models import Conversation, Message
 
-SCOPE_MINE, SCOPE_SHARED = "mine", "shared"
-SCOPES = (SCOPE_MINE, SCOPE_SHARED)
+SCOPE_MINE, SCOPE_SHARED, SCOPE_ARCHIVED = "mine", "shared", "archived"
+SCOPES = (SCOPE_MINE, SCOPE_SHARED, SCOPE_ARCHIVED)
 QUERY_MAX_CHARS = 200
 SEARCH_CONFIG = "simple"  # no stemming, no stop words: every language's words match as written
 SEARCHED_ROLES = (Message.Role.USER, Message.Role.ASSISTANT)
@@ -31,12 +32,13 @@ def shared_scope_allowed(user: AbstractBaseUser) -> bool:
 
 
 def threads_in_scope(*, user: AbstractBaseUser, scope: str = SCOPE_MINE) -> QuerySet[Conversation]:
-    """``mine``: the caller's own active threads; ``shared``: the others' threads the caller may read
-    (none without the permission). Newest activity first."""
+    """``mine``: the caller's own active threads but the archived ones; ``archived``: those;
+    ``shared``: the others' threads the caller may read (none without the permission). Newest activity
+    first."""
     visible = threads_visible_to(user).select_related("agent", "owner")
     if scope == SCOPE_SHARED:
         return visible.exclude(owner=user) if shared_scope_allowed(user) else visible.none()
-    return visible.filter(owner=user)
+    return visible.filter(owner=user, archived_at__isnull=scope != SCOPE_ARCHIVED)
 
 
 def full_text_available() -> bool:

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.cache import cache
 from django.core.validators import slug_re
 from django.db.models import Case, Count, Exists, F, FloatField, Func, OuterRef, Q, QuerySet, Value, When
 from django.db.models.functions import Floor, Greatest, Least
+from django.utils import timezone
 
 from agent_platform.models import Agent
 from agent_platform.runtime.graph import state_repository_for
@@ -35,6 +38,22 @@ def thread_list(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
     """The caller's own active threads, newest activity first (the list page's scopes and search:
     ``conversations.search``)."""
     return Conversation.objects.filter(owner=user, status=Conversation.Status.ACTIVE).select_related("agent")
+
+
+def bin_cutoff() -> datetime:
+    """Threads deleted before this moment have left the bin."""
+    return timezone.now() - timedelta(days=settings.THREAD_BIN_RETENTION_DAYS)
+
+
+def threads_in_bin(*, user: AbstractBaseUser) -> QuerySet[Conversation]:
+    """The caller's deleted threads still within the retention period, most recently deleted first."""
+    return (
+        Conversation.objects.filter(
+            owner=user, status=Conversation.Status.DELETED, deleted_at__gte=bin_cutoff()
+        )
+        .select_related("agent")
+        .order_by("-deleted_at")
+    )
 
 
 def thread_get(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) -> Conversation:

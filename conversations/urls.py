@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations import views
+from conversations import sidebar_views, views
 
 app_name = "conversations"
 
@@ -10,6 +10,10 @@ urlpatterns = [
     path("threads/<uuid:thread_id>/", views.thread_detail, name="thread-detail"),
     path("threads/<uuid:thread_id>/delete", views.thread_delete, name="thread-delete"),
     path("threads/<uuid:thread_id>/rename", views.thread_rename, name="thread-rename"),
+    path("threads/<uuid:thread_id>/pin", sidebar_views.thread_pin, name="thread-pin"),
+    path("threads/<uuid:thread_id>/archive", sidebar_views.thread_archive, name="thread-archive"),
+    path("bin/", sidebar_views.thread_bin, name="thread-bin"),
+    path("bin/<uuid:thread_id>/restore", sidebar_views.thread_restore, name="thread-restore"),
     path("threads/<uuid:thread_id>/runs/current/cancel", views.run_cancel, name="run-cancel-current"),
     path("threads/<uuid:thread_id>/runs/<int:run_id>/cancel", views.run_cancel, name="run-cancel"),
     path("threads/<uuid:thread_id>/messages", views.message_send, name="message-send"),

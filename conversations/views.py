@@ -13,6 +13,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
@@ -20,9 +21,11 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse, Stream
 from django.shortcuts import redirect, render
 from django.utils.http import content_disposition_header
 from django.utils.translation import gettext as _
+from django.utils.translation import ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from agent_platform.errors import ApplicationError, NotFound
+from agent_platform.numbers import whole_number
 from agent_platform.selectors import agent_list_enabled
 from agent_platform.workdir import workdir_for
 from context_engine.errors import StoreError
@@ -126,7 +129,11 @@ def _state_context(conversation: Conversation, user: AbstractBaseUser | Anonymou
 def thread_list(request: HttpRequest) -> HttpResponse:
     query = search.search_query(request.GET.get("q", ""))
     shared_allowed = search.shared_scope_allowed(request.user)
-    scope = search.SCOPE_SHARED if shared_allowed and request.GET.get("scope") == search.SCOPE_SHARED else ""
+    scope = request.GET.get("scope", "")
+    if scope not in (search.SCOPE_ARCHIVED, search.SCOPE_SHARED) or (
+        scope == search.SCOPE_SHARED and not shared_allowed
+    ):
+        scope = ""
     threads = search.thread_search(user=request.user, query=query, scope=scope or search.SCOPE_MINE)
     rows = [
         (thread, search.search_snippet(getattr(thread, "hit_content", None), query)) for thread in threads
@@ -168,8 +175,30 @@ def thread_delete(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
         conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
         return render(request, "conversations/thread_delete.html", {"conversation": conversation})
     services.thread_soft_delete(thread_id=thread_id, user=request.user)
-    messages.success(request, _("Thread deleted."))
+    messages.success(
+        request,
+        ngettext(
+            "Thread deleted. It stays in the bin for %(days)d day, where you can restore it.",
+            "Thread deleted. It stays in the bin for %(days)d days, where you can restore it.",
+            settings.THREAD_BIN_RETENTION_DAYS,
+        )
+        % {"days": settings.THREAD_BIN_RETENTION_DAYS},
+    )
     return redirect("conversations:thread-list")
+
+
+def thread_missing(request: HttpRequest, thread_id: uuid.UUID | None = None) -> HttpResponse:
+    """The friendly 404 of a thread page: the caller's own thread still in the bin can be restored from
+    here; anything else (never existed, someone else's, out of the bin) reads the same."""
+    in_bin = (
+        selectors.threads_in_bin(user=request.user).filter(thread_id=thread_id).first() if thread_id else None
+    )
+    return render(
+        request,
+        "conversations/thread_missing.html",
+        {"in_bin": in_bin, "retention_days": settings.THREAD_BIN_RETENTION_DAYS},
+        status=404,
+    )
 
 
 @login_required
@@ -199,7 +228,10 @@ def run_cancel(request: HttpRequest, thread_id: uuid.UUID, run_id: int | None = 
 @require_GET
 @_not_found_as_404
 def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
-    conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    try:
+        conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    except NotFound:
+        return thread_missing(request, thread_id)
     context = _state_context(conversation, request.user)
     messages_list = selectors.message_list_latest(conversation=conversation)
     context["messages_list"] = pages.transcript_order(messages_list)
@@ -242,13 +274,13 @@ def message_send(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 @require_POST
 @_not_found_as_404
 def question_answer(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
-    return _command(
-        request,
-        thread_id,
-        lambda: services.run_resume(
-            thread_id=thread_id, user=request.user, answer=request.POST.get("answer", "")
-        ),
-    )
+    def answer() -> object:
+        with message_throttled(request, with_files=False):  # an answer pays for model calls as a send does
+            return services.run_resume(
+                thread_id=thread_id, user=request.user, answer=request.POST.get("answer", "")
+            )
+
+    return _command(request, thread_id, answer)
 
 
 def _command(request: HttpRequest, thread_id: uuid.UUID, call: Callable[[], object]) -> HttpResponse:
@@ -269,10 +301,7 @@ def fragment_messages(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespons
     """Transcript entries after ``?after=<seq>``, each a ``_message.html``; ``?boundary=1`` marks where
     the model's word-for-word view begins (a re-render after a compression; new messages never move it)."""
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
-    try:
-        after = max(0, int(request.GET.get("after", "0")))
-    except ValueError:
-        after = 0
+    after = whole_number(request.GET.get("after")) or 0
     boundary = None
     if request.GET.get("boundary"):
         values = selectors.thread_values(conversation=conversation)

@@ -18,6 +18,7 @@ from django.db.models.functions import Cast
 
 from agent_platform.knowledge.models import Chunk, KnowledgeBase
 from agent_platform.knowledge.ranking import bm25_scores, query_terms, split_query
+from agent_platform.numbers import whole_number
 
 SEARCH_CONFIG = "english"
 TRIGRAM_MIN_SIMILARITY = 0.3
@@ -46,8 +47,8 @@ def kb_get(*, reference: str) -> KnowledgeBase | None:
     if not reference:
         return None
     match = Q(slug=reference) | Q(name__iexact=reference)
-    if reference.isascii() and reference.isdigit():  # "²".isdigit() is true, but int("²") fails
-        match |= Q(pk=int(reference))
+    if (kb_id := whole_number(reference)) is not None:
+        match |= Q(pk=kb_id)
     return KnowledgeBase.objects.filter(match).first()
 
 

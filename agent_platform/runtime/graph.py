@@ -37,7 +37,7 @@ from agent_platform.runtime.run_scope import (
     run_scope_for,
 )
 from agent_platform.runtime.state_repository import AgentStateRepository
-from agent_platform.runtime.stopping import StopWaitingToolsMiddleware
+from agent_platform.runtime.stopping import ToolBudgetMiddleware
 from agent_platform.runtime.subagent import SUBAGENT_EXCLUDED_TOOLS, SUBAGENT_PROMPT_SUFFIX, final_answer
 from agent_platform.threads import AgentThread
 from agent_platform.tools import build_tools, tools_unavailable
@@ -80,7 +80,8 @@ def agent_middleware(
     2. token usage: ``context_engine.middleware.token_usage_middleware_for(agent=..., calibration=...)``
        (pressure figures in state ``token_usage``, SPEC 7), inside compression so it measures what the
        model is actually sent;
-    3. stop: ``StopWaitingToolsMiddleware`` lets Stop end a tool call that waits (``stopping``).
+    3. tool budgets: ``ToolBudgetMiddleware`` gives every tool call its wall time, Stop and answer size
+       (``stopping``).
 
     Both share ``calibration``, the model's correction learned from reported usage (by default the
     process's one for the agent's endpoint and model, read from the table). Sub-agents get a stack of
@@ -93,7 +94,7 @@ def agent_middleware(
             agent=agent, workdir=RunWorkdir(), model=model, calibration=calibration, ledger=RunLedger()
         ),
         token_usage_middleware_for(agent=agent, calibration=calibration),
-        StopWaitingToolsMiddleware(),
+        ToolBudgetMiddleware(),
     ]
 
 

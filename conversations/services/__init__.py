@@ -6,6 +6,7 @@ from conversations.services.execution import run_claim
 from conversations.services.intake import IntakeResult, message_intake, run_resume
 from conversations.services.pins import PinState, message_pin, message_unpin
 from conversations.services.recovery import RecoveryReport, runs_recover
+from conversations.services.sidebar import thread_archive_set, thread_pin_set, thread_restore
 from conversations.services.threads import (
     NewMessage,
     message_append,
@@ -31,8 +32,11 @@ __all__ = [
     "run_resume",
     "run_start",
     "runs_recover",
+    "thread_archive_set",
     "thread_create",
     "thread_lock",
+    "thread_pin_set",
     "thread_rename",
+    "thread_restore",
     "thread_soft_delete",
 ]

@@ -107,8 +107,9 @@ def run_perform(*, run_id: int) -> int | None:
         relay = _RunRelay(run)
         with (
             log_context(thread_id=run.conversation.thread_id, run_id=run.pk),
-            run_lease(run_id=run.pk, worker=run.worker),
+            run_lease(run_id=run.pk, worker=run.worker) as lease_lost,
         ):
+            relay.stop_checks.lease_lost = lease_lost
             try:
                 relay.execute()
             except Exception as exc:  # noqa: BLE001 - any failure becomes the run's recorded error
@@ -191,6 +192,10 @@ class _RunRelay:
         config["configurable"][STOP_CHECK_CONFIG_KEY] = self.stop_checks.in_tool
         stream = graph.stream(payload, config, stream_mode=["messages", "custom", "updates"])
         cancelled, interrupted = self._relay(stream, cancelled=cancelled)
+        if self.stop_checks.lease_lost.is_set():
+            # Another worker took the run: its state is theirs to write, this one only lets go.
+            logger.warning("Run %s lost its lease; leaving it to its new worker", self.run.pk)
+            return
         if cancelled:
             self._end_cancelled(repository)
         else:

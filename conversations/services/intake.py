@@ -13,7 +13,7 @@ from django.utils.translation import get_language
 from django.utils.translation import gettext as _
 
 from conversations import events
-from conversations.errors import EmptyMessage, NotInterrupted, ThreadBusy
+from conversations.errors import EmptyMessage, InvalidRequestId, NotInterrupted, RequestIdReused, ThreadBusy
 from conversations.models import AgentRun, Conversation, Message
 from conversations.selectors import run_latest, thread_in_maintenance
 from conversations.services.attachments import CheckedUpload, Upload, attachments_check, attachments_save
@@ -37,19 +37,32 @@ class IntakeResult:
     created: bool  # False when a retried request_id returned the first result
 
 
+# The kinds of request a ``request_id`` makes idempotent; a key is one request's, of one kind.
+SEND = "send"
+
+
 def request_id_checked(request_id: str | None) -> str | None:
-    """A client's idempotency key, checked (empty means none)."""
+    """A client's idempotency key, checked (empty means none; blank space alone is refused, 400)."""
     if request_id:
+        if not request_id.strip():
+            raise InvalidRequestId()
         text_checked(request_id, field="request_id", max_length=REQUEST_ID_MAX_CHARS)
     return request_id or None
 
 
-def run_retried(*, conversation: Conversation, request_id: str | None) -> IntakeResult | None:
-    """The first result of a request retried with the same ``request_id`` (under the thread's lock)."""
+def run_retried(*, conversation: Conversation, request_id: str | None, kind: str) -> IntakeResult | None:
+    """The first result of a request of ``kind`` (``SEND``, or a ``MessageFork.Kind``) retried with the
+    same ``request_id`` (under the thread's lock). The key taken by a request of another kind is
+    ``RequestIdReused`` (409), never that request's result."""
     if not request_id:
         return None
-    first = conversation.runs.filter(request_id=request_id).select_related("input_message").first()
-    return None if first is None else IntakeResult(message=first.input_message, run=first, created=False)
+    first = conversation.runs.filter(request_id=request_id).select_related("input_message", "fork").first()
+    if first is None:
+        return None
+    fork = getattr(first, "fork", None)
+    if (fork.kind if fork is not None else SEND) != kind:
+        raise RequestIdReused()
+    return IntakeResult(message=first.input_message, run=first, created=False)
 
 
 def run_open(
@@ -139,7 +152,7 @@ def message_intake(
     text_checked(content, field="message", max_length=MESSAGE_MAX_CHARS)
     request_id = request_id_checked(request_id)
     with thread_lock(thread_id=thread_id, user=user) as conversation:
-        if (first := run_retried(conversation=conversation, request_id=request_id)) is not None:
+        if (first := run_retried(conversation=conversation, request_id=request_id, kind=SEND)) is not None:
             return first
         return _enqueue(
             conversation=conversation,

@@ -56,8 +56,9 @@ def run_lease_check_period() -> float:
 
 
 @contextmanager
-def run_lease(*, run_id: int, worker: str) -> Iterator[None]:
-    """Renew the run's lease from a background thread while the block executes.
+def run_lease(*, run_id: int, worker: str) -> Iterator[threading.Event]:
+    """Renew the run's lease from a background thread while the block executes; yields an event set
+    once the lease is lost (the executor's stop checks read it: a tool call ends, ``stopping``).
 
     Renewal is conditional on the run still being ``running`` under ``worker``: once recovery gave the
     run to someone else, this holder stops renewing it (and ``_finish`` refuses its outcome).
@@ -65,21 +66,23 @@ def run_lease(*, run_id: int, worker: str) -> Iterator[None]:
     with lease_renewed(
         held=lambda: AgentRun.objects.filter(pk=run_id, status=AgentRun.Status.RUNNING, worker=worker),
         name=f"run-{run_id}-lease",
-    ):
-        yield
+    ) as lost:
+        yield lost
 
 
 @contextmanager
-def lease_renewed(*, held: Callable[[], QuerySet], name: str) -> Iterator[None]:
+def lease_renewed(*, held: Callable[[], QuerySet], name: str) -> Iterator[threading.Event]:
     """Set ``heartbeat_at`` on the rows ``held()`` selects every sixth of ``RUN_LEASE_SECONDS`` while the
-    block executes; stops once they are no longer held (another holder took them back)."""
-    stop = threading.Event()
+    block executes; stops once they are no longer held (another holder took them back), and sets the
+    event it yields then."""
+    stop, lost = threading.Event(), threading.Event()
     every = run_lease_check_period()
 
     def renew() -> None:
         try:
             while not stop.wait(every):
                 if not held().update(heartbeat_at=timezone.now()):
+                    lost.set()
                     return
         except Exception:  # noqa: BLE001 - a failed renewal must not kill the work; the lease just ages
             logger.exception("Renewing the lease %s failed", name)
@@ -89,7 +92,7 @@ def lease_renewed(*, held: Callable[[], QuerySet], name: str) -> Iterator[None]:
     renewer = threading.Thread(target=renew, name=name, daemon=True)
     renewer.start()
     try:
-        yield
+        yield lost
     finally:
         stop.set()
 

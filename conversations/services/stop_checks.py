@@ -32,6 +32,8 @@ class RunStopChecks:
         self.db_checked_at = time.monotonic()
         self.flag_checked_at = float("-inf")
         self.executor_thread = threading.get_ident()
+        # Set by the run's lease renewer once another worker took the run (``leases.run_lease``).
+        self.lease_lost = threading.Event()
 
     def flag(self) -> bool:
         """The cache flag (every token of a model call asks: ``run_signals.StopOnCancel``)."""
@@ -49,9 +51,9 @@ class RunStopChecks:
         return self.flag() or self._recorded(every=CANCEL_DB_CHECK_SECONDS)
 
     def in_tool(self) -> bool:
-        """A waiting tool's watcher, on a graph thread: a database read there is on that thread's own
-        connection, closed right after so it never outlives the check."""
-        if self.flag():
+        """A tool call's watcher, on a graph thread: Stop, or the lease lost. A database read there is on
+        that thread's own connection, closed right after so it never outlives the check."""
+        if self.flag() or self.lease_lost.is_set():
             return True
         try:
             return self._recorded(every=TOOL_STOP_DB_CHECK_SECONDS)

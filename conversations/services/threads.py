@@ -208,9 +208,9 @@ def thread_soft_delete(*, thread_id: uuid.UUID | str, user: AbstractBaseUser) ->
     """Hide the thread from its owner, cancel its queued runs and stop its running one; the transcript
     is kept."""
     with thread_lock(thread_id=thread_id, user=user) as conversation:
-        conversation.status = Conversation.Status.DELETED
-        conversation.save(update_fields=["status", "updated_at"])
         now = timezone.now()
+        conversation.status, conversation.deleted_at = Conversation.Status.DELETED, now
+        conversation.save(update_fields=["status", "deleted_at", "updated_at"])
         conversation.runs.filter(status=AgentRun.Status.QUEUED).update(
             status=AgentRun.Status.CANCELLED, finished_at=now
         )

@@ -53,8 +53,9 @@ def message_edit(
     text_checked(content, field="message", max_length=MESSAGE_MAX_CHARS)
     request_id = request_id_checked(request_id)
     with thread_lock(thread_id=thread_id, user=user) as conversation:
-        if (first := run_retried(conversation=conversation, request_id=request_id)) is not None:
-            return first
+        retried = run_retried(conversation=conversation, request_id=request_id, kind=MessageFork.Kind.EDIT)
+        if retried is not None:
+            return retried
         original = _turn_message(conversation, message_id)
         run = run_open(
             conversation=conversation,
@@ -78,8 +79,11 @@ def reply_regenerate(
     ``request_id``, a retry returns the first result and starts no second run."""
     request_id = request_id_checked(request_id)
     with thread_lock(thread_id=thread_id, user=user) as conversation:
-        if (first := run_retried(conversation=conversation, request_id=request_id)) is not None:
-            return first
+        retried = run_retried(
+            conversation=conversation, request_id=request_id, kind=MessageFork.Kind.REGENERATE
+        )
+        if retried is not None:
+            return retried
         last = visible_messages(conversation=conversation).filter(role=Message.Role.USER).last()
         if last is None:
             raise MessageNotEditable(_("There is no reply to regenerate yet."))

@@ -112,7 +112,8 @@ function startAgentForm() {
     status.textContent = body.message || "";
     status.classList.toggle("model-list-error", !ok);
     if (pickDefault && (body.default_model || !listed.includes(model.value))) {
-      model.value = body.default_model || "";
+      // The endpoint's default; with none, its only model when it serves one (else the admin names one).
+      model.value = body.default_model || (listed.length === 1 ? listed[0] : "");
     }
     later();
   }

@@ -120,6 +120,39 @@ def test_saving_refuses_a_model_the_endpoint_does_not_list(client, admin_user, e
     assert Agent.objects.get(slug="new").resolved_model_name == "qwen3-32b"
 
 
+def test_an_unknown_name_gets_its_own_error_and_no_other(client, admin_user, endpoint):
+    """Issue 39: the refused name never reached the instance, whose default (the offline model's name)
+    used to earn a second, unrelated error."""
+    client.force_login(admin_user)
+    response = client.post(ADD_URL, _new_agent_form(endpoint=endpoint.pk, model_name="gpt-4o-typo"))
+    form = response.context["adminform"].form
+    assert form.errors["model_name"] == [
+        "The endpoint Stub does not list a model named gpt-4o-typo. It lists: gpt-4o-mini, qwen3-32b."
+    ]
+    assert OFFLINE_MODEL_NAME not in response.content.decode()
+    assert set(form.errors) == {"model_name"}
+
+
+def test_an_endpoint_serving_one_model_gives_it_when_none_is_named(client, admin_user, openai_stub):
+    openai_stub.models = ["smollm2-135m"]
+    single = ModelEndpoint.objects.create(name="Single", base_url=openai_stub.base_url, default_model="")
+    client.force_login(admin_user)
+    listed = client.get(MODELS_URL, {"endpoint": single.pk}).json()
+    assert (listed["default_model"], listed["models"]) == ("", ["smollm2-135m"])
+    response = client.post(ADD_URL, _new_agent_form(endpoint=single.pk, model_name="", context_window=8192))
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    assert Agent.objects.get(slug="new").model_name == "smollm2-135m"
+
+    openai_stub.models = ["one", "two"]
+    two = ModelEndpoint.objects.create(name="Two", base_url=openai_stub.base_url, default_model="")
+    response = client.post(
+        ADD_URL, _new_agent_form(slug="other", endpoint=two.pk, model_name="", context_window=8192)
+    )
+    assert response.context["adminform"].form.errors["model_name"] == [
+        "Name a model: this endpoint has no default model."
+    ]
+
+
 def test_an_empty_name_takes_the_endpoint_default_which_is_checked_too(
     client, admin_user, endpoint, openai_stub
 ):

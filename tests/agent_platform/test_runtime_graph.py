@@ -11,7 +11,7 @@ from agent_platform.runtime import checkpointer as cp
 from agent_platform.runtime.graph import agent_tools, build_agent_graph, thread_config
 from agent_platform.runtime.offline import OfflineChatModel
 from agent_platform.runtime.state_repository import AgentStateRepository, CheckpointMoved, _Expecting
-from agent_platform.runtime.stopping import StopWaitingToolsMiddleware
+from agent_platform.runtime.stopping import ToolBudgetMiddleware
 from agent_platform.workdir import workdir_for
 
 pytestmark = pytest.mark.django_db
@@ -79,7 +79,7 @@ def test_a_sub_agent_shares_the_parents_workdir_and_middleware_stack(thread, age
     assert [type(m) for m in stack] == [
         CompressionMiddleware,
         TokenUsageMiddleware,
-        StopWaitingToolsMiddleware,
+        ToolBudgetMiddleware,
     ]
     # Nothing of a thread in the stack: the run's workdir and ledger are read from its config.
     assert isinstance(stack[0].store, RunWorkdir) and isinstance(stack[0].ledger, RunLedger)

@@ -14,7 +14,7 @@ def test_factories_build_both_middlewares_from_the_agent_and_the_runtime_wires_t
     from agent_platform.models import Agent
     from agent_platform.runtime.graph import agent_middleware
     from agent_platform.runtime.middleware import compression_middleware_for, token_usage_middleware_for
-    from agent_platform.runtime.stopping import StopWaitingToolsMiddleware
+    from agent_platform.runtime.stopping import ToolBudgetMiddleware
     from context_engine.tokens.messages import profile_for_model
 
     agent = Agent.objects.create(
@@ -42,5 +42,5 @@ def test_factories_build_both_middlewares_from_the_agent_and_the_runtime_wires_t
     assert [type(m) for m in stack] == [
         CompressionMiddleware,
         TokenUsageMiddleware,
-        StopWaitingToolsMiddleware,
+        ToolBudgetMiddleware,
     ]

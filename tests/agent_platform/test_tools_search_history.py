@@ -119,7 +119,7 @@ def test_search_history_answers_pointers_bounded_and_paged(workdir, search):
 def test_bad_input_is_a_clear_tool_error(search, workdir):
     workdir.write_text(HISTORY, "text\n")
     assert search.invoke({"pattern": "(unclosed", "regex": True}).startswith(
-        "Error: not a valid regular expression (missing ) at position 9)"
+        "Error: not a valid regular expression in RE2 syntax"
     )
     assert search.invoke({"pattern": ""}) == "Error: give a pattern to search for."
     assert search.invoke({"pattern": "x", "limit": 0}).startswith("Error: offset must be 0 or more")

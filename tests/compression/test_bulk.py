@@ -225,6 +225,7 @@ def test_json_report_has_the_counts_and_each_thread(make_thread, summarizer):
 
     saved = sum(r.tokens_saved for r in CompressionRecord.objects.filter(status="completed"))
     assert {k: v for k, v in report.items() if k not in ("errors", "threads")} == {
+        "skipped_small_saving": 0,
         "compressed": 1,
         "no_op": 1,
         "skipped_busy": 0,
@@ -363,8 +364,8 @@ def test_the_dry_run_predicts_the_run_and_no_thread_grows(make_thread, summarize
         assert record.after_tokens <= record.before_tokens  # no thread grows
         if record.status == "completed":
             assert record.after_tokens <= predicted["expected_after"] * 1.5
-    # One line per thread (its title and size before → after), and the total is their sum.
-    assert all(f"{t.title}: " in text for t in (*hot, short)) and "→" in text
+    # One line per thread (its id, owner, title and size before → after), and the total is their sum.
+    assert all(f'#{t.pk} {t.owner.username} "{t.title}": ' in text for t in (*hot, short)) and "→" in text
     saved = sum(r.tokens_saved for r in threads)
     assert f"{saved:,} tokens saved" in text
 

@@ -107,9 +107,16 @@ def test_the_record_page_shows_the_loss_report_and_links_the_thread_and_its_file
 
 
 def test_a_staff_user_the_file_view_would_refuse_gets_paths_not_links(client, django_user_model, records):
+    """A record of a deleted thread: its auditor (who may read every thread's records) reads the paths,
+    and the file view, which opens no deleted thread, gets no link."""
+    from conversations.models import Conversation
+
     record = records["summarized"]
+    Conversation.objects.filter(pk=record.conversation_id).update(status=Conversation.Status.DELETED)
     staff = django_user_model.objects.create_user("auditor", password="pw-audit-123", is_staff=True)
-    staff.user_permissions.set(Permission.objects.filter(codename="view_compressionrecord"))
+    staff.user_permissions.set(
+        Permission.objects.filter(codename__in=("view_compressionrecord", "view_conversation"))
+    )
     client.force_login(staff)
     page = client.get(
         reverse("admin:compression_compressionrecord_change", args=[record.pk])

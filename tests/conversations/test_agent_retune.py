@@ -70,6 +70,25 @@ def test_a_typed_window_moves_the_typed_trigger_too(client, admin_user, threads,
     client.force_login(admin_user)
     body = client.get(reverse("agent-retune", args=[agent.pk]), {"context_window": "50000"}).json()
     assert body["trigger_typed"] == 45_000  # 90% of the typed window caps the 102,400
+    # Issue 39: the table says so, beside the capped figure; today's T is not capped.
+    assert body["trigger_typed_capped"] is True
+    assert (
+        '<span class="retune-capped" data-when="typed">(capped at 90% of the 50,000-token window; '
+        "the threshold asks for 102,400)</span>" in body["html"]
+    )
+    assert 'data-when="today">(' not in body["html"]
+    uncapped = client.get(reverse("agent-retune", args=[agent.pk]), {"summary_threshold": "50"}).json()
+    assert uncapped["trigger_typed_capped"] is False and "retune-capped" not in uncapped["html"]
+
+
+def test_the_retune_table_follows_the_threshold_it_explains(client, admin_user, threads, agent):
+    """Issue 39: right under the threshold's fieldset, before the other compression fields."""
+    client.force_login(admin_user)
+    page = client.get(reverse("admin:agent_platform_agent_change", args=[agent.pk])).content.decode()
+    threshold = page.index('name="summary_threshold"')
+    table = page.index('id="agent-retune"')
+    keep = page.index('name="summary_keep_messages"')
+    assert threshold < table < keep
 
 
 def test_the_change_form_shows_today_and_a_bad_value_is_a_json_error(client, admin_user, threads, agent):

@@ -147,6 +147,12 @@ MATRIX: dict[str, Route] = {
     "conversations:thread-rename": Route(
         "POST", f"{THREAD}/rename", _page_write(), data={"title": "renamed"}
     ),
+    # The sidebar's marks are writes (the owner's); the bin lists only the caller's own deleted threads,
+    # and a restore finds a thread only in its owner's bin (the fixture's is not deleted: 404 for all).
+    "conversations:thread-pin": Route("POST", f"{THREAD}/pin", _page_write(), data={"pinned": "1"}),
+    "conversations:thread-archive": Route("POST", f"{THREAD}/archive", _page_write(), data={"archived": "0"}),
+    "conversations:thread-bin": Route("GET", "/bin/", _roles(LOGIN, 200, 200)),
+    "conversations:thread-restore": Route("POST", "/bin/{thread}/restore", _roles(LOGIN, 404, 404)),
     "conversations:run-cancel-current": Route("POST", f"{THREAD}/runs/current/cancel", _page_write()),
     "conversations:run-cancel": Route("POST", f"{THREAD}/runs/999999/cancel", _roles(LOGIN, 404, 404)),
     "conversations:message-send": Route("POST", f"{THREAD}/messages", _page_write(), data={"content": "hi"}),

@@ -100,6 +100,54 @@ def test_a_bad_request_id_is_a_422_and_changes_nothing(
     assert thread.messages.count() == rows and not MessageFork.objects.exists()
 
 
+@pytest.mark.django_db
+def test_a_request_id_is_one_operations_key(owner_client, thread, user, django_capture_on_commit_callbacks):
+    """Issue 38: a send's request_id reused on a regenerate (or an edit) returned the send's run; now
+    it is a 409 ``request_id_reused`` that starts nothing, and the send's own retry still answers."""
+    url = f"/api/threads/{thread.thread_id}"
+    sent = _post(
+        owner_client, f"{url}/messages", django_capture_on_commit_callbacks, content="hi", request_id="k-1"
+    )
+    assert sent.status_code == 202, sent.content
+    rows, runs = thread.messages.count(), thread.runs.count()
+    regenerate = _post(
+        owner_client, f"{url}/regenerate", django_capture_on_commit_callbacks, request_id="k-1"
+    )
+    assert regenerate.status_code == 409 and regenerate.json()["code"] == "request_id_reused"
+    message_id = sent.json()["message"]["id"]
+    edit = _post(
+        owner_client, f"{url}/messages/{message_id}/edit", django_capture_on_commit_callbacks,
+        content="again", request_id="k-1",
+    )  # fmt: skip
+    assert edit.status_code == 409 and edit.json()["code"] == "request_id_reused"
+    assert (thread.messages.count(), thread.runs.count()) == (rows, runs) and not MessageFork.objects.exists()
+    again = _post(
+        owner_client, f"{url}/messages", django_capture_on_commit_callbacks, content="hi", request_id="k-1"
+    )
+    assert again.status_code == 202 and again.json()["run"]["id"] == sent.json()["run"]["id"]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("request_id", [" ", "\t\n ", "\u3000"])
+def test_a_blank_request_id_is_a_400_with_a_json_body(owner_client, thread, user, request_id):
+    url = f"/api/threads/{thread.thread_id}"
+    for path, body in (
+        ("messages", {"content": "hi", "request_id": request_id}),
+        ("regenerate", {"request_id": request_id}),
+    ):
+        response = owner_client.post(f"{url}/{path}", body, content_type="application/json")
+        assert response.status_code == 400, (path, response.content)
+        assert response.json()["code"] == "invalid_request_id"
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    upload = owner_client.post(
+        f"{url}/messages/upload",
+        {"content": "hi", "request_id": request_id, "files": [SimpleUploadedFile("a.md", b"notes\n")]},
+    )
+    assert upload.status_code == 400 and upload.json()["code"] == "invalid_request_id"
+    assert not thread.runs.exists()
+
+
 def _twice_at_once(action) -> list:
     """Run ``action`` in two threads released together (two connections); every result, or fail."""
     start, results, errors = threading.Barrier(2, timeout=15), [], []

@@ -20,6 +20,7 @@ def test_a_real_reply_from_the_local_model(
         "local_agent",
         base_url=local_model_server.base_url,
         context_window=local_model_server.context_window,
+        api_key=local_model_server.api_key,
     )["agent"]
     thread_id = e2e_server.seed("thread", title="Local model", agent=slug)["thread_id"]
     with thread_page(

@@ -153,12 +153,14 @@ def test_button_is_disabled_while_the_agent_waits_for_an_answer(page, e2e_server
 
 
 def test_a_409_shows_a_friendly_message(page, e2e_server):
-    thread_id = _open_thread(page, e2e_server, "Race", usage_at(0.9))
-    # The server turns busy between render and click: the page still shows an enabled button.
+    # The server turns busy between render and click: the page still shows an enabled button. The
+    # state fragment is cut off before the page loads, so no refresh already in flight (the socket's
+    # catch-up) can read the busy run and disable the button first.
     page.route(
         re.compile(r".*/fragments/state$"),
         lambda route: route.abort(),
     )
+    thread_id = _open_thread(page, e2e_server, "Race", usage_at(0.9))
     e2e_server.seed("run", thread_id=thread_id, status="queued")
     page.click("#compress-button")
     expect(page.locator("#compress-preview")).to_be_visible()  # the preview knows the thread is busy

@@ -167,7 +167,9 @@ def _agent(data: dict) -> JsonResponse:
 
 def _local_agent(data: dict) -> JsonResponse:
     """The real llama.cpp server the test process started (issue 31)."""
-    agent = seed_local_agent(base_url=data["base_url"], context_window=data["context_window"])
+    agent = seed_local_agent(
+        base_url=data["base_url"], context_window=data["context_window"], api_key=data.get("api_key", "")
+    )
     agent.tools = []
     agent.save()
     return JsonResponse({"agent": agent.slug})

@@ -109,6 +109,8 @@ def _handler_for(proxy: RecordingProxy) -> type[BaseHTTPRequestHandler]:
 
         def _forward(self, body: bytes) -> None:
             headers = {"Content-Type": self.headers.get("Content-Type") or "application/json"}
+            if authorization := self.headers.get("Authorization"):  # the local server's key
+                headers["Authorization"] = authorization
             url = proxy.upstream + self.path
             with proxy._client.stream(self.command, url, content=body, headers=headers) as answer:
                 proxy.record(body, answer.status_code)

@@ -22,8 +22,5 @@ class Command(BaseCommand):
         result = demo_seed(password=password)
         for line in result.report_lines():
             self.stdout.write(line)
-        self.stdout.write(
-            self.style.SUCCESS(
-                f"Admin login: {result.username} / {result.password}  →  http://127.0.0.1:8000/admin/"
-            )
-        )
+        # No address: the server prints where it listens once it does (``serve``), on the port it got.
+        self.stdout.write(self.style.SUCCESS(f"Admin login: {result.username} / {result.password}"))

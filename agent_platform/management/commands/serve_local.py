@@ -37,7 +37,9 @@ class Command(ServeCommand):
         except LocalModelUnavailable as exc:
             raise CommandError(str(exc)) from exc
         try:
-            agent = seed_local_agent(base_url=server.base_url, context_window=server.context_window)
+            agent = seed_local_agent(
+                base_url=server.base_url, context_window=server.context_window, api_key=server.api_key
+            )
             self.stdout.write(
                 f"llama.cpp serves {MODEL_ALIAS} at {server.base_url} (window {server.context_window} tokens); "
                 f"chat with the agent “{agent.name}”."

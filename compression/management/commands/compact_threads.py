@@ -15,6 +15,7 @@ import threading
 from contextlib import contextmanager
 from datetime import timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
@@ -32,6 +33,7 @@ from conversations.models import Conversation
 from conversations.pages import HINT_RATIO
 
 DEFAULT_IDLE_FOR = "10m"
+SMALL_SAVING = "skip: small saving:"  # how the plan marks a thread under BULK_MIN_SAVING_FACTOR
 # Libraries that log every HTTP request at INFO: a bulk run's output is its own rows, not theirs.
 QUIET_LOGGERS = ("httpx", "httpcore", "openai", "langchain_openai")
 
@@ -94,11 +96,17 @@ class Command(BaseCommand):
         candidates = list(compression_candidates(**filters))
         if options["dry_run"]:
             self._dry_run(candidates, as_json=options["as_json"])
-        elif options["use_async"]:
-            self._fan_out(candidates, as_json=options["as_json"], queue=options["queue"])
+            return
+        # Planned as the dry run plans them: a thread whose saving would not pay for its summary is
+        # left alone (``BULK_MIN_SAVING_FACTOR``), and said so.
+        plans = {c.pk: _expected(c) for c in candidates}
+        small = [(c, plans[c.pk]) for c in candidates if plans[c.pk]["would"].startswith(SMALL_SAVING)]
+        candidates = [c for c in candidates if not plans[c.pk]["would"].startswith(SMALL_SAVING)]
+        if options["use_async"]:
+            self._fan_out(candidates, as_json=options["as_json"], queue=options["queue"], small=small)
         else:
             with _quiet(QUIET_LOGGERS):
-                self._run(candidates, as_json=options["as_json"], verbosity=options["verbosity"])
+                self._run(candidates, as_json=options["as_json"], verbosity=options["verbosity"], small=small)
 
     def _filters(self, options) -> dict:
         if options["limit"] is not None and options["limit"] < 1:
@@ -128,6 +136,7 @@ class Command(BaseCommand):
         rows = [
             {
                 "thread": str(c.thread_id),
+                "id": c.pk,
                 "agent": c.agent.slug,
                 "owner": c.owner.get_username(),
                 "tokens": c.context_tokens,
@@ -141,26 +150,38 @@ class Command(BaseCommand):
         if as_json:
             self.stdout.write(json.dumps({"dry_run": True, "candidates": rows}, indent=2))
             return
-        header = ("thread", "title", "agent", "pressure", "tokens", "expected_after", "would")
+        header = ("id", "owner", "title", "agent", "pressure", "tokens", "expected_after", "would")
         table = [header] + [tuple("-" if r[k] is None else str(r[k]) for k in header) for r in rows]
         widths = [max(len(row[i]) for row in table) for i in range(len(header))]
         for row in table:
             self.stdout.write("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)))
         self.stdout.write(f"{len(rows)} candidate thread(s); dry run, nothing written.")
 
-    def _fan_out(self, candidates, *, as_json: bool, queue: str | None) -> None:
+    def _fan_out(self, candidates, *, as_json: bool, queue: str | None, small: list) -> None:
         batch = bulk_compress_enqueue(conversation_ids=[c.pk for c in candidates], queue=queue)
         queued = [str(c.thread_id) for c in candidates]
         if as_json:
-            self.stdout.write(json.dumps({"queued": queued, "batch": batch, "queue": queue}, indent=2))
-        else:
+            skipped = [str(c.thread_id) for c, _plan in small]
             self.stdout.write(
-                self.style.SUCCESS(f"Queued {len(queued)} thread(s) for compaction (batch {batch}).")
+                json.dumps(
+                    {"queued": queued, "batch": batch, "queue": queue, "skipped_small_saving": skipped},
+                    indent=2,
+                )
             )
+            return
+        for conversation, plan in small:
+            self.stdout.write(_row_line(_skipped_row(conversation, plan)))
+        self.stdout.write(
+            self.style.SUCCESS(f"Queued {len(queued)} thread(s) for compaction (batch {batch}).")
+            + (f" {_small_line(len(small))}" if small else "")
+        )
 
-    def _run(self, candidates, *, as_json: bool, verbosity: int) -> None:
+    def _run(self, candidates, *, as_json: bool, verbosity: int, small: list) -> None:
         report = BulkReport()
-        threads: list[dict[str, str]] = []
+        threads: list[dict] = [_skipped_row(c, plan) for c, plan in small]
+        if verbosity >= 1 and not as_json:
+            for row in threads:
+                self.stdout.write(_row_line(row))
         with (
             _StopBetweenThreads(self.stderr) as stop,
             tqdm(
@@ -179,12 +200,12 @@ class Command(BaseCommand):
                     break
                 report.add(outcome)
                 row = {
-                    "thread": str(conversation.thread_id),
-                    "title": conversation.title,
+                    **_names(conversation),
                     "outcome": outcome.label,
                     "before_tokens": outcome.before_tokens,
                     "after_tokens": outcome.after_tokens,
                     "tokens_saved": outcome.tokens_saved,
+                    "error": outcome.error,
                 }
                 threads.append(row)
                 progress.update()
@@ -192,10 +213,14 @@ class Command(BaseCommand):
                     with tqdm.external_write_mode():  # above the progress bar, in the command's output
                         self.stdout.write(_row_line(row))
         if as_json:
-            self.stdout.write(json.dumps({**report.as_dict(), "threads": threads}, indent=2))
+            self.stdout.write(
+                json.dumps(
+                    {**report.as_dict(), "skipped_small_saving": len(small), "threads": threads}, indent=2
+                )
+            )
         else:
             style = self.style.WARNING if report.interrupted or report.failed else self.style.SUCCESS
-            self.stdout.write(style(report.summary_line()))
+            self.stdout.write(style(report.summary_line()) + (f" {_small_line(len(small))}" if small else ""))
 
 
 class _StopBetweenThreads:
@@ -234,21 +259,61 @@ def _expected(conversation: Conversation) -> dict[str, object]:
         preview = conversation_compress_preview(conversation=conversation)
     except ApplicationError as exc:
         return {"would": f"skip: {exc.code}", "expected_after": None, "title": conversation.title}
+    summary = preview["summary_estimate_tokens"]
+    saving = preview["before_tokens"] - preview["estimated_after_tokens"]
+    floor = settings.BULK_MIN_SAVING_FACTOR * summary
     if preview["status"] != "ready":
         would = "no change: not enough history"
-    elif preview["summary_estimate_tokens"] >= preview["folded"]["tokens"]:
+    elif summary >= preview["folded"]["tokens"]:
         would = "no change: a summary would not be smaller"
+    elif saving < floor:
+        would = (
+            f"{SMALL_SAVING} would save {saving:,} tokens, under {settings.BULK_MIN_SAVING_FACTOR:g} × "
+            f"the {summary:,}-token summary it pays for"
+        )
     else:
         would = "compress"
     after = preview["estimated_after_tokens"] if would == "compress" else preview["before_tokens"]
     return {"would": would, "expected_after": after, "title": conversation.title}
 
 
+def _names(conversation: Conversation) -> dict[str, object]:
+    """How a report names a thread: its id and owner (titles repeat; a UUID alone says nothing)."""
+    return {
+        "thread": str(conversation.thread_id),
+        "id": conversation.pk,
+        "owner": conversation.owner.get_username(),
+        "title": conversation.title,
+    }
+
+
+def _skipped_row(conversation: Conversation, plan: dict[str, object]) -> dict[str, object]:
+    return {
+        **_names(conversation),
+        "outcome": "skipped_small_saving",
+        "before_tokens": None,
+        "after_tokens": None,
+        "tokens_saved": 0,
+        "error": str(plan["would"]).removeprefix(SMALL_SAVING).strip(),
+    }
+
+
+def _small_line(count: int) -> str:
+    return (
+        f"Skipped {count} thread(s) whose expected saving is under {settings.BULK_MIN_SAVING_FACTOR:g} × "
+        "its summary (BULK_MIN_SAVING_FACTOR)."
+    )
+
+
 def _row_line(row: dict) -> str:
+    """``#12 alice "Plans": completed (4.1K → 1.2K, saved 2,900)``; a failure or skip says why."""
     before, after = row["before_tokens"], row["after_tokens"]
-    sizes = f"{format_tokens(before)} → {format_tokens(after)}" if before is not None else "-"
+    sizes = f"{format_tokens(before)} → {format_tokens(after)}" if before is not None else ""
     saved = f", saved {row['tokens_saved']:,}" if row["tokens_saved"] else ""
-    return f"{row['title'] or row['thread']}: {row['outcome']} ({sizes}{saved})"
+    why = f": {row['error']}" if row.get("error") else ""
+    detail = f" ({sizes}{saved})" if sizes else ""
+    title = f' "{row["title"]}"' if row["title"] else ""
+    return f"#{row['id']} {row['owner']}{title}: {row['outcome']}{detail}{why}"
 
 
 @contextmanager

@@ -38,7 +38,9 @@ FILLER = (
 def local_agent(local_model_server, settings):
     settings.RUN_EXECUTION = "inprocess"
     agent = seed_local_agent(
-        base_url=local_model_server.base_url, context_window=local_model_server.context_window
+        base_url=local_model_server.base_url,
+        context_window=local_model_server.context_window,
+        api_key=local_model_server.api_key,
     )
     agent.tools = []
     agent.summary_keep_messages = 2

@@ -47,7 +47,9 @@ def recording_proxy(local_model_server):
 def smol_thread(client, bearer, settings, local_model_server, recording_proxy) -> ApiThread:
     settings.RUN_EXECUTION = "inprocess"  # runs in a thread, as `make run-local` serves them
     window = local_model_server.context_window
-    agent = seed_local_agent(base_url=recording_proxy.base_url, context_window=window)
+    agent = seed_local_agent(
+        base_url=recording_proxy.base_url, context_window=window, api_key=local_model_server.api_key
+    )
     agent.tools = []
     agent.summary_keep_messages = KEEP_MESSAGES
     agent.summary_threshold = SUMMARY_THRESHOLD_K

@@ -76,3 +76,47 @@ def test_serve_prints_the_chat_and_admin_addresses_once_listening(tmp_path):
     finally:
         process.terminate()
         process.wait(10)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_serve_prints_the_port_it_serves_on_and_logs_each_request_once():
+    """Issue 39: `make run PORT=8101` printed the admin at :8000 (the demo seed's fixed address) and
+    every request twice (Django's own logger and the root handler)."""
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k not in ("DATABASE_URL", "REDIS_URL")}
+    env.update(DJANGO_SETTINGS_MODULE="config.test_settings", PYTHONUNBUFFERED="1", DEBUG="true")
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", f"127.0.0.1:{port}", "--noreload", "--skip-checks"],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    lines: list[str] = []
+
+    def read_until(marker: str) -> None:
+        deadline = time.monotonic() + 60
+        while not any(marker in line for line in lines):
+            assert time.monotonic() < deadline and process.poll() is None, "".join(lines)
+            lines.append(process.stdout.readline())
+
+    try:
+        read_until("Admin:")
+        assert f"Admin: http://127.0.0.1:{port}/admin/" in "".join(lines)
+        assert ":8000" not in "".join(lines)
+        assert httpx.get(f"http://127.0.0.1:{port}/healthz").status_code == 200
+        assert httpx.get(f"http://127.0.0.1:{port}/accounts/login/").status_code == 200
+        read_until("/accounts/login/")  # logged after /healthz: by now every /healthz line is read
+        assert sum("GET /healthz" in line for line in lines) == 1, "".join(lines)
+        assert sum("GET /accounts/login/" in line for line in lines) == 1, "".join(lines)
+    finally:
+        process.terminate()
+        process.wait(10)

@@ -32,6 +32,7 @@ def test_seed_is_idempotent_and_prints_the_login(django_user_model, settings):
     assert django_user_model.objects.filter(username="admin", is_superuser=True).count() == 1
     assert Agent.objects.filter(slug="demo").count() == 1
     assert "Admin login: admin / admin" in out.getvalue()
+    assert ":8000" not in out.getvalue()  # the server prints its own address, on its real port
 
 
 def test_check_deploy_passes_with_a_production_environment():

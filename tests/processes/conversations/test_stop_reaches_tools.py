@@ -99,3 +99,53 @@ def test_stop_during_a_slow_search_ends_a_celery_run_within_a_second(
     assert took < STOP_WITHIN, f"the run ended {took:.2f} s after Stop"
     assert len(openai_stub.requests) == 1
     _assert_answered_as_stopped(thread, "call-search")
+
+
+def _slow_history_search(thread, monkeypatch, *, per_line: float) -> list[str]:
+    """``search_history`` over 120 lines of history, each read ``per_line`` seconds apart (the probe's
+    slow per-line tool); returns the lines read so far."""
+    from agent_platform.tools import history_search
+    from agent_platform.workdir import workdir_for
+
+    workdir_for(thread).write_text(
+        "outputs/conversation_history/session_1.md", "".join(f"line {n}\n" for n in range(120))
+    )
+    read: list[str] = []
+    real_split = history_search.split_lines
+
+    def slow_lines(text):
+        for line in real_split(text):
+            read.append(line)
+            time.sleep(per_line)
+            yield line
+
+    monkeypatch.setattr(history_search, "split_lines", slow_lines)
+    return read
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_stop_inside_a_slow_per_line_tool_ends_the_run_within_a_second(
+    thread, user, agent, settings, scripted_model, monkeypatch
+):
+    """Issue 38: 120 slow lines took 250 s to stop; the budget's watcher and the tool's own check end it."""
+    settings.RUN_EXECUTION = "inprocess"
+    assert "context_compression" in agent.capabilities  # search_history is every agent's by default
+    read = _slow_history_search(thread, monkeypatch, per_line=2.0)
+    call = AIMessage("", tool_calls=[{"id": "call-grep", "name": "search_history", "args": {"pattern": "x"}}])
+    model = scripted_model(call, "never reached")
+    run = message_intake(thread_id=thread.thread_id, user=user, content="search it").run
+    deadline = time.monotonic() + 30
+    while not read:
+        assert time.monotonic() < deadline, "the search never started"
+        time.sleep(0.02)
+    run_cancel(thread_id=thread.thread_id, user=user)
+    took = _ended_after_stop(run)
+    connection.close()
+    run.refresh_from_db()
+    assert run.status == "cancelled"
+    assert took < STOP_WITHIN, f"the run ended {took:.2f} s after Stop"
+    time.sleep(2.5)  # the abandoned search saw it at its next line and read no more
+    assert len(read) <= 2, len(read)
+    assert len(model.calls) == 1
+    _assert_answered_as_stopped(thread, "call-grep")

@@ -4,7 +4,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('conversations', '0012_conversation_token_usage'),
+        ('conversations', '0013_thread_sidebar_marks'),
     ]
 
     operations = [
