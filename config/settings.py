@@ -250,6 +250,11 @@ ATTACHMENT_PREVIEW_TOKENS = env.int("ATTACHMENT_PREVIEW_TOKENS", default=400)
 
 # --- Compression ------------------------------------------------------------------------------
 COMPRESSION_TOOL_ARG_MAX_LENGTH = env.int("COMPRESSION_TOOL_ARG_MAX_LENGTH", default=2000)
+# The low-water mark, in percent of each agent's trigger T: a compaction event compacts down to it (when
+# it can), so the prompt prefix a provider caches changes once for several turns (issue 40).
+COMPACTION_LOW_WATER_PERCENT = env.int("COMPACTION_LOW_WATER_PERCENT", default=50)
+if not 0 <= COMPACTION_LOW_WATER_PERCENT <= 95:
+    raise ImproperlyConfigured("COMPACTION_LOW_WATER_PERCENT is a percentage of the trigger from 0 to 95.")
 # The summary circuit breaker: after this many refused model summaries of a thread within the window,
 # no model summary is asked for the cooldown after the latest; the extractive one is written instead.
 SUMMARY_BREAKER_REFUSALS = env.int("SUMMARY_BREAKER_REFUSALS", default=3)

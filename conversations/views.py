@@ -40,6 +40,7 @@ from conversations.services import versions
 from conversations.services.attachments import attachments_refusals, uploads_from
 from conversations.services.intake import MESSAGE_MAX_CHARS
 from conversations.throttles import message_throttled
+from conversations.usage_selectors import usage_of_thread
 from conversations.version_selectors import versions_annotate
 
 # fetch() from thread.js sends this header; plain form posts redirect instead.
@@ -118,6 +119,7 @@ def _state_context(conversation: Conversation, user: AbstractBaseUser | Anonymou
             summary_active=bool(token_usage.get("summary_active")),
         ),
         "latest_run": latest_run,
+        "thread_usage": usage_of_thread(conversation.pk),
         "busy": busy,
         "question": (state.get("interrupt") or {}).get("question") if state["interrupted"] else None,
         "values": values,  # the compression panels (``compression_panels`` tag) read them too
