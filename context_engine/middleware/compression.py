@@ -73,7 +73,7 @@ from context_engine.state import (
 )
 from context_engine.steps import Blocking, CallModel, Steps, run_async, run_sync
 from context_engine.store import ResultStore
-from context_engine.summary.call import Span, ledger_update, summarize_span, summary_update
+from context_engine.summary.call import Span, SummaryOutcome, ledger_update, summarize_span, summary_update
 from context_engine.summary.fold_plan import FoldSplit, fold_split, view_lead
 from context_engine.summary.history import effective_messages, history_unappend, valid_event, without_index
 from context_engine.summary.pins import pinned_closure, restore_pinned
@@ -148,6 +148,22 @@ def _span(turn: _Turn, folding: _Folding, decision: Summarize) -> Span:
 
 
 _utcnow = partial(datetime.now, UTC)
+
+
+def _summary_kept(
+    state: Mapping[str, Any],
+    outcome: SummaryOutcome,
+    turn: _Turn,
+    folding: _Folding,
+    final: list[BaseMessage],
+) -> dict[str, Any]:
+    """The state update that keeps a summary, with the new horizon: what the summary request showed
+    compacted stays so behind the summary (kept whether or not the request it made room for came back)."""
+    update = summary_update(state, outcome, turn.previous, now=folding.now)
+    arrival = len(folding.view) - folding.count  # the kept tail's last messages, in arrival form
+    horizon = Horizon(max(len(final) - arrival, 0), outcome.event["cutoff_index"], folding.pinned)
+    update[COMPACTION_HORIZON_KEY] = horizon.as_state()
+    return update
 
 
 class CompressionMiddleware(AgentMiddleware[CompressionState]):
@@ -434,7 +450,31 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             f"{len(split.kept_pinned) + len(folding.preserved)}"
         )
         out = self._outgoing(turn, final)
-        sent: dict[str, Any] = {
+        sent = self._summary_sent(out, final, outcome, split)
+        try:
+            response = yield from send_fitting(out, tried=tried)
+        except GeneratorExit:
+            # Stop while the request the summary made room for was out: the summary was paid for and
+            # is valid (the history section is written), so it is kept for the next turn.
+            update = _summary_kept(state, outcome, turn, folding, final)
+            if kept := persisted(folding.replacements):
+                update["messages"] = kept
+            raise StoppedAfterSummary(update=update, event=emitter.sent_event(**sent)) from None
+        except Exception as exc:
+            # The summary is not applied: its history section is taken back out of the file, so no
+            # section exists that nothing names (``search_history`` would find its messages twice).
+            yield Blocking(partial(history_unappend, self.store, outcome.file_path, outcome.section))
+            emitter.fail(exc, unapplied_summary=True)
+            raise
+        emitter.sent(**sent)
+        update = _summary_kept(state, outcome, turn, folding, final)
+        return with_update(response, update, folding.replacements)
+
+    def _summary_sent(
+        self, out: Outgoing, final: list[BaseMessage], outcome: SummaryOutcome, split: FoldSplit
+    ) -> dict[str, Any]:
+        """The fields of the ``sent`` event of a summary's request."""
+        return {
             "level": LEVEL_SUMMARY,
             "after_tokens": out.tokens,
             "messages": final,
@@ -447,28 +487,6 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             "folded_tokens": messages_tokens(split.folded, self.profile),
             "loss_report": outcome.loss_report(),
         }
-        try:
-            response = yield from send_fitting(out, tried=tried)
-        except GeneratorExit:
-            # Stop while the request the summary made room for was out: the summary was paid for and
-            # is valid (the history section is written), so it is kept for the next turn.
-            update = summary_update(state, outcome, turn.previous, now=now)
-            if kept := persisted(folding.replacements):
-                update["messages"] = kept
-            raise StoppedAfterSummary(update=update, event=emitter.sent_event(**sent)) from None
-        except Exception as exc:
-            # The summary is not applied: its history section is taken back out of the file, so no
-            # section exists that nothing names (``search_history`` would find its messages twice).
-            yield Blocking(partial(history_unappend, self.store, outcome.file_path, outcome.section))
-            emitter.fail(exc, unapplied_summary=True)
-            raise
-        emitter.sent(**sent)
-        update = summary_update(state, outcome, turn.previous, now=now)
-        # The new horizon: what the summary request showed compacted stays so behind the summary.
-        arrival = len(folding.view) - folding.count  # the kept tail's last messages, in arrival form
-        horizon = Horizon(max(len(final) - arrival, 0), outcome.event["cutoff_index"], folding.pinned)
-        update[COMPACTION_HORIZON_KEY] = horizon.as_state()
-        return with_update(response, update, folding.replacements)
 
     def _fall_back(
         self,
