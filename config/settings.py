@@ -161,6 +161,15 @@ else:
 # permission) before relaying events, at most this often; a logout closes it at once.
 SOCKET_ACCESS_RECHECK_SECONDS = env.float("SOCKET_ACCESS_RECHECK_SECONDS", default=5.0)
 
+# While Redis does not answer, the cache answers as if empty and the database decides (Stop, markers):
+# a call waits at most REDIS_SOCKET_TIMEOUT_SECONDS, then Redis is not tried again for
+# REDIS_RETRY_SECONDS. Live events wait for it up to LIVE_EVENT_RETRY_SECONDS (at most
+# LIVE_EVENT_BUFFER of them per process), then are dropped and counted (a page's reload recovers them).
+REDIS_SOCKET_TIMEOUT_SECONDS = env.float("REDIS_SOCKET_TIMEOUT_SECONDS", default=2.0)
+REDIS_RETRY_SECONDS = env.float("REDIS_RETRY_SECONDS", default=1.0)
+LIVE_EVENT_RETRY_SECONDS = env.float("LIVE_EVENT_RETRY_SECONDS", default=10.0)
+LIVE_EVENT_BUFFER = env.int("LIVE_EVENT_BUFFER", default=10000)
+
 # Shared across processes when Redis is there (e.g. the "compression under way" marker of a thread).
 if REDIS_URL:
     CACHES = {
@@ -168,7 +177,12 @@ if REDIS_URL:
             "BACKEND": "config.redis_pool.SharedClientRedisCache",
             "LOCATION": REDIS_URL,
             # One pool per process, not per thread: run signals are read from the graph's threads.
-            "OPTIONS": {"pool_class": "config.redis_pool.SharedConnectionPool"},
+            # Timeouts: a stalled server degrades the cache (config.redis_pool) instead of hanging a run.
+            "OPTIONS": {
+                "pool_class": "config.redis_pool.SharedConnectionPool",
+                "socket_connect_timeout": REDIS_SOCKET_TIMEOUT_SECONDS,
+                "socket_timeout": REDIS_SOCKET_TIMEOUT_SECONDS,
+            },
         }
     }
 else:
