@@ -213,6 +213,10 @@ CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery
 # (or whose process on this host is gone) lost its worker: re-queued once, then failed. 12 s, checked
 # every 2 s: a surviving worker takes a dead worker's run back within 14 s.
 RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=12.0)
+# A run's step that lost its database connection (killed, restarted server) is tried again on a fresh
+# one, at most RUN_DB_RETRIES times, waiting RUN_DB_RETRY_SECONDS and then twice as long each time.
+RUN_DB_RETRIES = env.int("RUN_DB_RETRIES", default=3)
+RUN_DB_RETRY_SECONDS = env.float("RUN_DB_RETRY_SECONDS", default=0.5)
 # Every Celery worker, and the web server when runs execute in-process, reclaims expired leases every
 # sixth of a lease (and an in-process server, at start, what the previous one left running or queued).
 RUN_RECOVERY_TIMER = env.bool("RUN_RECOVERY_TIMER", default=True)

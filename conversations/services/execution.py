@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from typing import Any
 
@@ -34,6 +35,7 @@ from conversations.services.closing import (
     dangling_tool_answers,
     unrecorded_tail,
 )
+from conversations.services.db_retry import connection_refresh, is_transient, retry_pauses
 from conversations.services.leases import run_is_orphaned, run_lease, run_reclaim, worker_name
 from conversations.services.pressure import conversation_pressure_update
 from conversations.services.run_reading import interrupt_question, message_text, transcript_entry
@@ -44,6 +46,8 @@ from conversations.services.usage import usage_record_reply
 from conversations.signals import run_compression_event, run_usage_reported
 
 logger = logging.getLogger(__name__)
+
+NOT_DELIVERED = "Your message did not reach the agent (the database did not answer); send it again to retry."
 
 
 def run_claim(*, run_id: int, conversation_id: int | None = None) -> bool:
@@ -110,14 +114,17 @@ def run_perform(*, run_id: int) -> int | None:
             run_lease(run_id=run.pk, worker=run.worker),
         ):
             try:
-                relay.execute()
+                relay.execute_retrying()
             except Exception as exc:  # noqa: BLE001 - any failure becomes the run's recorded error
                 logger.exception("Run %s failed", run_id)
+                if is_transient(exc):
+                    connection_refresh()  # what follows records the failure: on a connection that works
                 relay.bill_summary_calls()
                 detail = run_error_detail(exc)
                 relay.answer_dangling_tool_calls(reason=f"the turn failed ({detail})")
                 # The thread's users read plain words; the admin keeps the exception (and the log its trace).
-                _finish(run, AgentRun.Status.FAILED, error=run_error_public(exc), error_detail=detail)
+                error = run_error_public(exc) if relay.deliver_input() else NOT_DELIVERED
+                _finish(run, AgentRun.Status.FAILED, error=error, error_detail=detail)
             finally:
                 relay.reply.flush()  # no timer of this run's reply outlives it
                 run_signals.run_signals_clear(run_id=run_id)
@@ -170,6 +177,27 @@ class _RunRelay:
         self.open_compression: dict[str, Any] | None = None  # a compression started, not yet ended
         self.open_calls: set[str] = set()  # the last reply's tool calls this run has no answer to yet
         self.scope = run_scope_for(self.conversation)  # this run's workdir and spend-guard ledger
+        self.started_on: str | None = None  # the checkpoint's version when the first attempt read it
+
+    def execute_retrying(self) -> None:
+        """``execute``; after a transient database error (a killed connection) tried again on a fresh
+        connection, with back-off, at most ``RUN_DB_RETRIES`` times (``db_retry``). A retry goes on from
+        the checkpoint as the failed attempt left it: what it already wrote is not given again."""
+        pauses = retry_pauses()
+        while True:
+            try:
+                self.execute()
+                return
+            except Exception as exc:
+                pause = next(pauses, None) if is_transient(exc) else None
+                if pause is None:
+                    raise
+                logger.warning(
+                    "Run %s lost its database connection (%s); again in %.1f s", self.run.pk, exc, pause
+                )
+                connection_refresh()
+                time.sleep(pause)
+                self.reply.reset()
 
     def execute(self) -> None:
         # Shared by the agent's runs in this language: this run's values travel in its config.
@@ -200,13 +228,42 @@ class _RunRelay:
         """The run's graph input, from the checkpoint as this run finds it: tool calls an earlier attempt
         left unanswered are answered first (then the checkpoint is read again)."""
         snapshot = repository.snapshot()
+        version = AgentStateRepository.version_of(snapshot)
+        # A retry finding the checkpoint moved since the first attempt read it: that attempt's graph
+        # took the input (and maybe more); the graph goes on from where it stopped.
+        resumed = self.started_on is not None and version != self.started_on
+        self.started_on = self.started_on if self.started_on is not None else version
         if not snapshot.interrupts and self.answer_dangling_tool_calls(
-            reason=EARLIER_ATTEMPT_STOPPED, snapshot=snapshot
+            reason=EARLIER_ATTEMPT_STOPPED, snapshot=snapshot, retrying=True
         ):
             snapshot = repository.snapshot()
         self.seen = {m.id for m in snapshot.values.get("messages", []) if m.id}
         self.token_usage = snapshot.values.get(TOKEN_USAGE_KEY)
-        return self._input(pending_interrupt=bool(snapshot.interrupts))
+        return None if resumed else self._input(pending_interrupt=bool(snapshot.interrupts))
+
+    def deliver_input(self) -> bool:
+        """After the run failed: the user's message into the checkpoint when no attempt got it there, so
+        the model sees what the transcript shows. Whether the two agree (False: the database refused
+        even this; the failure then says the message was not delivered)."""
+        message = self.run.input_message
+        if self.run.kind == AgentRun.Kind.RESUME or message is None:
+            return True
+        try:
+            if self.repository is None:
+                graph = agent_graph_for(self.conversation.agent, language=self.run.language)
+                self.repository = AgentStateRepository(graph, self.thread_id)
+            snapshot = self.repository.snapshot()
+            held = {m.id for m in snapshot.values.get("messages", [])}
+            if snapshot.interrupts or message.lc_message_id in held:  # an answer to ask_user waits as one
+                return True
+            content = message_model_content(message=message, vision=self.conversation.agent.sees_images)
+            profile = self.conversation.agent.compression_config().profile
+            human = with_estimate(HumanMessage(content=content, id=message.lc_message_id), profile)
+            self.repository.update({"messages": [human]})
+            return True
+        except Exception:  # noqa: BLE001 - the failure being recorded matters more than this repair
+            logger.exception("Could not deliver the message of run %s to its checkpoint", self.run.pk)
+            return False
 
     def _relay(self, stream: Any, *, cancelled: bool) -> tuple[bool, Any]:
         """Relay the stream until it ends or Stop is seen: (cancelled, the interrupt an update carried).
@@ -264,10 +321,13 @@ class _RunRelay:
         else:
             _finish(self.run, AgentRun.Status.SUCCEEDED)
 
-    def answer_dangling_tool_calls(self, *, reason: str, snapshot: StateSnapshot | None = None) -> bool:
+    def answer_dangling_tool_calls(
+        self, *, reason: str, snapshot: StateSnapshot | None = None, retrying: bool = False
+    ) -> bool:
         """Answer the tool calls the last model turn left without results (a tool that raised, a worker
         that died), so the thread's next model call is valid. Returns whether it wrote anything.
-        ``snapshot``: the checkpoint just read, if the caller has it (a run's start: not read twice)."""
+        ``snapshot``: the checkpoint just read, if the caller has it (a run's start: not read twice).
+        ``retrying``: a lost connection is raised, for the step to be tried again (a run's start)."""
         if self.repository is None:  # failed before the graph was built: nothing was checkpointed
             return False
         try:
@@ -275,15 +335,22 @@ class _RunRelay:
             if snapshot.interrupts:  # ask_user waits: its call is answered by the user's reply
                 return False
             messages = snapshot.values.get("messages", [])
+            unrecorded = unrecorded_tail(messages, conversation_id=self.conversation.pk, seen=self.seen)
+            if unrecorded:
+                # Perhaps only a pending write of a step whose stream broke: written again (same ids,
+                # nothing doubles) it stays what the model sees, whatever input comes next.
+                last = "tools" if isinstance(unrecorded[-1], ToolMessage) else "model"
+                self.repository.update({"messages": unrecorded}, as_node=last)
             answers = dangling_tool_answers(messages, reason=reason)
             if answers:
                 self.repository.update({"messages": answers}, as_node="tools")
             # Through the message path, as Stop's closing messages: what the model sees is in the transcript.
-            unrecorded = unrecorded_tail(messages, conversation_id=self.conversation.pk, seen=self.seen)
             for message in [*unrecorded, *answers]:
                 self._on_message(message)
-            return bool(answers)
-        except Exception:  # noqa: BLE001 - the failure being recorded matters more than this repair
+            return bool(answers or unrecorded)
+        except Exception as exc:  # noqa: BLE001 - the failure being recorded matters more than this repair
+            if retrying and is_transient(exc):
+                raise
             logger.exception("Could not answer the dangling tool calls of thread %s", self.thread_id)
             return False
 
@@ -378,7 +445,6 @@ class _RunRelay:
     def _on_message(self, message: BaseMessage, *, interrupted: bool = False) -> None:
         if not isinstance(message, (AIMessage, ToolMessage)) or not message.id or message.id in self.seen:
             return  # same id again: a compaction replaced a message in place, not a new one
-        self.seen.add(message.id)
         if isinstance(message, AIMessage):
             self.open_calls = {call.get("id") or "" for call in message.tool_calls}
             if not interrupted:  # this model call's reply is complete: the next one streams afresh
@@ -390,6 +456,7 @@ class _RunRelay:
             row = message_append(conversation=self.conversation, message=entry)
             if isinstance(message, AIMessage):
                 usage_record_reply(run=self.run, message=row, usage=message.usage_metadata)
+        self.seen.add(message.id)  # once recorded: a write that failed is made again by the retry
 
     def _record_pressure(self) -> None:
         if self.token_usage == self.recorded_usage:
