@@ -79,10 +79,12 @@ def lease_renewed(*, held: Callable[[], QuerySet], name: str) -> Iterator[None]:
     def renew() -> None:
         try:
             while not stop.wait(every):
-                if not held().update(heartbeat_at=timezone.now()):
-                    return
-        except Exception:  # noqa: BLE001 - a failed renewal must not kill the work; the lease just ages
-            logger.exception("Renewing the lease %s failed", name)
+                try:
+                    if not held().update(heartbeat_at=timezone.now()):
+                        return
+                except Exception:  # noqa: BLE001 - a lost connection: the next renewal opens a fresh one
+                    logger.warning("Renewing the lease %s failed; trying again", name, exc_info=True)
+                    connections.close_all()
         finally:
             connections.close_all()
 
