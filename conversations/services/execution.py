@@ -123,7 +123,7 @@ def run_perform(*, run_id: int) -> int | None:
                 detail = run_error_detail(exc)
                 relay.answer_dangling_tool_calls(reason=f"the turn failed ({detail})")
                 # The thread's users read plain words; the admin keeps the exception (and the log its trace).
-                error = run_error_public(exc) if relay.deliver_input() else NOT_DELIVERED
+                error = run_error_public(exc) if relay.reconcile() else NOT_DELIVERED
                 _finish(run, AgentRun.Status.FAILED, error=error, error_detail=detail)
             finally:
                 relay.reply.flush()  # no timer of this run's reply outlives it
@@ -178,6 +178,8 @@ class _RunRelay:
         self.open_calls: set[str] = set()  # the last reply's tool calls this run has no answer to yet
         self.scope = run_scope_for(self.conversation)  # this run's workdir and spend-guard ledger
         self.started_on: str | None = None  # the checkpoint's version when the first attempt read it
+        self.recorded: list[BaseMessage] = []  # this run's replies and tool results, as transcribed
+        self.answered_interrupt = False  # the input message was the answer to ask_user
 
     def execute_retrying(self) -> None:
         """``execute``; after a transient database error (a killed connection) tried again on a fresh
@@ -241,28 +243,30 @@ class _RunRelay:
         self.token_usage = snapshot.values.get(TOKEN_USAGE_KEY)
         return None if resumed else self._input(pending_interrupt=bool(snapshot.interrupts))
 
-    def deliver_input(self) -> bool:
-        """After the run failed: the user's message into the checkpoint when no attempt got it there, so
-        the model sees what the transcript shows. Whether the two agree (False: the database refused
-        even this; the failure then says the message was not delivered)."""
-        message = self.run.input_message
-        if self.run.kind == AgentRun.Kind.RESUME or message is None:
-            return True
+    def reconcile(self) -> bool:
+        """After the run failed: what the transcript shows of it (the user's message, the replies and
+        tool results recorded) written again into the checkpoint (same ids: nothing doubles), since a
+        step whose stream broke may have left them only as pending writes, which the next input drops.
+        Whether the two agree (False: the database refused even this; the failure then says the
+        message was not delivered)."""
         try:
             if self.repository is None:
                 graph = agent_graph_for(self.conversation.agent, language=self.run.language)
                 self.repository = AgentStateRepository(graph, self.thread_id)
-            snapshot = self.repository.snapshot()
-            held = {m.id for m in snapshot.values.get("messages", [])}
-            if snapshot.interrupts or message.lc_message_id in held:  # an answer to ask_user waits as one
+            if self.repository.snapshot().interrupts:  # it waits on the user: the graph's own state
                 return True
-            content = message_model_content(message=message, vision=self.conversation.agent.sees_images)
-            profile = self.conversation.agent.compression_config().profile
-            human = with_estimate(HumanMessage(content=content, id=message.lc_message_id), profile)
-            self.repository.update({"messages": [human]})
+            writes: list[BaseMessage] = list(self.recorded)
+            message = self.run.input_message
+            if self.run.kind != AgentRun.Kind.RESUME and message is not None and not self.answered_interrupt:
+                writes.insert(0, self._human(message))
+            if writes:
+                last = "tools" if isinstance(writes[-1], ToolMessage) else "model"
+                self.repository.update({"messages": writes}, as_node=last)
             return True
         except Exception:  # noqa: BLE001 - the failure being recorded matters more than this repair
-            logger.exception("Could not deliver the message of run %s to its checkpoint", self.run.pk)
+            logger.exception(
+                "Could not bring the checkpoint of run %s in line with its transcript", self.run.pk
+            )
             return False
 
     def _relay(self, stream: Any, *, cancelled: bool) -> tuple[bool, Any]:
@@ -361,12 +365,16 @@ class _RunRelay:
         if message is None:
             raise ValueError("The run has no input message.")
         if pending_interrupt:  # the thread waits on ask_user: this message is the answer
+            self.answered_interrupt = True
             return Command(resume=message.content)
         self.seen.add(message.lc_message_id)
+        return {"messages": [self._human(message)]}
+
+    def _human(self, message: Any) -> HumanMessage:
+        """The user's message as the state holds it, carrying its estimate (SPEC 4: estimated once)."""
         content = message_model_content(message=message, vision=self.run.conversation.agent.sees_images)
-        # The user's message enters the state carrying its estimate (SPEC 4): estimated once, ever.
         profile = self.run.conversation.agent.compression_config().profile
-        return {"messages": [with_estimate(HumanMessage(content=content, id=message.lc_message_id), profile)]}
+        return with_estimate(HumanMessage(content=content, id=message.lc_message_id), profile)
 
     def _close_cancelled(self, repository: AgentStateRepository) -> None:
         """Leave transcript and checkpoint consistent after Stop.
@@ -457,6 +465,7 @@ class _RunRelay:
             if isinstance(message, AIMessage):
                 usage_record_reply(run=self.run, message=row, usage=message.usage_metadata)
         self.seen.add(message.id)  # once recorded: a write that failed is made again by the retry
+        self.recorded.append(message)
 
     def _record_pressure(self) -> None:
         if self.token_usage == self.recorded_usage:
