@@ -213,6 +213,9 @@ CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery
 # (or whose process on this host is gone) lost its worker: re-queued once, then failed. 12 s, checked
 # every 2 s: a surviving worker takes a dead worker's run back within 14 s.
 RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=12.0)
+# A holder that is a live process of this machine is asked directly (its pid), not judged by its
+# renewals, which a starved CPU delays: its run is taken back only once silent this long (stuck).
+RUN_LEASE_STUCK_SECONDS = env.float("RUN_LEASE_STUCK_SECONDS", default=120.0)
 # A run's step that lost its database connection (killed, restarted server) is tried again on a fresh
 # one, at most RUN_DB_RETRIES times, waiting RUN_DB_RETRY_SECONDS and then twice as long each time.
 RUN_DB_RETRIES = env.int("RUN_DB_RETRIES", default=3)

@@ -115,6 +115,8 @@ def run_perform(*, run_id: int) -> int | None:
         ):
             try:
                 relay.execute_retrying()
+            except LeaseLost:
+                logger.warning("Run %s was taken back from this worker; it stops here", run_id)
             except Exception as exc:  # noqa: BLE001 - any failure becomes the run's recorded error
                 logger.exception("Run %s failed", run_id)
                 if is_transient(exc):
@@ -159,6 +161,10 @@ def _finish(
     if question is not None:
         payload["question"] = question
     events.broadcast(run.conversation.thread_id, events.RUN_STATUS, **payload)
+
+
+class LeaseLost(Exception):
+    """This worker no longer holds the run (recovery took it back): it stops, its new holder goes on."""
 
 
 class _RunRelay:
@@ -233,7 +239,7 @@ class _RunRelay:
         version = AgentStateRepository.version_of(snapshot)
         # A retry finding the checkpoint moved since the first attempt read it: that attempt's graph
         # took the input (and maybe more); the graph goes on from where it stopped.
-        resumed = self.started_on is not None and version != self.started_on
+        resumed = (self.started_on is not None and version != self.started_on) or self._taken_over(snapshot)
         self.started_on = self.started_on if self.started_on is not None else version
         if not snapshot.interrupts and self.answer_dangling_tool_calls(
             reason=EARLIER_ATTEMPT_STOPPED, snapshot=snapshot, retrying=True
@@ -242,6 +248,17 @@ class _RunRelay:
         self.seen = {m.id for m in snapshot.values.get("messages", []) if m.id}
         self.token_usage = snapshot.values.get(TOKEN_USAGE_KEY)
         return None if resumed else self._input(pending_interrupt=bool(snapshot.interrupts))
+
+    def _taken_over(self, snapshot: StateSnapshot) -> bool:
+        """A run claimed again after its worker was lost, whose checkpoint already took its input: the
+        graph goes on from where the lost worker left it, never doing again what it did."""
+        if self.run.attempts <= 1:
+            return False
+        if self.run.kind == AgentRun.Kind.RESUME:
+            return not snapshot.interrupts  # the answer was given already
+        message = self.run.input_message
+        held = {m.id for m in snapshot.values.get("messages", [])}
+        return message is not None and message.lc_message_id in held
 
     def reconcile(self) -> bool:
         """After the run failed: what the transcript shows of it (the user's message, the replies and
@@ -461,6 +478,12 @@ class _RunRelay:
             self.open_calls.discard(message.tool_call_id)
         entry = transcript_entry(message, run=self.run, interrupted=interrupted)
         with conversation_lock(conversation_id=self.conversation.pk):
+            # The lease renewed in the write's own transaction; a run taken back meanwhile writes nothing.
+            held = AgentRun.objects.filter(
+                pk=self.run.pk, status=AgentRun.Status.RUNNING, worker=self.run.worker
+            )
+            if not held.update(heartbeat_at=timezone.now()):
+                raise LeaseLost()
             row = message_append(conversation=self.conversation, message=entry)
             if isinstance(message, AIMessage):
                 usage_record_reply(run=self.run, message=row, usage=message.usage_metadata)
