@@ -18,7 +18,7 @@ from django.core.cache import cache
 from django.db import connection
 from langchain_core.callbacks import BaseCallbackHandler
 
-from config.redis_pool import cache_available
+from agent_platform.cache_outage import cache_available
 
 # A reply streams for minutes at most; an abandoned key must not outlive a crashed worker for long.
 TTL_SECONDS = 60 * 60

@@ -15,7 +15,7 @@ from django.core.cache import cache
 from django.utils import timezone
 from prometheus_client import REGISTRY
 
-from config.redis_pool import cache_available, cache_outage
+from agent_platform.cache_outage import cache_available, cache_outage
 from conversations import run_signals
 from conversations.models import AgentRun
 from conversations.services.stop_checks import RunStopChecks
