@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 from django.utils import timezone
 
 from agent_platform.errors import ApplicationError
@@ -24,6 +25,7 @@ from compression.errors import (
     WorkerLost,
 )
 from compression.models import CompressionJob
+from compression.services.records import record_accounted, record_summary_failure
 from conversations import events
 from conversations.selectors import thread_get, thread_get_owned
 from conversations.services.leases import MAX_ATTEMPTS, holder_lost
@@ -106,13 +108,7 @@ def compress_job_reclaim(*, job: CompressionJob) -> str | None:
         pk=job.pk, status=CompressionJob.Status.RUNNING, worker=job.worker, heartbeat_at=job.heartbeat_at
     )
     if job.attempts >= MAX_ATTEMPTS:
-        error = WorkerLost()
-        if not held.update(
-            status=CompressionJob.Status.FAILED,
-            error_code=error.code,
-            error=error.message,
-            finished_at=timezone.now(),
-        ):
+        if not _fail_lost(job, held):
             return None
         outcome = CompressionJob.Status.FAILED
     else:
@@ -124,6 +120,34 @@ def compress_job_reclaim(*, job: CompressionJob) -> str | None:
     thread_compressing_clear(thread_id=job.conversation.thread_id)
     job_announce(job_get(job.pk), job.conversation.thread_id)
     return outcome
+
+
+def _fail_lost(job: CompressionJob, held: Any) -> bool:
+    """Fail a job whose worker was lost twice, with its audit record (a failed compression, as any
+    other: the audit counts it). False when it was no longer held as read."""
+    error = WorkerLost()
+    with transaction.atomic():
+        record = record_summary_failure(
+            conversation_id=job.conversation_id,
+            trigger=job.trigger,
+            requested_by=job.requested_by,
+            error=error.message,
+            error_detail=f"{error.code}: the job's worker stopped twice ({job.worker})",
+            started_at=job.started_at or job.created_at,
+            account=False,
+        )
+        failed = held.update(
+            status=CompressionJob.Status.FAILED,
+            error_code=error.code,
+            error=error.message,
+            record=record,
+            finished_at=timezone.now(),
+        )
+        if not failed:
+            transaction.set_rollback(True)  # taken meanwhile: no record of a failure that did not happen
+            return False
+    record_accounted(record)
+    return True
 
 
 def job_orphaned(job: CompressionJob, *, now: datetime | None = None) -> bool:

@@ -194,3 +194,31 @@ def test_a_job_queued_for_a_lease_whose_start_was_lost_is_started_again(
     assert compress_jobs_recover(start=False)["started"] == []  # young: its start may be on its way
     CompressionJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(hours=1))
     assert compress_jobs_recover(start=False)["started"] == [job.pk]
+
+
+def test_a_job_failed_as_worker_lost_leaves_a_compression_record(user, thread, summarizer):
+    """The audit misses no job (issue 41, item 5): the second loss of a worker is a failed record."""
+    from compression.models import CompressionRecord
+
+    stale = timezone.now() - timedelta(hours=1)
+    job = CompressionJob.objects.create(
+        conversation=thread,
+        requested_by=user,
+        trigger="manual",
+        status="running",
+        worker="elsewhere:2:b",
+        attempts=2,
+        started_at=stale,
+        heartbeat_at=stale,
+    )
+    assert compress_jobs_recover(start=False)["failed"] == [job.pk]
+    job.refresh_from_db()
+    record = job.record
+    assert record is not None and job.error_code == "worker_lost"
+    assert record.status == CompressionRecord.Status.FAILED and record.error == job.error
+    assert record.conversation_id == thread.pk and record.requested_by == user and record.trigger == "manual"
+    assert "worker_lost" in record.error_detail
+    assert list(CompressionRecord.objects.filter(conversation=thread)) == [record]
+    # Taken again by nobody: a second pass changes nothing and writes no second record.
+    assert compress_jobs_recover(start=False)["failed"] == []
+    assert CompressionRecord.objects.filter(conversation=thread).count() == 1
