@@ -10,14 +10,21 @@ runs' statuses every 20 ms for all of them), then sends the next, all 20 at once
 ``<DATABASE_URL's name>_bench`` is created, migrated and dropped.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/agents REDIS_URL=redis://127.0.0.1:6379/0 \
-        python -m bench.throughput [--repeat N] [--compare OTHER_CHECKOUT]
+        python -m bench.throughput [--repeat N] [--compare OTHER_CHECKOUT] [--starve N]
 
 Each measurement runs in a process of its own, ``--repeat`` times (default 3), and each figure is
 reported as the median of its runs, with every run listed: one run of 200 messages moved by a quarter
 from run to run on an idle two-core machine, so a single one says little. ``--compare`` measures another
 checkout of the project (e.g. a worktree of an earlier commit) in the same session, with this file's
 measuring code and that checkout's platform code, the two codes' runs alternating, and prints both
-median rows in one table.
+median rows in one table. Any commit since the first benchmark works: for one from before the
+re-layering (the settings and Celery app in ``agent_platform``, not ``config``) ``project_package``
+picks the old names, the one shim needed.
+
+``--starve N`` runs N busy processes (one core's spin each) beside the workers while the messages are
+sent; its table is printed, not written to docs/throughput.md (add the row there with its load). Every
+client's refusal or exception, every run that did not succeed, and every error line the workers
+logged are printed to stderr and counted (failed, missing, worker errors): none is thrown away.
 """
 
 from __future__ import annotations
@@ -47,6 +54,17 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SECTION = "# Run throughput"
 THREADS, MESSAGES, WORKERS = 20, 10, 2
 RUN_TIMEOUT_SECONDS = 300
+
+
+def project_package(root: Path) -> str:
+    """The checkout's project package (settings and Celery app): ``config`` since the re-layering,
+    ``agent_platform`` before it. The shim that lets ``--compare`` measure any commit since the first
+    benchmark: everything else the bench imports kept its path."""
+    if (root / "config" / "settings.py").is_file():
+        return "config"
+    if (root / "agent_platform" / "settings.py").is_file():
+        return "agent_platform"
+    raise SystemExit(f"{root}: neither config/settings.py nor agent_platform/settings.py (not this project?)")
 
 
 def _bench_database(url: str) -> tuple[str, str, str]:
@@ -100,7 +118,7 @@ def _bench_environment(bench_url: str) -> dict[str, str]:
     own and a fresh workdir root (set in ``os.environ`` too, before Django starts here)."""
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DJANGO_SETTINGS_MODULE": f"{project_package(ROOT)}.settings",
         "DATABASE_URL": bench_url,
         "CELERY_TASK_DEFAULT_QUEUE": f"bench-{uuid.uuid4().hex[:8]}",
         "WORKDIR_ROOT": str(Path(tempfile.mkdtemp(prefix="bench-throughput-"))),
@@ -152,7 +170,7 @@ def _start_workers(workers: list[subprocess.Popen], env: dict[str, str]) -> None
                     "-m",
                     "celery",
                     "-A",
-                    "config",
+                    project_package(ROOT),
                     "worker",
                     "-Q",
                     queue,

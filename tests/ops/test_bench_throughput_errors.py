@@ -49,3 +49,15 @@ def test_starve_starts_busy_processes_and_stops_them():
     finally:
         throughput._stop_workers(busy)
     assert all(process.poll() is not None for process in busy)  # stopped and reaped
+
+
+def test_compare_finds_the_project_package_of_old_and_new_layouts(tmp_path):
+    """The ``--compare`` shim: a checkout from before the re-layering kept its settings and Celery app
+    in ``agent_platform``; one since, in ``config``; anything else is refused with its reason."""
+    assert throughput.project_package(throughput.ROOT) == "config"
+    old = tmp_path / "old"
+    (old / "agent_platform").mkdir(parents=True)
+    (old / "agent_platform" / "settings.py").write_text("")
+    assert throughput.project_package(old) == "agent_platform"
+    with pytest.raises(SystemExit, match="neither"):
+        throughput.project_package(tmp_path / "elsewhere")
