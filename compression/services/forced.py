@@ -3,6 +3,7 @@ engine's algorithm with the agent's own model (``run_forced``). No lock is taken
 
 from __future__ import annotations
 
+import errno
 import gc
 import logging
 from collections.abc import Callable, Iterator
@@ -15,7 +16,7 @@ from agent_platform.errors import ApplicationError
 from agent_platform.runtime import models as chat_models
 from agent_platform.runtime.public_errors import run_error_public
 from agent_platform.workdir import workdir_for
-from compression.errors import TRANSIENT_MODEL_ERRORS, ModelUnavailable, SummaryFailed
+from compression.errors import TRANSIENT_MODEL_ERRORS, ModelUnavailable, StorageFull, SummaryFailed
 from compression.models import CompressionRecord
 from compression.selectors import meter_tokens
 from context_engine.errors import Stopped, StoreError
@@ -154,6 +155,16 @@ def forced_nothing_to_do(
         return None
 
 
+def _disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` came of a full disk or quota (ENOSPC, EDQUOT), however wrapped."""
+    current: BaseException | None = exc
+    while current is not None:
+        if isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def run_forced(
     conversation: Conversation,
     values: dict[str, Any],
@@ -185,6 +196,8 @@ def run_forced(
     except (ApplicationError, Stopped):
         raise
     except StoreError as exc:
+        if _disk_full(exc):  # said as what it is: no file was written, the disk has no room
+            raise StorageFull() from exc
         raise SummaryFailed(
             "The conversation history could not be saved, so nothing was compressed."
         ) from exc
@@ -193,6 +206,8 @@ def run_forced(
             f"The summary could not be produced, so nothing was compressed: {run_error_public(exc)}",
         ) from exc
     except Exception as exc:
+        if _disk_full(exc):
+            raise StorageFull() from exc
         raise SummaryFailed(
             f"The summary could not be produced, so nothing was compressed: {run_error_public(exc)}",
         ) from exc

@@ -20,6 +20,7 @@ from compression.errors import (
     JobFinished,
     JobNotFound,
     ModelUnavailable,
+    StorageFull,
     SummaryFailed,
     ThreadChanged,
     WorkerLost,
@@ -33,7 +34,8 @@ from conversations.services.pressure import thread_compressing_clear
 
 WAIT_POLL_SECONDS = 0.05
 _ERRORS: dict[str, type[ApplicationError]] = {
-    error.code: error for error in (SummaryFailed, ThreadChanged, JobCancelled, WorkerLost, CapabilityMissing)
+    error.code: error
+    for error in (SummaryFailed, StorageFull, ThreadChanged, JobCancelled, WorkerLost, CapabilityMissing)
 }
 
 
