@@ -123,6 +123,9 @@ AXES_VERBOSE = False
 # --- Per-user throttles (agent_platform.throttle): attempts a minute, and at once; 0 turns one off --
 # At once: sends count the user's queued and running runs; uploads and compressions their requests
 # still in flight. Over a limit: 429 rate_limited with Retry-After.
+# The per-minute counts live in the cache: while Redis is down they admit (django-ratelimit's fail-open),
+# as the cache degrades to empty (config.redis_pool), instead of refusing every send.
+RATELIMIT_FAIL_OPEN = True
 THROTTLE_SEND_PER_MINUTE = env.int("THROTTLE_SEND_PER_MINUTE", default=20)
 THROTTLE_SEND_CONCURRENT = env.int("THROTTLE_SEND_CONCURRENT", default=5)
 THROTTLE_UPLOAD_PER_MINUTE = env.int("THROTTLE_UPLOAD_PER_MINUTE", default=10)
