@@ -3,6 +3,7 @@ the body the API, the page and the socket show."""
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from datetime import datetime
@@ -13,6 +14,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from agent_platform.errors import ApplicationError
+from agent_platform.workdir import workdir_for
 from compression.errors import (
     CapabilityMissing,
     JobCancelled,
@@ -27,10 +29,14 @@ from compression.errors import (
 )
 from compression.models import CompressionJob
 from compression.services.records import record_accounted, record_summary_failure
+from context_engine.errors import StoreError
+from context_engine.summary.history import history_unappend
 from conversations import events
 from conversations.selectors import thread_get, thread_get_owned
 from conversations.services.leases import MAX_ATTEMPTS, holder_lost
 from conversations.services.pressure import thread_compressing_clear
+
+logger = logging.getLogger(__name__)
 
 WAIT_POLL_SECONDS = 0.05
 _ERRORS: dict[str, type[ApplicationError]] = {
@@ -103,12 +109,43 @@ def compress_job_raise(job: CompressionJob) -> None:
     raise error
 
 
+PENDING_HISTORY_KEY = "pending_history"
+
+
+def history_pending_set(held: Any, manual: Any) -> None:
+    """Note on the job the history section its summary appended, before the apply: a job that dies
+    or fails before applying has it taken back (``history_orphan_remove``), so no orphan stays."""
+    if manual.history_section and manual.file_path:
+        section = {"file_path": manual.file_path, "section": manual.history_section}
+        held().update(result={PENDING_HISTORY_KEY: section})
+
+
+def history_orphan_remove(job_id: int) -> bool:
+    """Take back the history section a job appended and never applied; whether one was taken back.
+    Only while the file still ends with it (nothing appended since)."""
+    result = CompressionJob.objects.filter(pk=job_id).values_list("result", flat=True).first() or {}
+    pending = result.get(PENDING_HISTORY_KEY) if isinstance(result, dict) else None
+    if not pending:
+        return False
+    job = CompressionJob.objects.select_related("conversation").get(pk=job_id)
+    try:
+        removed = history_unappend(workdir_for(job.conversation), pending["file_path"], pending["section"])
+    except StoreError:
+        logger.warning("Could not take back the history section of job %s", job_id, exc_info=True)
+        return False
+    CompressionJob.objects.filter(pk=job_id).update(result={})
+    return removed
+
+
 def compress_job_reclaim(*, job: CompressionJob) -> str | None:
     """Take a job back from its lost worker: re-queued if it was claimed once, failed after that (never
     half-applied: the apply is one transaction). ``None`` when it was no longer held as read."""
     held = CompressionJob.objects.filter(
         pk=job.pk, status=CompressionJob.Status.RUNNING, worker=job.worker, heartbeat_at=job.heartbeat_at
     )
+    if not held.exists():
+        return None
+    history_orphan_remove(job.pk)  # its lost worker's unapplied section, before anyone appends again
     if job.attempts >= MAX_ATTEMPTS:
         if not _fail_lost(job, held):
             return None
@@ -177,7 +214,8 @@ def compress_job_body(job: CompressionJob) -> dict[str, Any]:
         "attempts": job.attempts,
         "preview_id": job.preview_id or None,
         "error": {"code": job.error_code, "message": job.error} if job.error_code else None,
-        "result": job.result or None,
+        # A running job's result holds only its pending history section (bookkeeping, not a result).
+        "result": (job.result or None) if PENDING_HISTORY_KEY not in (job.result or {}) else None,
         "created_at": job.created_at.isoformat(),
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,

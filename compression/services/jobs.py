@@ -46,7 +46,14 @@ from compression.services.forced import (
     require_idle,
     run_forced,
 )
-from compression.services.job_control import compress_job_reclaim, job_announce, job_get, job_orphaned
+from compression.services.job_control import (
+    compress_job_reclaim,
+    history_orphan_remove,
+    history_pending_set,
+    job_announce,
+    job_get,
+    job_orphaned,
+)
 from compression.services.preview import preview_check
 from compression.services.records import record_accounted, record_from_manual, record_summary_failure
 from context_engine.config import COMPRESSION_CAPABILITY
@@ -255,6 +262,7 @@ def _work(job: CompressionJob, *, held: Callable[[], QuerySet[CompressionJob]]) 
             return not held().exists()
 
         manual = run_forced(conversation, values, calibration, spent=spent, stop=stopped)
+        history_pending_set(held, manual)
         # Computed before the lock: it depends only on the state read, which the apply checks is current.
         update = _checkpoint_update(conversation, values, manual, calibration)
         outcome = _apply(
@@ -267,6 +275,7 @@ def _work(job: CompressionJob, *, held: Callable[[], QuerySet[CompressionJob]]) 
             started_at=started_at,
         )
     except Stopped:
+        history_orphan_remove(job.pk)
         notice.fail(str(JobCancelled.default_message))
         return
     except Exception as exc:  # noqa: BLE001 - recorded on the job; the worker goes on
@@ -278,6 +287,7 @@ def _work(job: CompressionJob, *, held: Callable[[], QuerySet[CompressionJob]]) 
             logger.exception("Compression job %s failed", job.pk)
             error = JobFailed(f"{JobFailed.default_message} ({run_error_public(exc)})")
             detail = describe_error(exc)
+        history_orphan_remove(job.pk)  # a summary appended, then not applied: taken back
         _fail(
             job,
             held=held,

@@ -61,6 +61,7 @@ class ManualCompression:
     spend_guard: dict[str, Any] = field(default_factory=dict)  # the guard's decision when it held back
     outcome: str = ""  # context_engine.outcomes
     reason_detail: dict[str, Any] | None = None  # why, for a ``no_change_needed`` or an unreachable budget
+    history_section: str = ""  # the section appended to ``file_path`` (taken back if never applied)
 
     def body(self) -> dict[str, Any]:
         """The API response: ``{status, before_tokens, after_tokens, compressed_messages, file_path, reason,
@@ -316,6 +317,7 @@ def _completed(
         summary_tokens=outcome.summary_tokens,
         folded_tokens=messages_tokens(split.folded, profile),
         loss_report=outcome.loss_report(),
+        history_section=outcome.section,
     )
 
 
