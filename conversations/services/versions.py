@@ -27,7 +27,9 @@ from conversations.selectors import thread_busy_flags, visible_messages
 from conversations.services.dispatch import run_dispatch_next
 from conversations.services.intake import (
     MESSAGE_MAX_CHARS,
+    SEND,
     IntakeResult,
+    operation_key,
     request_id_checked,
     run_open,
     run_retried,
@@ -111,10 +113,13 @@ def turn_retry(
     before the call) is queued again, its failure notice leaving the branch. 422 when the last turn did
     not fail and was not stopped; 409 while a run is queued or running. With ``request_id``, a retry of
     this request returns the first result and starts no second run."""
-    request_id = request_id_checked(request_id)
+    request_id = operation_key("retry", request_id_checked(request_id))
     with thread_lock(thread_id=thread_id, user=user) as conversation:
-        if (first := run_retried(conversation=conversation, request_id=request_id)) is not None:
-            return first
+        retried = run_retried(
+            conversation=conversation, request_id=request_id, kind=(MessageFork.Kind.REGENERATE, SEND)
+        )
+        if retried is not None:
+            return retried
         last = conversation.runs.order_by("-pk").first()
         ended = (AgentRun.Status.FAILED, AgentRun.Status.CANCELLED)
         if last is None or last.status not in ended or last.input_message_id is None:
