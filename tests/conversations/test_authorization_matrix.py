@@ -164,7 +164,9 @@ MATRIX: dict[str, Route] = {
     "conversations:run-cancel-current": Route("POST", f"{THREAD}/runs/current/cancel", _page_write()),
     "conversations:run-cancel": Route("POST", f"{THREAD}/runs/999999/cancel", _roles(LOGIN, 404, 404)),
     "conversations:turn-retry": Route("POST", f"{THREAD}/retry", _page_write()),
-    "conversations:agent-switch": Route("POST", f"{THREAD}/agent", _page_write(), data={"agent": "test-agent"}),
+    "conversations:agent-switch": Route(
+        "POST", f"{THREAD}/agent", _page_write(), data={"agent": "test-agent"}
+    ),
     # The composer's check of picked files: the owner's, as sending is (nothing is written).
     "conversations:attachments-check": Route(
         "POST", f"{THREAD}/attachments/check", _roles(LOGIN, 200, 404), upload=True
