@@ -5,16 +5,21 @@ follow the new agent's window at once, and a busy thread or an agent the user ma
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from agent_platform.models import Agent
 from agent_platform.runtime.graph import state_repository_for
+from context_engine.policy.pressure import pressure_now
 from context_engine.state import SUMMARY_EVENT_KEY
 from conversations.errors import AgentNotFound
 from conversations.models import AgentRun, Conversation, MessageFork
-from conversations.services import message_intake
+from conversations.services import message_intake, thread_create
 from conversations.services.agent_switch import thread_agent_switch
 from conversations.services.versions import reply_regenerate
 from tests.conversations.conftest import ScriptedChatModel
+from tests.conversations.page_support import write_token_usage
 
 pytestmark = pytest.mark.django_db
 
@@ -170,3 +175,38 @@ def test_the_page_switches_and_says_so(client, user, thread, small_agent):
     page = response.content.decode()
     assert page.count("Now using Small window — window 4K tokens, compression at 3.6K tokens.") == 2
     assert 'id="agent-switch"' in page and 'value="small" selected' in page
+
+
+@hypothesis_settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    tokens=st.integers(min_value=0, max_value=300_000),
+    budgets=st.lists(
+        st.tuples(st.integers(min_value=2_000, max_value=400_000), st.integers(min_value=1, max_value=200)),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_the_stored_pressure_always_follows_the_agent_switched_to(agent, user, tokens, budgets):
+    """Property: whatever the measured request and whatever agents (windows, thresholds) the thread is
+    switched through, after each switch the thread's row holds the new agent's trigger, the pressure
+    the page's meter computes from the row's ``token_usage`` on that agent, and the same ratio."""
+    thread = thread_create(user=user, agent_slug=agent.slug)  # a new one per example
+    write_token_usage(thread, {"next_llm_input_tokens": tokens, "llm_input_tokens": tokens})
+    for index, (window, threshold) in enumerate(budgets):
+        slug = f"budget-{index}-{window}-{threshold}"
+        target, _ = Agent.objects.get_or_create(
+            slug=slug, defaults={"name": slug, "context_window": window, "summary_threshold": threshold}
+        )
+        thread_agent_switch(thread_id=thread.thread_id, user=user, agent_slug=slug)
+        row = Conversation.objects.get(pk=thread.pk)
+        assert row.agent_id == target.pk
+        assert row.trigger_tokens == target.effective_trigger
+        meter = pressure_now(
+            row.token_usage,
+            trigger_tokens=target.effective_trigger,
+            context_window=target.resolved_context_window,
+        )
+        assert row.pressure_ratio == meter["summary_pressure_ratio"]
+        assert row.token_usage["summary_trigger_tokens"] == target.effective_trigger
