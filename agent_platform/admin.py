@@ -161,6 +161,8 @@ class ModelEndpointAdmin(admin.ModelAdmin):
         "supports_vision",
         "input_price_per_million",
         "output_price_per_million",
+        "cached_input_price_per_million",
+        "cache_write_price_per_million",
         "agents_using",
     )
 

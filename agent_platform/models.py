@@ -68,6 +68,7 @@ COMPRESSION_FIELDS = (
     "summary_index_percent",
     "summary_max_calls_per_hour",
     "summary_max_input_tokens_per_hour",
+    "summary_max_cost_per_hour",
 )
 
 
@@ -189,6 +190,16 @@ class Agent(models.Model):
         default=0,
         help_text=_("Spend guard: at most this many summary input tokens per thread per hour (0: no limit)."),
     )
+    summary_max_cost_per_hour = models.DecimalField(
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text=_(
+            "Spend guard: at most this much summary input cost per thread per hour, at the endpoint's "
+            "input price (empty: no limit). With a token limit too, the stricter one holds."
+        ),
+    )
 
     created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
@@ -228,6 +239,15 @@ class Agent(models.Model):
             errors["summary_tool_result_token_limit"] = _("The limit must be 0 or more.")
         if prompt_error := summary_prompt_error(self.summary_prompt):
             errors["summary_prompt"] = prompt_error
+        if self.summary_max_cost_per_hour is not None:
+            if self.summary_max_cost_per_hour <= 0:
+                errors["summary_max_cost_per_hour"] = _(
+                    "A cost limit must be greater than 0 (empty: no limit)."
+                )
+            elif self.endpoint is None or self.endpoint.input_price_per_million is None:
+                errors["summary_max_cost_per_hour"] = _(
+                    "The endpoint has no prices: limit the summary input tokens instead."
+                )
         return errors
 
     def _choice_errors(self) -> dict[str, str]:
@@ -300,6 +320,18 @@ class Agent(models.Model):
     def has_capability(self, name: str) -> bool:
         return name in (self.capabilities or [])
 
+    @property
+    def summary_input_token_cap(self) -> int:
+        """The spend guard's summary input tokens per thread and hour (0: no limit): the token limit, or
+        the cost limit at the endpoint's input price, whichever is stricter."""
+        tokens = self.summary_max_input_tokens_per_hour or 0
+        cost, endpoint = self.summary_max_cost_per_hour, self.endpoint
+        price = endpoint.input_price_per_million if endpoint is not None else None
+        if cost is None or cost <= 0 or not price or price <= 0:
+            return tokens
+        by_cost = max(int(cost * 1_000_000 / price), 1)
+        return min(tokens, by_cost) if tokens else by_cost
+
     def compression_config(self) -> CompressionConfig:
         return CompressionConfig(
             trigger_tokens=self.effective_trigger,
@@ -313,9 +345,10 @@ class Agent(models.Model):
             pinned_token_limit=self.summary_pinned_token_limit,
             repair_pass=self.summary_repair_pass,
             index_percent=self.summary_index_percent,
+            low_water_percent=settings.COMPACTION_LOW_WATER_PERCENT,
             spend=SpendLimits(
                 max_calls_per_hour=self.summary_max_calls_per_hour,
-                max_input_tokens_per_hour=self.summary_max_input_tokens_per_hour,
+                max_input_tokens_per_hour=self.summary_input_token_cap,
             ),
             breaker=BreakerLimits(
                 refusals=settings.SUMMARY_BREAKER_REFUSALS,

@@ -68,6 +68,10 @@ class Replay:
     byte_recoverable: int = 0
     errors: int = 0
     rejected: int = 0
+    # Every request the agent model got, in order (``bench.cache_economics`` prices their prefixes),
+    # and the summary calls' prompt tokens (cl100k).
+    requests: list[list[BaseMessage]] = field(default_factory=list, repr=False)
+    summary_prompt_tokens: int = 0
 
     @property
     def mean_tokens(self) -> float:
@@ -119,6 +123,8 @@ def replay(traj: trajectories.Trajectory, name: str, setup: peers.Setup = SETUP)
             if len(h.model.requests) > before:
                 out.tokens.append(request_tokens(h.model.requests[-1]))
         out.summary_calls = h.summarizer.calls
+        out.summary_prompt_tokens = h.summarizer.prompt_tokens
+        out.requests = list(h.model.requests)
         out.errors = len(h.errors)
         out.rejected = h.model.rejected
 

@@ -106,6 +106,7 @@ class FakeSummarizer(BaseChatModel):
 
     calls: int = 0
     prompt_chars: int = 0
+    prompt_tokens: int = 0  # cl100k, what a provider would bill as the summary calls' input
 
     @property
     def _llm_type(self) -> str:
@@ -115,6 +116,7 @@ class FakeSummarizer(BaseChatModel):
         self.calls += 1
         text = messages[-1].text if messages else ""
         self.prompt_chars += len(text)
+        self.prompt_tokens += request_tokens(list(messages))
         body = text.split("<messages>", 1)[-1].strip()
         excerpt = body[:SUMMARY_CHARS] or "No previous conversation history."
         # Under the default prompt's headings, so ours accepts it as a summary (issue 24: only a summary

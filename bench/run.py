@@ -16,6 +16,7 @@ from pathlib import Path
 
 from bench import (
     bulk,
+    cache_economics,
     calibration,
     charts,
     effectiveness,
@@ -415,6 +416,10 @@ def main() -> None:
         + "\n<details><summary>Per trajectory</summary>\n\n"
         + effectiveness.render_trajectories(replays)
         + "\n</details>\n",
+    )
+
+    section(
+        "2b. What a caching provider bills (issue 40)", cache_economics.render(cache_economics.run(replays))
     )
 
     over = overhead.run()

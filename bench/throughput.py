@@ -10,14 +10,21 @@ runs' statuses every 20 ms for all of them), then sends the next, all 20 at once
 ``<DATABASE_URL's name>_bench`` is created, migrated and dropped.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/agents REDIS_URL=redis://127.0.0.1:6379/0 \
-        python -m bench.throughput [--repeat N] [--compare OTHER_CHECKOUT]
+        python -m bench.throughput [--repeat N] [--compare OTHER_CHECKOUT] [--starve N]
 
 Each measurement runs in a process of its own, ``--repeat`` times (default 3), and each figure is
 reported as the median of its runs, with every run listed: one run of 200 messages moved by a quarter
 from run to run on an idle two-core machine, so a single one says little. ``--compare`` measures another
 checkout of the project (e.g. a worktree of an earlier commit) in the same session, with this file's
 measuring code and that checkout's platform code, the two codes' runs alternating, and prints both
-median rows in one table.
+median rows in one table. Any commit since the first benchmark works: for one from before the
+re-layering (the settings and Celery app in ``agent_platform``, not ``config``) ``project_package``
+picks the old names, the one shim needed.
+
+``--starve N`` runs N busy processes (one core's spin each) beside the workers while the messages are
+sent; its table is printed, not written to docs/throughput.md (add the row there with its load). Every
+client's refusal or exception, every run that did not succeed, and every error line the workers
+logged are printed to stderr and counted (failed, missing, worker errors): none is thrown away.
 """
 
 from __future__ import annotations
@@ -47,6 +54,17 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SECTION = "# Run throughput"
 THREADS, MESSAGES, WORKERS = 20, 10, 2
 RUN_TIMEOUT_SECONDS = 300
+
+
+def project_package(root: Path) -> str:
+    """The checkout's project package (settings and Celery app): ``config`` since the re-layering,
+    ``agent_platform`` before it. The shim that lets ``--compare`` measure any commit since the first
+    benchmark: everything else the bench imports kept its path."""
+    if (root / "config" / "settings.py").is_file():
+        return "config"
+    if (root / "agent_platform" / "settings.py").is_file():
+        return "agent_platform"
+    raise SystemExit(f"{root}: neither config/settings.py nor agent_platform/settings.py (not this project?)")
 
 
 def _bench_database(url: str) -> tuple[str, str, str]:
@@ -100,7 +118,7 @@ def _bench_environment(bench_url: str) -> dict[str, str]:
     own and a fresh workdir root (set in ``os.environ`` too, before Django starts here)."""
     env = {
         **os.environ,
-        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DJANGO_SETTINGS_MODULE": f"{project_package(ROOT)}.settings",
         "DATABASE_URL": bench_url,
         "CELERY_TASK_DEFAULT_QUEUE": f"bench-{uuid.uuid4().hex[:8]}",
         "WORKDIR_ROOT": str(Path(tempfile.mkdtemp(prefix="bench-throughput-"))),
@@ -152,7 +170,7 @@ def _start_workers(workers: list[subprocess.Popen], env: dict[str, str]) -> None
                     "-m",
                     "celery",
                     "-A",
-                    "config",
+                    project_package(ROOT),
                     "worker",
                     "-Q",
                     queue,
@@ -170,9 +188,36 @@ def _start_workers(workers: list[subprocess.Popen], env: dict[str, str]) -> None
                 cwd=ROOT,
                 env=env,
                 stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
+                stderr=_worker_log(env, n).open("wb"),  # kept: its errors are printed at the end
             )  # fmt: skip
         )
+
+
+def _worker_log(env: dict[str, str], n: int) -> Path:
+    return Path(env["WORKDIR_ROOT"]) / f"worker-{n}.log"
+
+
+def _worker_errors(env: dict[str, str]) -> list[str]:
+    """The error lines the workers logged (their tracebacks' last lines included), in order."""
+    lines: list[str] = []
+    for n in range(WORKERS):
+        try:
+            text = _worker_log(env, n).read_text(errors="replace")
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if "ERROR" in line or "CRITICAL" in line or ("Error" in line and not line.startswith(" ")):
+                lines.append(f"worker {n}: {line.strip()}")
+    return lines
+
+
+def _starved(count: int) -> list[subprocess.Popen]:
+    """``count`` busy processes beside the workers (``--starve``): each spins one core's worth."""
+    spin = "while True:\n    pass\n"
+    return [
+        subprocess.Popen([sys.executable, "-c", spin], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        for _ in range(count)
+    ]
 
 
 def _background_connection_rate(redis_url: str) -> float:
@@ -212,7 +257,9 @@ class _Pending:
                 with self._lock:
                     ids = list(self._runs)
                 if ids:
-                    ended = AgentRun.objects.filter(pk__in=ids, status__in=("succeeded", "failed"))
+                    ended = AgentRun.objects.filter(
+                        pk__in=ids, status__in=("succeeded", "failed", "cancelled")
+                    )
                     for pk, status, error in ended.values_list("pk", "status", "error"):
                         with self._lock:
                             done, result = self._runs.pop(pk)
@@ -239,8 +286,13 @@ def _send_all(threads: list[Any], *, user: Any) -> tuple[list[float], list[str],
         try:
             for i in range(MESSAGES):
                 sent = time.monotonic()
-                run = message_intake(thread_id=conversation.thread_id, user=user, content=f"message {i}").run
-                status, error = pending.wait(run.pk)
+                try:
+                    run = message_intake(
+                        thread_id=conversation.thread_id, user=user, content=f"message {i}"
+                    ).run
+                    status, error = pending.wait(run.pk)
+                except Exception as exc:  # noqa: BLE001 - kept and printed: never a message silently missing
+                    status, error = "refused", f"{exc.__class__.__name__}: {exc}"
                 with lock:
                     latencies.append(time.monotonic() - sent)
                     if status != "succeeded":
@@ -283,7 +335,7 @@ def _close_and_drop(admin_url: str, bench_name: str) -> None:
     _psql(admin_url, f'DROP DATABASE IF EXISTS "{bench_name}" WITH (FORCE)')
 
 
-def measure() -> dict[str, float | int]:
+def measure(*, starve: int = 0) -> dict[str, Any]:
     base_url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
     if not base_url.startswith("postgres") or not redis_url:
         sys.exit("bench.throughput needs DATABASE_URL (PostgreSQL) and REDIS_URL")
@@ -292,10 +344,12 @@ def measure() -> dict[str, float | int]:
     _psql(admin_url, f'CREATE DATABASE "{bench_name}"')
     env = _bench_environment(bench_url)
     workers: list[subprocess.Popen] = []
+    starving: list[subprocess.Popen] = []
     try:
         stub, user, threads = _seeded(env)
         _start_workers(workers, env)
         time.sleep(5)  # the workers connect to the broker
+        starving = _starved(starve)
         # The shared Redis's background: connections other clients open meanwhile.
         background_rate = _background_connection_rate(redis_url)
 
@@ -307,10 +361,18 @@ def measure() -> dict[str, float | int]:
         cpu = _cpu_seconds(worker_pids) - cpu_start
         opened = _redis_connections(redis_url) - connections_start
         stub.stop()
+        _stop_workers(starving)
         count = max(1, len(latencies))
+        errors = _worker_errors(env)
+        for line in [*failures, *errors]:
+            print(line, file=sys.stderr)  # the parent prints its children's errors
         return {
             "messages": len(latencies),
             "failed": len(failures),
+            "missing": THREADS * MESSAGES - len(latencies),
+            "worker_errors": len(errors),
+            "failures": sorted(set(failures))[:10],
+            "starve": starve,
             "wall_s": wall,
             "messages_per_s": len(latencies) / wall,
             "p50_s": statistics.median(latencies),
@@ -323,6 +385,7 @@ def measure() -> dict[str, float | int]:
             "cores": os.cpu_count() or 0,
         }
     finally:
+        _stop_workers(starving)
         _stop_workers(workers)
         _close_and_drop(admin_url, bench_name)
 
@@ -334,15 +397,19 @@ def _label(root: Path) -> str:
     return f"`{commit or root.name}`"
 
 
-def _measured(root: Path) -> dict[str, float | int]:
+def _measured(root: Path, *, starve: int = 0) -> dict[str, Any]:
     """One measurement of ``root``'s platform with this file's measuring code, in a fresh process (each
     gets its own database, workers and stub)."""
     env = {**os.environ, "BENCH_ROOT": str(root)}
-    out = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--row"], cwd=root, env=env, capture_output=True,
-        text=True, check=True,
-    ).stdout  # fmt: skip
-    return json.loads(out.strip().splitlines()[-1])
+    done = subprocess.run(
+        [sys.executable, str(Path(__file__).resolve()), "--row", "--starve", str(starve)], cwd=root, env=env,
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    if done.stderr.strip():  # the child's errors, and its clients' and workers' (never thrown away)
+        print(done.stderr.rstrip(), file=sys.stderr)
+    if done.returncode != 0:
+        sys.exit(f"the measurement of {root} failed (exit {done.returncode}); its errors are above")
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 MEDIAN_FIGURES = (
@@ -357,6 +424,8 @@ def _median_row(runs: list[dict[str, float | int]]) -> dict[str, float | int]:
         **{key: statistics.median(run[key] for run in runs) for key in MEDIAN_FIGURES},
         "messages": sum(run["messages"] for run in runs),
         "failed": sum(run["failed"] for run in runs),
+        "missing": sum(run.get("missing", 0) for run in runs),
+        "worker_errors": sum(run.get("worker_errors", 0) for run in runs),
         "load_start": min(run["load_start"] for run in runs),
         "load_end": max(run["load_end"] for run in runs),
         "runs": len(runs),
@@ -395,13 +464,13 @@ def markdown(
         f"Each row is the median of {repeat} runs of {THREADS * MESSAGES} messages (messages and failures: "
         f"their sum; load: the lowest start and the highest end); with `--compare` the two codes' runs "
         f"alternate, so drift in the machine's load falls on both. Every run is listed below.\n",
-        "| code | runs | messages | failed | messages/s (median, min–max) | p50 | p95 | CPU-s / message | "
+        "| code | runs | messages | failed (missing; worker errors) | messages/s (median, min–max) | p50 | p95 | CPU-s / message | "
         "Redis conn. / message (raw) | load start → end |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for label, row in rows:
         lines.append(
-            f"| {label} | {row['runs']} | {row['messages']} | {row['failed']} | "
+            f"| {label} | {row['runs']} | {row['messages']} | {row['failed']} ({row['missing']}; {row['worker_errors']}) | "
             f"{row['messages_per_s']:.2f} ({row['rate_min']:.2f}–{row['rate_max']:.2f}) | {row['p50_s']:.2f} s | "
             f"{row['p95_s']:.2f} s | {row['cpu_per_message']:.3f} | "
             f"{row['redis_per_message']:.2f} ({row['redis_raw_per_message']:.2f}) | "
@@ -420,13 +489,13 @@ def markdown(
         "",
         "## Every run",
         "",
-        "| # | code | messages | failed | wall | messages/s | p50 | p95 | CPU-s / message | "
+        "| # | code | messages | failed (missing) | wall | messages/s | p50 | p95 | CPU-s / message | "
         "Redis conn. / message (raw) | load start → end |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for number, (label, run) in enumerate(runs, 1):
         lines.append(
-            f"| {number} | {label} | {run['messages']} | {run['failed']} | {run['wall_s']:.1f} s | "
+            f"| {number} | {label} | {run['messages']} | {run['failed']} ({run.get('missing', 0)}) | {run['wall_s']:.1f} s | "
             f"{run['messages_per_s']:.2f} | {run['p50_s']:.2f} s | {run['p95_s']:.2f} s | "
             f"{run['cpu_per_message']:.3f} | {run['redis_per_message']:.2f} ({run['redis_raw_per_message']:.2f}) | "
             f"{run['load_start']:.1f} → {run['load_end']:.1f} |"
@@ -439,22 +508,23 @@ def _option(name: str, default: str | None = None) -> str | None:
 
 
 def main() -> None:
+    starve = int(_option("--starve", "0") or 0)
     if "--row" in sys.argv:  # one measurement, as JSON, for the parent that repeats and tabulates
-        print(json.dumps(measure()))
+        print(json.dumps(measure(starve=starve)))
         return
     repeat = int(_option("--repeat", "3"))
     roots = [ROOT]
     if (other := _option("--compare")) is not None:
         roots.insert(0, Path(other).resolve())
-    labels = [_label(root) for root in roots]
+    labels = [_label(root) + (f" + {starve} busy" if starve else "") for root in roots]
     runs: list[tuple[int, dict[str, float | int]]] = []  # (the code's place in roots, its run)
     for _ in range(repeat):
         for place, root in enumerate(roots):  # alternating: the older code first in each round
-            runs.append((place, measured := _measured(root)))
+            runs.append((place, measured := _measured(root, starve=starve)))
             print(f"{labels[place]}: {measured['messages_per_s']:.2f} messages/s", file=sys.stderr)
     table = markdown(*_tabulated(labels, runs))
     print(table)
-    if ROOT == HERE:
+    if ROOT == HERE and not starve:  # a starved run's row is added to the page by hand, with its load
         DOC.write_text(table, encoding="utf-8")
 
 

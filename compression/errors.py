@@ -27,6 +27,17 @@ class SummaryFailed(ApplicationError):
     code = "summary_failed"
 
 
+class StorageFull(SummaryFailed):
+    """The workdir's disk (or quota) is full: nothing was written, nothing compressed."""
+
+    status = 507
+    code = "storage_full"
+    default_message = _(
+        "The server's disk is full, so the conversation history could not be saved; nothing was "
+        "compressed. Try again once space is freed."
+    )
+
+
 class ModelUnavailable(SummaryFailed):
     """A summary that failed on a transient model error (worth a retry later: the bulk task does)."""
 

@@ -127,6 +127,9 @@ AXES_VERBOSE = False
 # --- Per-user throttles (agent_platform.throttle): attempts a minute, and at once; 0 turns one off --
 # At once: sends count the user's queued and running runs; uploads and compressions their requests
 # still in flight. Over a limit: 429 rate_limited with Retry-After.
+# The per-minute counts live in the cache: while Redis is down they admit (django-ratelimit's fail-open),
+# as the cache degrades to empty (config.redis_pool), instead of refusing every send.
+RATELIMIT_FAIL_OPEN = True
 THROTTLE_SEND_PER_MINUTE = env.int("THROTTLE_SEND_PER_MINUTE", default=20)
 THROTTLE_SEND_CONCURRENT = env.int("THROTTLE_SEND_CONCURRENT", default=5)
 THROTTLE_UPLOAD_PER_MINUTE = env.int("THROTTLE_UPLOAD_PER_MINUTE", default=10)
@@ -165,6 +168,15 @@ else:
 # permission) before relaying events, at most this often; a logout closes it at once.
 SOCKET_ACCESS_RECHECK_SECONDS = env.float("SOCKET_ACCESS_RECHECK_SECONDS", default=5.0)
 
+# While Redis does not answer, the cache answers as if empty and the database decides (Stop, markers):
+# a call waits at most REDIS_SOCKET_TIMEOUT_SECONDS, then Redis is not tried again for
+# REDIS_RETRY_SECONDS. Live events wait for it up to LIVE_EVENT_RETRY_SECONDS (at most
+# LIVE_EVENT_BUFFER of them per process), then are dropped and counted (a page's reload recovers them).
+REDIS_SOCKET_TIMEOUT_SECONDS = env.float("REDIS_SOCKET_TIMEOUT_SECONDS", default=2.0)
+REDIS_RETRY_SECONDS = env.float("REDIS_RETRY_SECONDS", default=1.0)
+LIVE_EVENT_RETRY_SECONDS = env.float("LIVE_EVENT_RETRY_SECONDS", default=10.0)
+LIVE_EVENT_BUFFER = env.int("LIVE_EVENT_BUFFER", default=10000)
+
 # Shared across processes when Redis is there (e.g. the "compression under way" marker of a thread).
 if REDIS_URL:
     CACHES = {
@@ -172,7 +184,12 @@ if REDIS_URL:
             "BACKEND": "config.redis_pool.SharedClientRedisCache",
             "LOCATION": REDIS_URL,
             # One pool per process, not per thread: run signals are read from the graph's threads.
-            "OPTIONS": {"pool_class": "config.redis_pool.SharedConnectionPool"},
+            # Timeouts: a stalled server degrades the cache (config.redis_pool) instead of hanging a run.
+            "OPTIONS": {
+                "pool_class": "config.redis_pool.SharedConnectionPool",
+                "socket_connect_timeout": REDIS_SOCKET_TIMEOUT_SECONDS,
+                "socket_timeout": REDIS_SOCKET_TIMEOUT_SECONDS,
+            },
         }
     }
 else:
@@ -203,6 +220,13 @@ CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery
 # (or whose process on this host is gone) lost its worker: re-queued once, then failed. 12 s, checked
 # every 2 s: a surviving worker takes a dead worker's run back within 14 s.
 RUN_LEASE_SECONDS = env.float("RUN_LEASE_SECONDS", default=12.0)
+# A holder that is a live process of this machine is asked directly (its pid), not judged by its
+# renewals, which a starved CPU delays: its run is taken back only once silent this long (stuck).
+RUN_LEASE_STUCK_SECONDS = env.float("RUN_LEASE_STUCK_SECONDS", default=120.0)
+# A run's step that lost its database connection (killed, restarted server) is tried again on a fresh
+# one, at most RUN_DB_RETRIES times, waiting RUN_DB_RETRY_SECONDS and then twice as long each time.
+RUN_DB_RETRIES = env.int("RUN_DB_RETRIES", default=3)
+RUN_DB_RETRY_SECONDS = env.float("RUN_DB_RETRY_SECONDS", default=0.5)
 # Every Celery worker, and the web server when runs execute in-process, reclaims expired leases every
 # sixth of a lease (and an in-process server, at start, what the previous one left running or queued).
 RUN_RECOVERY_TIMER = env.bool("RUN_RECOVERY_TIMER", default=True)
@@ -250,6 +274,11 @@ ATTACHMENT_PREVIEW_TOKENS = env.int("ATTACHMENT_PREVIEW_TOKENS", default=400)
 
 # --- Compression ------------------------------------------------------------------------------
 COMPRESSION_TOOL_ARG_MAX_LENGTH = env.int("COMPRESSION_TOOL_ARG_MAX_LENGTH", default=2000)
+# The low-water mark, in percent of each agent's trigger T: a compaction event compacts down to it (when
+# it can), so the prompt prefix a provider caches changes once for several turns (issue 40).
+COMPACTION_LOW_WATER_PERCENT = env.int("COMPACTION_LOW_WATER_PERCENT", default=50)
+if not 0 <= COMPACTION_LOW_WATER_PERCENT <= 95:
+    raise ImproperlyConfigured("COMPACTION_LOW_WATER_PERCENT is a percentage of the trigger from 0 to 95.")
 # The summary circuit breaker: after this many refused model summaries of a thread within the window,
 # no model summary is asked for the cooldown after the latest; the extractive one is written instead.
 SUMMARY_BREAKER_REFUSALS = env.int("SUMMARY_BREAKER_REFUSALS", default=3)

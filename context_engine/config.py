@@ -30,6 +30,10 @@ DEFAULT_BREAKER_REFUSALS = 3
 DEFAULT_BREAKER_WINDOW_SECONDS = 3600
 DEFAULT_BREAKER_COOLDOWN_SECONDS = 1800
 WINDOW_CAP_RATIO = 0.9
+# Compaction, when it runs, goes down to this share of T (the low-water mark, issue 40), so the prompt
+# prefix a provider caches changes once for several turns rather than at every one.
+DEFAULT_LOW_WATER_PERCENT = 50
+MAX_LOW_WATER_PERCENT = 95
 
 
 @dataclass(frozen=True)
@@ -85,6 +89,7 @@ class CompressionConfig:
     spend: SpendLimits = field(default_factory=SpendLimits)  # the spend guard on summary calls
     index_percent: int = DEFAULT_INDEX_PERCENT  # reference index budget, % of T; 0 turns the index off
     breaker: BreakerLimits = field(default_factory=BreakerLimits)  # refused summaries pause the model's
+    low_water_percent: int = DEFAULT_LOW_WATER_PERCENT  # compaction goes down to this % of T
 
     @property
     def profile(self) -> TokenProfile:
@@ -115,6 +120,13 @@ class CompressionConfig:
         """The most tokens one ``read_file`` page takes, footer included: inside a fresh result's share,
         so a page read back stays whole and a saved file never comes back as a receipt of itself."""
         return max(int(self.fresh_result_cap * READ_PAGE_MARGIN), MIN_SHARE_TOKENS // 2)
+
+    @property
+    def low_water_tokens(self) -> int:
+        """The low-water mark: what a compaction event compacts the request down to (when it can),
+        ``low_water_percent`` of ``T``, always below ``T``."""
+        percent = min(max(self.low_water_percent, 0), MAX_LOW_WATER_PERCENT)
+        return self.trigger_tokens * percent // 100
 
     @property
     def index_budget(self) -> int:

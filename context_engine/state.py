@@ -29,6 +29,10 @@ PINNED_IDS_CONFIG_KEY = "pinned_message_ids"
 STOP_CHECK_CONFIG_KEY = "stop_requested"
 SUMMARY_CALLS_KEY = "_summary_calls"  # the spend guard's ledger: [{at, input_tokens}] of the last hour
 SUMMARY_REFUSALS_KEY = "_summary_refusals"  # the circuit breaker's refused model summaries: [{at, code}]
+# The compaction horizon (issue 40): how many effective messages go out compacted, fixed at the last
+# compression event, so nothing before the newest message changes until the next one.
+COMPACTION_HORIZON_KEY = "_compaction_horizon"
+REQUEST_FINGERPRINT_KEY = "_request_fingerprint"
 
 __all__ = [
     "PINNED_IDS_KEY",
@@ -40,6 +44,8 @@ __all__ = [
     "STOP_CHECK_CONFIG_KEY",
     "REPAIR_USAGE_KEY",
     "SESSION_ID_KEY",
+    "COMPACTION_HORIZON_KEY",
+    "REQUEST_FINGERPRINT_KEY",
     "SUMMARY_CALLS_KEY",
     "SUMMARY_EVENTS_KEY",
     "SUMMARY_EVENT_KEY",
@@ -90,9 +96,13 @@ class CompressionState(AgentState):
     _summary_calls: Annotated[NotRequired[list[dict[str, Any]]], PrivateStateAttr]
     # The summary circuit breaker's refusals within its window: [{"at": iso, "code": why}].
     _summary_refusals: Annotated[NotRequired[list[dict[str, Any]]], PrivateStateAttr]
+    # The compaction horizon: {"count", "cutoff", "pinned", "lean"} (``compaction.horizon``).
+    _compaction_horizon: Annotated[NotRequired[dict[str, Any] | None], PrivateStateAttr]
     # Reducer last: LangGraph only looks at the final Annotated item.
     token_usage: Annotated[NotRequired[dict[str, Any]], merge_token_usage]
 
 
 class TokenUsageState(AgentState):
+    # The fingerprints of the latest request (``tokens.prefix``): the next one's prefix reuse.
+    _request_fingerprint: Annotated[NotRequired[list[str]], PrivateStateAttr]
     token_usage: Annotated[NotRequired[dict[str, Any]], merge_token_usage]

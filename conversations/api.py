@@ -11,12 +11,15 @@ from ninja import Body, Field, File, Form, Query, Router, Schema, Status, Upload
 from agent_platform.api_errors import error_responses
 from conversations import export, search, selectors, services
 from conversations.schemas import (
+    AgentSwitchIn,
+    AgentSwitchOut,
     IntakeOut,
     MessageEditIn,
     MessageIn,
     MessageOut,
     MessageVersionsOut,
     PinOut,
+    RegenerateAgentIn,
     RegenerateIn,
     ResumeIn,
     RunOut,
@@ -26,6 +29,7 @@ from conversations.schemas import (
     ThreadOut,
     ThreadUpdateIn,
 )
+from conversations.services.agent_switch import thread_agent_switch
 from conversations.services.attachments import uploads_from
 from conversations.services.versions import message_edit, reply_regenerate, turn_retry
 from conversations.throttles import message_throttled
@@ -205,14 +209,29 @@ def message_edit_send(request: HttpRequest, thread_id: uuid.UUID, message_id: in
 
 
 @router.post("/{thread_id}/regenerate", response={202: IntakeOut, **error_responses(400, 404, 409, 422, 429)})
-def thread_regenerate(request: HttpRequest, thread_id: uuid.UUID, payload: Body[RegenerateIn | None] = None):
+def thread_regenerate(
+    request: HttpRequest, thread_id: uuid.UUID, payload: Body[RegenerateAgentIn | None] = None
+):
     """Answer the last user message again; the earlier reply stays as an earlier version. A retry with
-    the same `request_id` (optional body `{"request_id": ...}`) returns the first result and starts no
-    second run."""
+    the same `request_id` (optional body `{"request_id": ..., "agent": ...}`) returns the first result
+    and starts no second run. With `agent`, the thread switches to that agent first and it answers (404
+    `agent_not_found` for one that is missing or disabled)."""
     request_id = payload.request_id if payload else None
+    agent = payload.agent if payload else None
     with message_throttled(request, with_files=False):
-        result = reply_regenerate(thread_id=thread_id, user=request.user, request_id=request_id)
+        result = reply_regenerate(
+            thread_id=thread_id, user=request.user, request_id=request_id, agent_slug=agent
+        )
     return Status(202, {"message": result.message, "run": result.run})
+
+
+@router.post("/{thread_id}/agent", response={200: AgentSwitchOut, **error_responses(404, 409)})
+def thread_agent_switch_set(request: HttpRequest, thread_id: uuid.UUID, payload: AgentSwitchIn):
+    """Switch the thread's agent to another enabled one (owner only): the next turn runs with it, on the
+    same history, and the thread's budget and compression follow the new agent's window at once. 409
+    `thread_busy` while a run or a compression is under way; 404 `agent_not_found` for an agent that is
+    missing or disabled."""
+    return thread_agent_switch(thread_id=thread_id, user=request.user, agent_slug=payload.agent)
 
 
 @router.post("/{thread_id}/retry", response={202: IntakeOut, **error_responses(404, 409, 422, 429)})

@@ -13,10 +13,11 @@ from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
 
-from conversations.models import Conversation, Message
+from conversations.models import Conversation, Message, UsageRecord
 from conversations.pages import transcript_order
 from conversations.selectors import message_list_all
 from conversations.signals import thread_export_records
+from conversations.usage_selectors import usage_of_thread
 
 EXPORT_VERSION = 1
 
@@ -25,7 +26,22 @@ def _iso(value: datetime | None) -> str | None:
     return value.isoformat() if value else None
 
 
-def _message(message: Message) -> dict[str, Any]:
+def _usage(record: UsageRecord | None) -> dict[str, Any] | None:
+    """A reply's usage as its provider reported it; cost null when its endpoint had no prices."""
+    if record is None:
+        return None
+    return {
+        "input_tokens": record.input_tokens,
+        "cache_read_tokens": record.cache_read_tokens,
+        "cache_write_tokens": record.cache_write_tokens,
+        "output_tokens": record.output_tokens,
+        "cached_share": record.cached_share,
+        "cost": None if record.cost is None else str(record.cost),
+        "model": record.model_name,
+    }
+
+
+def _message(message: Message, usage: dict[int, UsageRecord]) -> dict[str, Any]:
     return {
         "seq": message.seq,
         "role": message.role,
@@ -40,6 +56,7 @@ def _message(message: Message) -> dict[str, Any]:
             {"name": a.name, "path": a.path, "mime_type": a.mime_type, "size": a.size, "sha256": a.sha256}
             for a in message.attachments.all()
         ],
+        "usage": _usage(usage.get(message.pk)),
     }
 
 
@@ -47,6 +64,9 @@ def thread_export(*, conversation: Conversation) -> dict[str, Any]:
     """Everything the thread holds that a reader may see, in reading order. Compression records come
     from the apps that keep them (``signals.thread_export_records``)."""
     messages = message_list_all(conversation=conversation)
+    usage = {
+        r.message_id: r for r in UsageRecord.objects.filter(conversation=conversation, message__isnull=False)
+    }
     records: list[dict[str, Any]] = []
     for _receiver, answer in thread_export_records.send(sender=Conversation, conversation=conversation):
         records.extend(answer or [])
@@ -62,8 +82,10 @@ def thread_export(*, conversation: Conversation) -> dict[str, Any]:
             "created_at": _iso(conversation.created_at),
             "last_activity_at": _iso(conversation.last_activity_at),
         },
-        "messages": [_message(m) for m in transcript_order(list(messages))],
+        "messages": [_message(m, usage) for m in transcript_order(list(messages))],
         "compression_records": records,
+        # Replies, summary and repair calls of the thread, summed (cost null when nothing was priced).
+        "usage": usage_of_thread(conversation.pk).as_dict(),
     }
 
 
@@ -98,6 +120,8 @@ def _message_markdown(message: dict[str, Any]) -> list[str]:
         marks.append(_("stopped"))
     suffix = f" ({', '.join(marks)})" if marks else ""
     lines = [f"## {message['seq']}. {_role(message)}{suffix}", "", f"*{message['created_at']}*", ""]
+    if usage := message.get("usage"):
+        lines += [_usage_markdown(usage["input_tokens"], usage["cache_read_tokens"], usage["cost"]), ""]
     if message["content"]:
         tool = message["role"] == Message.Role.TOOL
         lines += [_fence(message["content"]) if tool else message["content"], ""]
@@ -118,6 +142,14 @@ def _message_markdown(message: dict[str, Any]) -> list[str]:
             )
         lines.append("")
     return lines
+
+
+def _usage_markdown(prompt: int, cached: int, cost: str | None) -> str:
+    text = _("Usage: %(prompt)s prompt tokens, %(cached)s from the prompt cache") % {
+        "prompt": prompt,
+        "cached": cached,
+    }
+    return f"*{text}; {_('cost')} {cost}*" if cost is not None else f"*{text}*"
 
 
 def _records_markdown(records: list[dict[str, Any]]) -> list[str]:
@@ -164,8 +196,16 @@ def export_markdown(data: dict[str, Any]) -> str:
         f"- {_('Owner')}: {thread['owner']}",
         f"- {_('Thread')}: `{thread['thread_id']}`",
         f"- {_('Exported at')}: {data['exported_at']}",
-        "",
     ]
+    if usage := data.get("usage"):
+        prompt = usage["reply_input_tokens"] + usage["summary_input_tokens"] + usage["repair_input_tokens"]
+        cached = (
+            usage["reply_cache_read_tokens"]
+            + usage["summary_cache_read_tokens"]
+            + usage["repair_cache_read_tokens"]
+        )
+        lines.append(f"- {_usage_markdown(prompt, cached, usage['cost']).strip('*')}")
+    lines.append("")
     for message in data["messages"]:
         lines += _message_markdown(message)
     lines += _records_markdown(data["compression_records"])

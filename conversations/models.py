@@ -334,6 +334,9 @@ class UsageRecord(models.Model):
     )
     input_tokens = models.PositiveIntegerField(verbose_name=_("input tokens"), default=0)
     output_tokens = models.PositiveIntegerField(verbose_name=_("output tokens"), default=0)
+    # Of ``input_tokens``: those the provider served from its prompt cache, and those it wrote to it.
+    cache_read_tokens = models.PositiveIntegerField(verbose_name=_("cached input tokens"), default=0)
+    cache_write_tokens = models.PositiveIntegerField(verbose_name=_("cache write tokens"), default=0)
     calls = models.PositiveIntegerField(verbose_name=_("calls"), default=1)
     cost = models.DecimalField(verbose_name=_("cost"), max_digits=14, decimal_places=6, null=True)
     created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True, db_index=True)
@@ -350,6 +353,11 @@ class UsageRecord(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.input_tokens}+{self.output_tokens}"
+
+    @property
+    def cached_share(self) -> float | None:
+        """The share of the prompt tokens read from the provider's cache (None: no prompt tokens)."""
+        return self.cache_read_tokens / self.input_tokens if self.input_tokens else None
 
 
 class ThreadShare(models.Model):

@@ -6,6 +6,10 @@ channels_redis keeps its connection pools per loop: every event opened a new Red
 run waited for the round trip. Here the run hands the event over and goes on; one loop (so one pool)
 per process sends them one at a time, so a thread's events keep their order. A live event is a
 notice, not state: one lost with its process is what a page's reload recovers.
+
+When Redis does not answer, an event is tried again (with back-off) until ``LIVE_EVENT_RETRY_SECONDS``
+after it was published, the ones behind it waiting (their order kept); past that it is dropped and
+counted (``agent_platform_live_events_dropped``), as is any published while ``LIVE_EVENT_BUFFER`` wait.
 """
 
 from __future__ import annotations
@@ -14,9 +18,18 @@ import asyncio
 import logging
 import os
 import threading
+import time
 from typing import Any
 
+from django.conf import settings
+
+from agent_platform.observability.metrics import live_event_dropped
+
 logger = logging.getLogger(__name__)
+
+
+RETRY_FIRST_SECONDS = 0.1
+RETRY_MAX_SECONDS = 2.0
 
 
 class Publisher:
@@ -29,7 +42,8 @@ class Publisher:
     def publish(self, layer: Any, group: str, message: dict[str, Any]) -> None:
         """Queue ``message`` for ``group``; returns at once."""
         loop, queue = self._started()
-        loop.call_soon_threadsafe(queue.put_nowait, (layer, group, message))
+        deadline = time.monotonic() + settings.LIVE_EVENT_RETRY_SECONDS
+        loop.call_soon_threadsafe(_enqueue, queue, (layer, group, message, deadline))
 
     def _started(self) -> tuple[asyncio.AbstractEventLoop, asyncio.Queue]:
         with self._lock:
@@ -46,7 +60,7 @@ class Publisher:
 
         def run() -> None:
             asyncio.set_event_loop(loop)
-            holder["queue"] = asyncio.Queue()
+            holder["queue"] = asyncio.Queue(maxsize=max(1, settings.LIVE_EVENT_BUFFER))
             loop.create_task(_drain(holder["queue"]))
             ready.set()
             loop.run_forever()
@@ -56,13 +70,38 @@ class Publisher:
         return loop, holder["queue"]
 
 
+def _enqueue(queue: asyncio.Queue, item: tuple[Any, str, dict[str, Any], float]) -> None:
+    try:
+        queue.put_nowait(item)
+    except asyncio.QueueFull:
+        live_event_dropped(reason="buffer_full")
+        logger.warning("Dropped a %s event to %s: %s events wait", _kind(item[2]), item[1], queue.qsize())
+
+
 async def _drain(queue: asyncio.Queue) -> None:
     while True:
-        layer, group, message = await queue.get()
+        layer, group, message, deadline = await queue.get()
+        await _send(layer, group, message, deadline=deadline)
+
+
+async def _send(layer: Any, group: str, message: dict[str, Any], *, deadline: float) -> bool:
+    """Send one event, trying again with back-off until ``deadline``; whether it was sent."""
+    pause = RETRY_FIRST_SECONDS
+    while True:
         try:
             await layer.group_send(group, message)
-        except Exception:  # noqa: BLE001 - a lost live event must never stop the ones after it
-            logger.exception("Could not broadcast a %s event to %s", message["event"].get("type"), group)
+            return True
+        except Exception as exc:  # noqa: BLE001 - a lost live event must never stop the ones after it
+            if time.monotonic() + pause > deadline:
+                live_event_dropped(reason="unreachable")
+                logger.warning("Dropped a %s event to %s: %r", _kind(message), group, exc)
+                return False
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, RETRY_MAX_SECONDS)
+
+
+def _kind(message: dict[str, Any]) -> Any:
+    return (message.get("event") or {}).get("type")
 
 
 def pooled(layer: Any) -> bool:

@@ -4,6 +4,9 @@ The cache is Redis when ``REDIS_URL`` is set (web processes and Celery workers s
 process-local otherwise (runs then execute in threads of the web process). The database stays the
 source of truth for a Stop (``AgentRun.cancel_requested_at``); the cache flag only lets the executor
 see it on every streamed chunk without a query per token.
+
+While Redis does not answer, the cache degrades (``config.redis_pool``): a streamed text reads as "",
+and the flag is read from the database instead (``cancel_flag_read`` says when it cannot answer).
 """
 
 from __future__ import annotations
@@ -12,7 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.cache import cache
+from django.db import connection
 from langchain_core.callbacks import BaseCallbackHandler
+
+from agent_platform.cache_outage import cache_available
 
 # A reply streams for minutes at most; an abandoned key must not outlive a crashed worker for long.
 TTL_SECONDS = 60 * 60
@@ -41,7 +47,30 @@ def cancel_flag_set(*, run_id: int) -> None:
 
 
 def cancel_flag_is_set(*, run_id: int) -> bool:
-    return bool(cache.get(_cancel_key(run_id)))
+    """Whether Stop was requested: the cache flag, or the database's record while the cache is down."""
+    flag = cancel_flag_read(run_id=run_id)
+    return cancel_recorded(run_id=run_id) if flag is None else flag
+
+
+def cancel_flag_read(*, run_id: int) -> bool | None:
+    """The cache flag; ``None`` when the cache cannot answer (Redis unreachable)."""
+    flag = cache.get(_cancel_key(run_id))
+    if flag is None and not cache_available():
+        return None
+    return bool(flag)
+
+
+def cancel_recorded(*, run_id: int) -> bool:
+    """The database's record of a Stop (the source of truth). A connection this call had to open (a
+    graph thread's) is closed after it, so it never outlives the check."""
+    from conversations.models import AgentRun  # the models import nothing of this module's callers
+
+    opened = connection.connection is None
+    try:
+        return AgentRun.objects.filter(pk=run_id, cancel_requested_at__isnull=False).exists()
+    finally:
+        if opened and not connection.in_atomic_block:
+            connection.close()
 
 
 def run_signals_clear(*, run_id: int) -> None:

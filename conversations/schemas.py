@@ -134,6 +134,45 @@ class RegenerateIn(Schema):
     request_id: str | None = Field(None, min_length=1, max_length=REQUEST_ID_MAX_CHARS)
 
 
+class RegenerateAgentIn(RegenerateIn):
+    agent: str | None = Field(
+        None,
+        min_length=1,
+        max_length=50,
+        description="Regenerate with this agent (its slug): the thread switches to it first.",
+    )
+
+
+class AgentSwitchIn(Schema):
+    agent: str = Field(..., min_length=1, max_length=50, description="The agent's slug.")
+
+
+class AgentSwitchOut(Schema):
+    """The thread's agent after a switch, with the budget its next turn runs on."""
+
+    thread_id: uuid.UUID
+    agent: str
+    agent_name: str
+    context_window: int | None
+    trigger_tokens: int
+
+    @staticmethod
+    def resolve_agent(obj) -> str:
+        return obj.agent.slug
+
+    @staticmethod
+    def resolve_agent_name(obj) -> str:
+        return obj.agent.name
+
+    @staticmethod
+    def resolve_context_window(obj) -> int | None:
+        return obj.agent.resolved_context_window
+
+    @staticmethod
+    def resolve_trigger_tokens(obj) -> int:
+        return obj.agent.effective_trigger
+
+
 class VersionOut(Schema):
     number: int
     current: bool

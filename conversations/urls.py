@@ -26,6 +26,7 @@ urlpatterns = [
     path("threads/<uuid:thread_id>/runs/current/cancel", views.run_cancel, name="run-cancel-current"),
     path("threads/<uuid:thread_id>/runs/<int:run_id>/cancel", views.run_cancel, name="run-cancel"),
     path("threads/<uuid:thread_id>/retry", views.turn_retry, name="turn-retry"),
+    path("threads/<uuid:thread_id>/agent", views.agent_switch, name="agent-switch"),
     path("threads/<uuid:thread_id>/attachments/check", views.attachments_check, name="attachments-check"),
     path("threads/<uuid:thread_id>/messages", views.message_send, name="message-send"),
     path("threads/<uuid:thread_id>/answer", views.question_answer, name="question-answer"),

@@ -59,6 +59,7 @@ class UsageRecordAdmin(admin.ModelAdmin):
         "agent",
         "model_name",
         "input_tokens",
+        "cache_read_tokens",
         "output_tokens",
         "cost",
     )

@@ -23,6 +23,13 @@ class UsageFiguresOut(Schema):
     repair_input_tokens: int
     repair_output_tokens: int
     repair_calls: int
+    reply_cache_read_tokens: int  # of the input tokens: read from the provider's prompt cache
+    reply_cache_write_tokens: int  # of the input tokens: written to the provider's prompt cache
+    summary_cache_read_tokens: int
+    summary_cache_write_tokens: int
+    repair_cache_read_tokens: int
+    repair_cache_write_tokens: int
+    cached_share: float | None  # cache reads over all input tokens; null when there were none
     reply_tokens: int
     summary_tokens: int
     cost: str | None  # decimal, in the endpoints' currency; null when none of the calls was priced

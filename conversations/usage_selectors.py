@@ -37,6 +37,13 @@ class UsageRow:
     repair_input_tokens: int = 0
     repair_output_tokens: int = 0
     repair_calls: int = 0
+    # Of the input tokens above, those the providers served from their prompt caches, and wrote to them.
+    reply_cache_read_tokens: int = 0
+    reply_cache_write_tokens: int = 0
+    summary_cache_read_tokens: int = 0
+    summary_cache_write_tokens: int = 0
+    repair_cache_read_tokens: int = 0
+    repair_cache_write_tokens: int = 0
     cost: Decimal | None = None  # None: none of these calls was priced
     unpriced_calls: int = 0  # calls made at an endpoint with no prices (not in ``cost``)
 
@@ -54,10 +61,23 @@ class UsageRow:
     def reply_tokens(self) -> int:
         return self.reply_input_tokens + self.reply_output_tokens
 
+    @property
+    def cached_share(self) -> float | None:
+        """The share of all input tokens (replies, summaries, repairs) read from a prompt cache;
+        None when there were none."""
+        prompt = self.reply_input_tokens + self.summary_input_tokens + self.repair_input_tokens
+        read = self.reply_cache_read_tokens + self.summary_cache_read_tokens + self.repair_cache_read_tokens
+        return round(read / prompt, 4) if prompt else None
+
     def as_dict(self) -> dict[str, Any]:
         body = {name: getattr(self, name) for name in self.__dataclass_fields__ if name != "key"}
         body["cost"] = None if self.cost is None else str(self.cost)
-        return {**body, "summary_tokens": self.summary_tokens, "reply_tokens": self.reply_tokens}
+        return {
+            **body,
+            "summary_tokens": self.summary_tokens,
+            "reply_tokens": self.reply_tokens,
+            "cached_share": self.cached_share,
+        }
 
 
 @dataclass
@@ -96,6 +116,8 @@ def _sums() -> dict[str, Any]:
         where = Q(kind=kind)
         sums[f"{prefix}_input_tokens"] = Sum("input_tokens", filter=where, default=0)
         sums[f"{prefix}_output_tokens"] = Sum("output_tokens", filter=where, default=0)
+        sums[f"{prefix}_cache_read_tokens"] = Sum("cache_read_tokens", filter=where, default=0)
+        sums[f"{prefix}_cache_write_tokens"] = Sum("cache_write_tokens", filter=where, default=0)
         sums["replies" if prefix == "reply" else f"{prefix}_calls"] = Sum("calls", filter=where, default=0)
     sums["priced_cost"] = Sum("cost")  # (an alias named like the field would shadow it)
     sums["unpriced_calls"] = Count("id", filter=Q(cost__isnull=True))
@@ -128,3 +150,8 @@ def usage_report(*, since: date, until: date, group: str = "day", owner_id: int 
 
 def usage_of_message(message_id: int) -> UsageRecord | None:
     return UsageRecord.objects.filter(message_id=message_id).first()
+
+
+def usage_of_thread(conversation_id: int) -> UsageRow:
+    """Everything one thread's model calls used and cost (replies, summaries, repairs), summed."""
+    return _row("", UsageRecord.objects.filter(conversation_id=conversation_id).aggregate(**_sums()))

@@ -32,14 +32,17 @@ from context_engine.errors import StoreError
 from context_engine.formats import CONVERSATION_HISTORY_DIR
 from context_engine.policy.pressure import pressure_now
 from context_engine.summary.reading import history_read
+from context_engine.tokens.messages import format_tokens
 from conversations import pages, run_signals, search, selectors, services
 from conversations.access import can_act
 from conversations.attachments import served_type
 from conversations.models import Conversation
 from conversations.services import versions
+from conversations.services.agent_switch import thread_agent_switch
 from conversations.services.attachments import attachments_refusals, uploads_from
 from conversations.services.intake import MESSAGE_MAX_CHARS
 from conversations.throttles import message_throttled
+from conversations.usage_selectors import usage_of_thread
 from conversations.version_selectors import versions_annotate
 
 # fetch() from thread.js sends this header; plain form posts redirect instead.
@@ -118,6 +121,7 @@ def _state_context(conversation: Conversation, user: AbstractBaseUser | Anonymou
             summary_active=bool(token_usage.get("summary_active")),
         ),
         "latest_run": latest_run,
+        "thread_usage": usage_of_thread(conversation.pk),
         "busy": busy,
         "question": (state.get("interrupt") or {}).get("question") if state["interrupted"] else None,
         "values": values,  # the compression panels (``compression_panels`` tag) read them too
@@ -252,6 +256,33 @@ def turn_retry(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
 
 
 @login_required
+@require_POST
+@_not_found_as_404
+def agent_switch(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
+    """Switch the thread's agent (owner only): the next turn runs with it; a plain post comes back to
+    the thread with "Now using X — window N tokens"."""
+
+    def switch() -> object:
+        conversation = thread_agent_switch(
+            thread_id=thread_id, user=request.user, agent_slug=request.POST.get("agent", "")
+        )
+        if not _is_fetch(request):
+            messages.success(request, agent_budget_line(conversation.agent))
+        return conversation
+
+    return _command(request, thread_id, switch)
+
+
+def agent_budget_line(agent: Any) -> str:
+    """What a switch says: the agent the thread now uses, its window and its compression trigger."""
+    return _("Now using %(agent)s — window %(window)s tokens, compression at %(trigger)s tokens.") % {
+        "agent": agent.name,
+        "window": format_tokens(agent.resolved_context_window),
+        "trigger": format_tokens(agent.effective_trigger),
+    }
+
+
+@login_required
 @require_GET
 @_not_found_as_404
 def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
@@ -272,6 +303,8 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     # Send's own words for a file over the limit; the page puts in the file's name and the limit.
     context["attachment_too_large"] = _("%(name)s is larger than %(limit)s.")
     context["first_seq"] = messages_list[0].seq if messages_list else 0
+    # The agents the owner may switch the thread to, or regenerate the last reply with (enabled ones).
+    context["switch_agents"] = list(agent_list_enabled()) if context["can_act"] else []
     context["earlier_count"] = (
         selectors.messages_earlier_count(conversation=conversation, before_seq=messages_list[0].seq)
         if messages_list

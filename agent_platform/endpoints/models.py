@@ -12,6 +12,7 @@ from django.utils.translation import gettext_lazy as _
 from agent_platform.key_bindings import binding_error, key_env_error
 
 MIN_CONTEXT_WINDOW = 1024
+CACHE_PRICE_FIELDS = ("cached_input_price_per_million", "cache_write_price_per_million")
 
 
 class ModelEndpoint(models.Model):
@@ -71,6 +72,30 @@ class ModelEndpoint(models.Model):
         blank=True,
         help_text=_("What the provider charges for a million completion tokens. Empty: not priced."),
     )
+    # Prompt tokens the provider served from its prompt cache, and those it wrote to it: priced apart
+    # when set (only with the two prices above); empty: billed at the input price.
+    cached_input_price_per_million = models.DecimalField(
+        verbose_name=_("cached input price per million tokens"),
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text=_(
+            "What the provider charges for a million prompt tokens read from its prompt cache. "
+            "Empty: the input price."
+        ),
+    )
+    cache_write_price_per_million = models.DecimalField(
+        verbose_name=_("cache write price per million tokens"),
+        max_digits=12,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text=_(
+            "What the provider charges for a million prompt tokens written to its prompt cache "
+            "(Anthropic). Empty: the input price."
+        ),
+    )
     created_at = models.DateTimeField(verbose_name=_("created at"), auto_now_add=True)
     updated_at = models.DateTimeField(verbose_name=_("updated at"), auto_now=True)
 
@@ -99,14 +124,39 @@ class ModelEndpoint(models.Model):
             errors[missing] = _("Set both prices, or neither.")
         if any(price is not None and price < 0 for price in prices):
             errors["input_price_per_million"] = _("A price cannot be negative.")
+        for name in CACHE_PRICE_FIELDS:
+            price = getattr(self, name)
+            if price is not None and prices[0] is None:
+                errors[name] = _("Set the input and output prices first.")
+            elif price is not None and price < 0:
+                errors[name] = _("A price cannot be negative.")
         if errors:
             raise ValidationError(errors)
 
-    def cost(self, *, input_tokens: int, output_tokens: int) -> Decimal | None:
-        """What these tokens cost at this endpoint's prices now; None when it is not priced."""
+    def cost(
+        self,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        cache_read_tokens: int = 0,
+        cache_write_tokens: int = 0,
+    ) -> Decimal | None:
+        """What these tokens cost at this endpoint's prices now; None when it is not priced.
+        ``input_tokens`` includes the cached ones: those read from the provider's cache are billed at
+        the cached price, those written to it at the cache-write price, the rest at the input price."""
         if self.input_price_per_million is None or self.output_price_per_million is None:
             return None
-        total = input_tokens * self.input_price_per_million + output_tokens * self.output_price_per_million
+        read = min(max(cache_read_tokens, 0), input_tokens)
+        write = min(max(cache_write_tokens, 0), input_tokens - read)
+        input_price = self.input_price_per_million
+        read_price = self.cached_input_price_per_million
+        write_price = self.cache_write_price_per_million
+        total = (
+            (input_tokens - read - write) * input_price
+            + read * (input_price if read_price is None else read_price)
+            + write * (input_price if write_price is None else write_price)
+            + output_tokens * self.output_price_per_million
+        )
         return (total / Decimal(1_000_000)).quantize(Decimal("0.000001"))
 
 

@@ -2,7 +2,8 @@
 
 Owners: compression records (``compression.services.records``: compressions and tokens saved), the
 run executor (``conversations.services.execution``: runs by status and their duration), lease recovery
-(``conversations.services.leases``: reclaims), and the chat-model factory's callback below (summary
+(``conversations.services.leases``: reclaims), the live-event publisher (``conversations.publisher``:
+events dropped), the cache (``config.redis_pool``: calls that found Redis down), and the chat-model factory's callback below (summary
 calls: latency and failures). Queue depth is read from the database when scraped (``config.ops``).
 With ``PROMETHEUS_MULTIPROC_DIR`` set (before the process starts), prometheus-client keeps these
 values in files shared by every worker process of the machine.
@@ -50,6 +51,16 @@ LEASE_RECLAIMS = Counter(
     ["outcome"],
 )
 
+LIVE_EVENTS_DROPPED = Counter(
+    "agent_platform_live_events_dropped",
+    "Live events given up: the channel layer did not take them in time (unreachable), or too many "
+    "waited (buffer_full).",
+    ["reason"],
+)
+CACHE_ERRORS = Counter(
+    "agent_platform_cache_errors", "Cache calls that found Redis unreachable (each opens the breaker)."
+)
+
 
 def compression_observed(*, trigger: str, level: str, outcome: str, tokens_saved: int) -> None:
     COMPRESSIONS.labels(trigger=trigger, level=level or "none", outcome=outcome or "none").inc()
@@ -65,6 +76,14 @@ def run_observed(*, status: str, seconds: float | None) -> None:
 
 def lease_reclaim_observed(*, outcome: str) -> None:
     LEASE_RECLAIMS.labels(outcome=outcome).inc()
+
+
+def live_event_dropped(*, reason: str) -> None:
+    LIVE_EVENTS_DROPPED.labels(reason=reason).inc()
+
+
+def cache_error_observed() -> None:
+    CACHE_ERRORS.inc()
 
 
 class SummaryCallMetrics(BaseCallbackHandler):

@@ -144,7 +144,8 @@ def chat_model_for(agent: Agent) -> BaseChatModel:
     if endpoint is None:
         return OfflineChatModel(profile=profile, callbacks=[SUMMARY_CALL_METRICS])
 
-    from langchain_openai import ChatOpenAI  # slow to import; only runs that use an endpoint pay for it
+    # Slow to import (langchain_openai): only runs that use an endpoint pay for it.
+    from agent_platform.runtime.cached_usage import CachedUsageChatOpenAI
 
     api_key = endpoint_api_key(endpoint)
     origin = url_origin(endpoint.base_url)
@@ -153,7 +154,7 @@ def chat_model_for(agent: Agent) -> BaseChatModel:
             f"Endpoint {endpoint.name!r}: {endpoint.base_url!r} is not an http(s) URL."
         )
     http_client, http_async_client = _pinned_clients(origin)
-    return ChatOpenAI(
+    return CachedUsageChatOpenAI(
         model=agent.resolved_model_name,
         # The key and the URL come from the same row: a key never leaves for another host.
         base_url=endpoint.base_url,

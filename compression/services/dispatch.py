@@ -13,6 +13,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections, connections, transaction
 from django.utils import timezone
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from compression.models import CompressionJob
 from compression.services.job_control import compress_job_reclaim, job_orphaned
@@ -34,7 +35,10 @@ def compress_job_start(*, job_id: int) -> None:
 def _start(job_id: int) -> None:
     mode = settings.RUN_EXECUTION
     if mode == "celery":
-        compress_job_task.delay(job_id)
+        try:
+            compress_job_task.delay(job_id)
+        except (KombuOperationalError, OSError):  # the broker (Redis) is down: recovery starts it later
+            logger.warning("Could not send compression job %s to the workers; it stays queued", job_id)
     elif mode == "inprocess":
         name = f"compression-job-{job_id}"
         threading.Thread(target=_perform_in_thread, args=(job_id,), name=name, daemon=True).start()

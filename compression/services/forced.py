@@ -3,7 +3,9 @@ engine's algorithm with the agent's own model (``run_forced``). No lock is taken
 
 from __future__ import annotations
 
+import errno
 import gc
+import logging
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,7 +16,7 @@ from agent_platform.errors import ApplicationError
 from agent_platform.runtime import models as chat_models
 from agent_platform.runtime.public_errors import run_error_public
 from agent_platform.workdir import workdir_for
-from compression.errors import TRANSIENT_MODEL_ERRORS, ModelUnavailable, SummaryFailed
+from compression.errors import TRANSIENT_MODEL_ERRORS, ModelUnavailable, StorageFull, SummaryFailed
 from compression.models import CompressionRecord
 from compression.selectors import meter_tokens
 from context_engine.errors import Stopped, StoreError
@@ -25,7 +27,7 @@ from context_engine.events import (
     STARTED,
     compression_event,
 )
-from context_engine.manual.apply import ManualCompression, Reading, force_summarize
+from context_engine.manual.apply import ManualCompression, Reading, force_summarize, forced_no_op
 from context_engine.policy.pressure import usage_overhead
 from context_engine.state import TOKEN_USAGE_KEY
 from context_engine.steps import run_sync
@@ -35,6 +37,8 @@ from conversations.errors import ThreadBusy
 from conversations.models import Conversation
 from conversations.selectors import pinned_message_ids, thread_busy_flags
 from conversations.services.pressure import thread_compressing_clear, thread_compressing_mark
+
+logger = logging.getLogger(__name__)
 
 
 def require_idle(conversation: Conversation) -> None:
@@ -64,6 +68,17 @@ class Notice:
             status=STARTED, level=LEVEL_SUMMARY, trigger=self.trigger, job_id=self.job_id
         )
         events.broadcast_now(conversation.thread_id, events.COMPRESSION, **payload)
+
+    def at_once(self, conversation: Conversation, record: CompressionRecord) -> None:
+        """``started`` and ``completed`` together, on commit, for a compression decided without holding
+        the thread (nothing to fold): no "compressing" mark, the pages get the same pair of events."""
+        self.thread_id = conversation.thread_id
+        payload = compression_event(
+            status=STARTED, level=LEVEL_SUMMARY, trigger=self.trigger, job_id=self.job_id
+        )
+        events.broadcast(conversation.thread_id, events.COMPRESSION, **payload)
+        self.complete(record)
+        self.thread_id = None  # nothing to clear (``close``): the thread was never marked
 
     def fail(self, error: str) -> None:
         """``failed`` for a compression whose ``started`` went out (SPEC 6.7: same fields, plus the error)."""
@@ -107,6 +122,49 @@ def collector_paused() -> Iterator[None]:
             gc.enable()
 
 
+def _reading(conversation: Conversation, values: dict[str, Any], calibration: Calibration) -> Reading:
+    agent = conversation.agent
+    return Reading(
+        pinned_ids=pinned_message_ids(conversation=conversation),
+        calibration=calibration,
+        overhead_tokens=usage_overhead(values.get(TOKEN_USAGE_KEY), agent.compression_config().profile),
+        before_tokens=meter_tokens(agent=agent, values=values),
+    )
+
+
+def forced_nothing_to_do(
+    conversation: Conversation, values: dict[str, Any], calibration: Calibration
+) -> ManualCompression | None:
+    """The ``no_op`` a forced compression of ``values`` would end in (nothing to fold, or the spend
+    guard holds it back), from the stored estimates: no model call, nothing written. ``None``: it would
+    summarize (or the plan itself failed: the job reports that)."""
+    config = conversation.agent.compression_config()
+    try:
+        return forced_no_op(
+            values,
+            config=config,
+            store=workdir_for(conversation),
+            profile=config.profile,
+            now=datetime.now(UTC),
+            reading=_reading(conversation, values, calibration),
+        )
+    except Exception:  # noqa: BLE001 - only a shortcut: the job decides again and reports any failure
+        logger.warning(
+            "Could not decide early whether thread %s has anything to fold", conversation.pk, exc_info=True
+        )
+        return None
+
+
+def _disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` came of a full disk or quota (ENOSPC, EDQUOT), however wrapped."""
+    current: BaseException | None = exc
+    while current is not None:
+        if isinstance(current, OSError) and current.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 def run_forced(
     conversation: Conversation,
     values: dict[str, Any],
@@ -120,12 +178,7 @@ def run_forced(
     ``Stopped``."""
     agent = conversation.agent
     config = agent.compression_config()
-    reading = Reading(
-        pinned_ids=pinned_message_ids(conversation=conversation),
-        calibration=calibration,
-        overhead_tokens=usage_overhead(values.get(TOKEN_USAGE_KEY), config.profile),
-        before_tokens=meter_tokens(agent=agent, values=values),
-    )
+    reading = _reading(conversation, values, calibration)
     steps = force_summarize(
         values,
         config=config,
@@ -143,6 +196,8 @@ def run_forced(
     except (ApplicationError, Stopped):
         raise
     except StoreError as exc:
+        if _disk_full(exc):  # said as what it is: no file was written, the disk has no room
+            raise StorageFull() from exc
         raise SummaryFailed(
             "The conversation history could not be saved, so nothing was compressed."
         ) from exc
@@ -151,6 +206,8 @@ def run_forced(
             f"The summary could not be produced, so nothing was compressed: {run_error_public(exc)}",
         ) from exc
     except Exception as exc:
+        if _disk_full(exc):
+            raise StorageFull() from exc
         raise SummaryFailed(
             f"The summary could not be produced, so nothing was compressed: {run_error_public(exc)}",
         ) from exc

@@ -3,15 +3,18 @@ the body the API, the page and the socket show."""
 
 from __future__ import annotations
 
+import logging
 import time
 import uuid
 from datetime import datetime
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
 from django.utils import timezone
 
 from agent_platform.errors import ApplicationError
+from agent_platform.workdir import workdir_for
 from compression.errors import (
     CapabilityMissing,
     JobCancelled,
@@ -19,19 +22,26 @@ from compression.errors import (
     JobFinished,
     JobNotFound,
     ModelUnavailable,
+    StorageFull,
     SummaryFailed,
     ThreadChanged,
     WorkerLost,
 )
 from compression.models import CompressionJob
+from compression.services.records import record_accounted, record_summary_failure
+from context_engine.errors import StoreError
+from context_engine.summary.history import history_unappend
 from conversations import events
 from conversations.selectors import thread_get, thread_get_owned
 from conversations.services.leases import MAX_ATTEMPTS, holder_lost
 from conversations.services.pressure import thread_compressing_clear
 
+logger = logging.getLogger(__name__)
+
 WAIT_POLL_SECONDS = 0.05
 _ERRORS: dict[str, type[ApplicationError]] = {
-    error.code: error for error in (SummaryFailed, ThreadChanged, JobCancelled, WorkerLost, CapabilityMissing)
+    error.code: error
+    for error in (SummaryFailed, StorageFull, ThreadChanged, JobCancelled, WorkerLost, CapabilityMissing)
 }
 
 
@@ -99,20 +109,45 @@ def compress_job_raise(job: CompressionJob) -> None:
     raise error
 
 
+PENDING_HISTORY_KEY = "pending_history"
+
+
+def history_pending_set(held: Any, manual: Any) -> None:
+    """Note on the job the history section its summary appended, before the apply: a job that dies
+    or fails before applying has it taken back (``history_orphan_remove``), so no orphan stays."""
+    if manual.history_section and manual.file_path:
+        section = {"file_path": manual.file_path, "section": manual.history_section}
+        held().update(result={PENDING_HISTORY_KEY: section})
+
+
+def history_orphan_remove(job_id: int) -> bool:
+    """Take back the history section a job appended and never applied; whether one was taken back.
+    Only while the file still ends with it (nothing appended since)."""
+    result = CompressionJob.objects.filter(pk=job_id).values_list("result", flat=True).first() or {}
+    pending = result.get(PENDING_HISTORY_KEY) if isinstance(result, dict) else None
+    if not pending:
+        return False
+    job = CompressionJob.objects.select_related("conversation").get(pk=job_id)
+    try:
+        removed = history_unappend(workdir_for(job.conversation), pending["file_path"], pending["section"])
+    except StoreError:
+        logger.warning("Could not take back the history section of job %s", job_id, exc_info=True)
+        return False
+    CompressionJob.objects.filter(pk=job_id).update(result={})
+    return removed
+
+
 def compress_job_reclaim(*, job: CompressionJob) -> str | None:
     """Take a job back from its lost worker: re-queued if it was claimed once, failed after that (never
     half-applied: the apply is one transaction). ``None`` when it was no longer held as read."""
     held = CompressionJob.objects.filter(
         pk=job.pk, status=CompressionJob.Status.RUNNING, worker=job.worker, heartbeat_at=job.heartbeat_at
     )
+    if not held.exists():
+        return None
+    history_orphan_remove(job.pk)  # its lost worker's unapplied section, before anyone appends again
     if job.attempts >= MAX_ATTEMPTS:
-        error = WorkerLost()
-        if not held.update(
-            status=CompressionJob.Status.FAILED,
-            error_code=error.code,
-            error=error.message,
-            finished_at=timezone.now(),
-        ):
+        if not _fail_lost(job, held):
             return None
         outcome = CompressionJob.Status.FAILED
     else:
@@ -124,6 +159,34 @@ def compress_job_reclaim(*, job: CompressionJob) -> str | None:
     thread_compressing_clear(thread_id=job.conversation.thread_id)
     job_announce(job_get(job.pk), job.conversation.thread_id)
     return outcome
+
+
+def _fail_lost(job: CompressionJob, held: Any) -> bool:
+    """Fail a job whose worker was lost twice, with its audit record (a failed compression, as any
+    other: the audit counts it). False when it was no longer held as read."""
+    error = WorkerLost()
+    with transaction.atomic():
+        record = record_summary_failure(
+            conversation_id=job.conversation_id,
+            trigger=job.trigger,
+            requested_by=job.requested_by,
+            error=error.message,
+            error_detail=f"{error.code}: the job's worker stopped twice ({job.worker})",
+            started_at=job.started_at or job.created_at,
+            account=False,
+        )
+        failed = held.update(
+            status=CompressionJob.Status.FAILED,
+            error_code=error.code,
+            error=error.message,
+            record=record,
+            finished_at=timezone.now(),
+        )
+        if not failed:
+            transaction.set_rollback(True)  # taken meanwhile: no record of a failure that did not happen
+            return False
+    record_accounted(record)
+    return True
 
 
 def job_orphaned(job: CompressionJob, *, now: datetime | None = None) -> bool:
@@ -151,7 +214,8 @@ def compress_job_body(job: CompressionJob) -> dict[str, Any]:
         "attempts": job.attempts,
         "preview_id": job.preview_id or None,
         "error": {"code": job.error_code, "message": job.error} if job.error_code else None,
-        "result": job.result or None,
+        # A running job's result holds only its pending history section (bookkeeping, not a result).
+        "result": (job.result or None) if PENDING_HISTORY_KEY not in (job.result or {}) else None,
         "created_at": job.created_at.isoformat(),
         "started_at": job.started_at.isoformat() if job.started_at else None,
         "finished_at": job.finished_at.isoformat() if job.finished_at else None,

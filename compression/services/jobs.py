@@ -39,8 +39,21 @@ from compression.errors import (
     ThreadChanged,
 )
 from compression.models import CompressionJob
-from compression.services.forced import Notice, collector_paused, require_idle, run_forced
-from compression.services.job_control import compress_job_reclaim, job_announce, job_get, job_orphaned
+from compression.services.forced import (
+    Notice,
+    collector_paused,
+    forced_nothing_to_do,
+    require_idle,
+    run_forced,
+)
+from compression.services.job_control import (
+    compress_job_reclaim,
+    history_orphan_remove,
+    history_pending_set,
+    job_announce,
+    job_get,
+    job_orphaned,
+)
 from compression.services.preview import preview_check
 from compression.services.records import record_accounted, record_from_manual, record_summary_failure
 from context_engine.config import COMPRESSION_CAPABILITY
@@ -62,6 +75,23 @@ logger = logging.getLogger(__name__)
 CANCEL_CHECK_SECONDS = 0.5  # how often a summary call in flight asks whether its job was stopped
 
 
+@dataclass(frozen=True)
+class _Request:
+    trigger: str
+    requested_by: AbstractBaseUser | None
+    idempotency_key: str | None
+    preview_id: str | None
+
+
+@dataclass(frozen=True)
+class _NothingToDo:
+    """A job's ``no_op``, decided before the job holds the thread, on the checkpoint ``version``."""
+
+    manual: ManualCompression
+    version: str
+    started_at: datetime
+
+
 def compress_job_submit(
     *,
     lock: Callable[[], AbstractContextManager[Conversation]],
@@ -73,39 +103,104 @@ def compress_job_submit(
     """Claim the thread for a compression: under its row lock, replay the job a key already made (409
     ``idempotency_conflict`` when that was on another thread), else check the capability, the preview
     (409 ``stale_preview``) and the busy rule (409 ``thread_busy``), and record a ``queued`` job. The
-    lock is held for these checks only; the summary is made later, with no transaction open."""
+    lock is held for these checks only; the summary is made later, with no transaction open.
+
+    Without a preview, whether the job would change anything is decided first, with no lock and no
+    model call, from the checkpoint's stored estimates: a job with nothing to fold is recorded ended
+    (``no_change``, with its record) and never holds the thread, so no send is refused meanwhile."""
+    request = _Request(trigger, requested_by, idempotency_key, preview_id)
+    early: _NothingToDo | None = None
+    if preview_id is None:
+        with lock() as conversation:
+            if earlier := _admitted(conversation, request):
+                return earlier
+        early = _nothing_to_do(conversation)
     with lock() as conversation:
-        if conversation.status != Conversation.Status.ACTIVE:
-            raise ThreadNotFound()
-        if idempotency_key and (
-            earlier := CompressionJob.objects.filter(idempotency_key=idempotency_key).first()
-        ):
-            if earlier.conversation_id != conversation.pk:
-                raise IdempotencyConflict()
+        if earlier := _admitted(conversation, request):  # again: a run or a job may have come meanwhile
             return earlier
-        if not conversation.agent.has_capability(COMPRESSION_CAPABILITY):
-            raise CapabilityMissing()
         version = ""
         if preview_id is not None:
             snapshot = state_repository_for(conversation).snapshot()
             preview_check(conversation, dict(snapshot.values or {}), preview_id=preview_id)
             version = AgentStateRepository.version_of(snapshot)  # the apply must find this very checkpoint
-        require_idle(conversation)
-        try:
-            # A concurrent use of the key on another thread waits on the unique index, then conflicts.
-            with transaction.atomic():
-                job = CompressionJob.objects.create(
-                    conversation=conversation,
-                    requested_by=requested_by,
-                    trigger=trigger,
-                    preview_id=preview_id or "",
-                    idempotency_key=idempotency_key or None,
-                    checkpoint_version=version,
-                )
-        except IntegrityError as exc:
-            raise IdempotencyConflict() from exc
+            require_idle(conversation)
+        if early is not None and state_repository_for(conversation).version() != early.version:
+            early = None  # the checkpoint moved since: the job decides on what it finds
+        job = _job_create(conversation, request, version=version, early=early)
         job_announce(job, conversation.thread_id)
         return job
+
+
+def _admitted(conversation: Conversation, request: _Request) -> CompressionJob | None:
+    """The job the request's key made already (on this thread), else None once the request may go on:
+    the thread is active and its agent compresses (the busy rule is the caller's, after the preview)."""
+    if conversation.status != Conversation.Status.ACTIVE:
+        raise ThreadNotFound()
+    if request.idempotency_key and (
+        earlier := CompressionJob.objects.filter(idempotency_key=request.idempotency_key).first()
+    ):
+        if earlier.conversation_id != conversation.pk:
+            raise IdempotencyConflict()
+        return earlier
+    if not conversation.agent.has_capability(COMPRESSION_CAPABILITY):
+        raise CapabilityMissing()
+    if request.preview_id is None:
+        require_idle(conversation)  # before reading the checkpoint: a busy thread is refused at once
+    return None
+
+
+def _nothing_to_do(conversation: Conversation) -> _NothingToDo | None:
+    """With no lock: the job's ``no_op`` if the checkpoint as it is now gives it nothing to fold."""
+    started_at = timezone.now()
+    snapshot = state_repository_for(conversation).snapshot()
+    values = dict(snapshot.values or {})
+    manual = forced_nothing_to_do(conversation, values, calibration_for(agent=conversation.agent))
+    if manual is None:
+        return None
+    return _NothingToDo(manual, AgentStateRepository.version_of(snapshot), started_at)
+
+
+def _job_create(
+    conversation: Conversation, request: _Request, *, version: str, early: _NothingToDo | None
+) -> CompressionJob:
+    """The job: ``queued``, or ended ``no_change`` with its record when decided early."""
+    fields: dict[str, Any] = {}
+    record = None
+    try:
+        # A concurrent use of the key on another thread waits on the unique index, then conflicts.
+        with transaction.atomic():
+            if early is not None:
+                record = record_from_manual(
+                    conversation=conversation,
+                    trigger=request.trigger,
+                    requested_by=request.requested_by,
+                    manual=early.manual,
+                    started_at=early.started_at,
+                    account=False,
+                )
+                fields = {
+                    "status": CompressionJob.Status.NO_CHANGE,
+                    "record": record,
+                    "result": record.result,
+                    "started_at": early.started_at,
+                    "finished_at": timezone.now(),
+                }
+                version = early.version
+            job = CompressionJob.objects.create(
+                conversation=conversation,
+                requested_by=request.requested_by,
+                trigger=request.trigger,
+                preview_id=request.preview_id or "",
+                idempotency_key=request.idempotency_key or None,
+                checkpoint_version=version,
+                **fields,
+            )
+    except IntegrityError as exc:
+        raise IdempotencyConflict() from exc
+    if record is not None:
+        record_accounted(record)
+        Notice(job.trigger, job_id=job.pk).at_once(conversation, record)
+    return job
 
 
 def compress_job_perform(*, job_id: int) -> CompressionJob | None:
@@ -167,6 +262,7 @@ def _work(job: CompressionJob, *, held: Callable[[], QuerySet[CompressionJob]]) 
             return not held().exists()
 
         manual = run_forced(conversation, values, calibration, spent=spent, stop=stopped)
+        history_pending_set(held, manual)
         # Computed before the lock: it depends only on the state read, which the apply checks is current.
         update = _checkpoint_update(conversation, values, manual, calibration)
         outcome = _apply(
@@ -179,6 +275,7 @@ def _work(job: CompressionJob, *, held: Callable[[], QuerySet[CompressionJob]]) 
             started_at=started_at,
         )
     except Stopped:
+        history_orphan_remove(job.pk)
         notice.fail(str(JobCancelled.default_message))
         return
     except Exception as exc:  # noqa: BLE001 - recorded on the job; the worker goes on
@@ -190,6 +287,7 @@ def _work(job: CompressionJob, *, held: Callable[[], QuerySet[CompressionJob]]) 
             logger.exception("Compression job %s failed", job.pk)
             error = JobFailed(f"{JobFailed.default_message} ({run_error_public(exc)})")
             detail = describe_error(exc)
+        history_orphan_remove(job.pk)  # a summary appended, then not applied: taken back
         _fail(
             job,
             held=held,

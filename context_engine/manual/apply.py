@@ -61,6 +61,7 @@ class ManualCompression:
     spend_guard: dict[str, Any] = field(default_factory=dict)  # the guard's decision when it held back
     outcome: str = ""  # context_engine.outcomes
     reason_detail: dict[str, Any] | None = None  # why, for a ``no_change_needed`` or an unreachable budget
+    history_section: str = ""  # the section appended to ``file_path`` (taken back if never applied)
 
     def body(self) -> dict[str, Any]:
         """The API response: ``{status, before_tokens, after_tokens, compressed_messages, file_path, reason,
@@ -133,23 +134,62 @@ def force_summarize(
             calibration=calibration,
         )
     )
+    decision, before = _decided(fold_plan, values, config=config, reading=reading, now=now)
+    if isinstance(decision, ManualCompression):
+        return decision
+    # The summarized span's receipts point at these files: they must exist before the history does.
+    saved = tuple((yield Blocking(staged.flush)))
+    applying = _Applying(values, fold_plan, reading, before, now)
+    spent = spent if spent is not None else []
+    return (yield from _summarize(applying, decision, config=config, store=store, saved=saved, spent=spent))
+
+
+def forced_no_op(
+    values: Mapping[str, Any],
+    *,
+    config: CompressionConfig,
+    store: ResultStore,
+    profile: TokenProfile,
+    now: datetime | None = None,
+    reading: Reading = NO_READING,
+) -> ManualCompression | None:
+    """The ``no_op`` that ``force_summarize`` would end in on ``values``, decided from the stored
+    estimates alone (no summary call, nothing written: compaction is only staged); ``None`` when it
+    would summarize. A caller decides with it, before holding the thread, that a job has nothing to do."""
+    fold_plan = forced_plan(
+        values,
+        config=config,
+        store=StagedStore(store),
+        profile=profile,
+        pinned_ids=reading.pinned_ids,
+        calibration=reading.calibration,
+    )
+    decision, _before = _decided(
+        fold_plan, values, config=config, reading=reading, now=now or datetime.now(UTC)
+    )
+    return decision if isinstance(decision, ManualCompression) else None
+
+
+def _decided(
+    fold_plan: FoldPlan,
+    values: Mapping[str, Any],
+    *,
+    config: CompressionConfig,
+    reading: Reading,
+    now: datetime,
+) -> tuple[Summarize | ManualCompression, int]:
+    """``policy.plan``'s decision on the fold plan (a ``Summarize``, or the ``no_op`` to return), and the
+    request's size before, as the meter shows it."""
+    calibration = reading.calibration
     raw = reading.overhead_tokens + fold_plan.before_tokens
     before = reading.before_tokens if reading.before_tokens is not None else calibration.corrected(raw)
     fold = _fold(fold_plan, values, now=now)
     measure = Measure(Sizes(raw, before), factor=calibration.factor, fold=fold, forced=True)
     match plan(config, measure):
         case Summarize() as decision:
-            # The summarized span's receipts point at these files: they must exist before the history does.
-            saved = tuple((yield Blocking(staged.flush)))
-            applying = _Applying(values, fold_plan, reading, before, now)
-            spent = spent if spent is not None else []
-            return (
-                yield from _summarize(
-                    applying, decision, config=config, store=store, saved=saved, spent=spent
-                )
-            )
+            return decision, before
         case HeldBack(guard=guard):
-            return _no_op(
+            held_back = _no_op(
                 before,
                 REASON_SPEND_GUARD,
                 spend_guard=guard.as_dict(),
@@ -158,7 +198,8 @@ def force_summarize(
                 ),
                 reason_detail={"code": outcomes.SPEND_GUARD},
             )
-    return _nothing_to_fold(fold_plan, before, config=config, overhead_tokens=reading.overhead_tokens)
+            return held_back, before
+    return _nothing_to_fold(fold_plan, before, config=config, overhead_tokens=reading.overhead_tokens), before
 
 
 def _fold(fold_plan: FoldPlan, values: Mapping[str, Any], *, now: datetime) -> Fold:
@@ -276,6 +317,7 @@ def _completed(
         summary_tokens=outcome.summary_tokens,
         folded_tokens=messages_tokens(split.folded, profile),
         loss_report=outcome.loss_report(),
+        history_section=outcome.section,
     )
 
 

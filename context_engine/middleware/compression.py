@@ -23,6 +23,15 @@ from langchain_core.language_models.chat_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
 from context_engine.compaction.clipping import clip_overflow_tail
+from context_engine.compaction.horizon import (
+    Arrival,
+    ArrivalForms,
+    Horizon,
+    horizon_view,
+    low_water_count,
+    read_horizon,
+)
+from context_engine.compaction.tool_results import seen_until
 from context_engine.config import CompressionConfig
 from context_engine.errors import StoppedAfterSummary, SummaryNotSmaller
 from context_engine.events import LEVEL_COMPACTION, LEVEL_SUMMARY
@@ -55,10 +64,16 @@ from context_engine.policy.plan import (
     plan,
     tail_cap,
 )
-from context_engine.state import SUMMARY_CALLS_KEY, SUMMARY_EVENT_KEY, SUMMARY_REFUSALS_KEY, CompressionState
+from context_engine.state import (
+    COMPACTION_HORIZON_KEY,
+    SUMMARY_CALLS_KEY,
+    SUMMARY_EVENT_KEY,
+    SUMMARY_REFUSALS_KEY,
+    CompressionState,
+)
 from context_engine.steps import Blocking, CallModel, Steps, run_async, run_sync
 from context_engine.store import ResultStore
-from context_engine.summary.call import Span, ledger_update, summarize_span, summary_update
+from context_engine.summary.call import Span, SummaryOutcome, ledger_update, summarize_span, summary_update
 from context_engine.summary.fold_plan import FoldSplit, fold_split, view_lead
 from context_engine.summary.history import effective_messages, history_unappend, valid_event, without_index
 from context_engine.summary.pins import pinned_closure, restore_pinned
@@ -86,6 +101,9 @@ class _Turn:
     overhead: int
     measure: Measure
     overflow_limit: int | None = None
+    horizon: Horizon | None = None  # compaction in force since the last event (``compaction.horizon``)
+    sent: list[BaseMessage] | None = None  # what goes out below ``T`` under that horizon
+    arrival: Arrival | None = None  # the arrival forms in it, with the files they saved
 
     def overflowed(self, at: int, exc: Exception) -> _Turn:
         measure = replace(self.measure, overflowed_at=at)
@@ -103,6 +121,8 @@ class _Folding:
     preserved: list[BaseMessage]
     replacements: Sequence[BaseMessage]
     now: datetime
+    count: int = 0  # messages of ``view`` shown compacted (the rest in their arrival form)
+    pinned: frozenset[str] = frozenset()
 
     @property
     def fallback(self) -> list[BaseMessage]:
@@ -128,6 +148,22 @@ def _span(turn: _Turn, folding: _Folding, decision: Summarize) -> Span:
 
 
 _utcnow = partial(datetime.now, UTC)
+
+
+def _summary_kept(
+    state: Mapping[str, Any],
+    outcome: SummaryOutcome,
+    turn: _Turn,
+    folding: _Folding,
+    final: list[BaseMessage],
+) -> dict[str, Any]:
+    """The state update that keeps a summary, with the new horizon: what the summary request showed
+    compacted stays so behind the summary (kept whether or not the request it made room for came back)."""
+    update = summary_update(state, outcome, turn.previous, now=folding.now)
+    arrival = len(folding.view) - folding.count  # the kept tail's last messages, in arrival form
+    horizon = Horizon(max(len(final) - arrival, 0), outcome.event["cutoff_index"], folding.pinned)
+    update[COMPACTION_HORIZON_KEY] = horizon.as_state()
+    return update
 
 
 class CompressionMiddleware(AgentMiddleware[CompressionState]):
@@ -159,6 +195,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         self._effective_totals = MessageTotals(self.profile)
         self._view_totals = MessageTotals(self.profile)
         self._compactor = CompactionMemo(config=config, store=store, profile=self.profile)
+        self._arrival = ArrivalForms(config=config, store=store, profile=self.profile)
 
     def wrap_model_call(
         self, request: ModelRequest, handler: Callable[[ModelRequest], ModelResponse]
@@ -184,8 +221,11 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         turn = self._measure(request)
         if isinstance(plan(self.config, turn.measure), Pass):
             effective = turn.request if turn.previous is None else with_messages(turn.request, turn.effective)
+            if turn.sent is not None:
+                effective = with_messages(turn.request, turn.sent)
             try:
                 passed: ModelResponse = yield CallModel(effective)
+                self._report_arrival(turn, request)
                 return passed
             except Exception as exc:
                 if not is_context_overflow(exc):
@@ -210,13 +250,73 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             emitter.fail(exc)
             raise
 
+    def _report_arrival(self, turn: _Turn, request: ModelRequest) -> None:
+        """Below ``T`` under a horizon, new large results went out as receipts at once: their files are
+        reported like any compaction's (a record, a card); nothing before the newest message changed."""
+        arrival = turn.arrival
+        if arrival is None or not arrival.written or turn.sent is None:
+            return
+        emitter = Emitter(
+            stream_writer(request),
+            before_tokens=turn.measure.request.tokens,
+            trigger_tokens=self.config.trigger_tokens,
+            overhead_tokens=turn.overhead,
+            profile=self.profile,
+        )
+        emitter.record_files(arrival.saved, arrival.failed)
+        emitter.start()
+        emitter.sent(level=LEVEL_COMPACTION, after_tokens=turn.measure.request.tokens, messages=turn.sent)
+
     def _measure(self, request: ModelRequest) -> _Turn:
-        previous = valid_event((request.state or {}).get(SUMMARY_EVENT_KEY))
+        state = request.state or {}
+        previous = valid_event(state.get(SUMMARY_EVENT_KEY))
         effective = effective_messages(request.messages, previous)
         overhead = request_overhead(request, self.profile)
-        sizes = self._sizes(overhead + self._effective_totals.total(effective))
+        cutoff = previous["cutoff_index"] if previous else None
+        horizon = read_horizon(state.get(COMPACTION_HORIZON_KEY), cutoff=cutoff, length=len(effective))
+        sent, arrival = self._horizon_sent(effective, horizon) if horizon is not None else (None, None)
+        sizes = self._sizes(overhead + self._effective_totals.total(sent if sent is not None else effective))
         measure = Measure(request=sizes, factor=self._calibration().factor)
-        return _Turn(request, effective, previous, overhead, measure)
+        return _Turn(
+            request, effective, previous, overhead, measure, horizon=horizon, sent=sent, arrival=arrival
+        )
+
+    def _horizon_sent(
+        self, effective: list[BaseMessage], horizon: Horizon
+    ) -> tuple[list[BaseMessage], Arrival]:
+        """What goes out under ``horizon`` between events: the messages before its count compacted as
+        the event fixed them (pinned ones whole), those sent before it as they went, the rest in their
+        arrival form."""
+        compacted = self._compactor.compact(effective).messages
+        since = horizon.arrival_from
+        arrival = self._arrival.arrival(effective, since)
+        view = horizon_view(compacted, effective, arrival.forms, count=horizon.count, since=since)
+        view = restore_pinned(effective, view, horizon.pinned) if horizon.pinned else view
+        return (without_index(view) if horizon.lean else view), arrival
+
+    def _low_water(
+        self, turn: _Turn, compacted: list[BaseMessage]
+    ) -> tuple[list[BaseMessage], Horizon, bool]:
+        """A compression event's view and horizon: compacted only as far as the low-water mark needs
+        (every answered message when that is not enough); whether files were written for its arrival
+        forms. The messages that arrive from this call on are in arrival form."""
+        effective, profile, horizon = turn.effective, self.profile, turn.horizon
+        limit = seen_until(effective)
+        start = min(horizon.count if horizon else 0, limit)
+        since = horizon.arrival_from if horizon else limit
+        arrival = self._arrival.arrival(effective, since)
+        forms = [*effective[start:since], *arrival.forms[max(start, since) - since :]]
+        count = low_water_count(
+            [estimate_message(m, profile) for m in compacted],
+            [estimate_message(m, profile) for m in forms],
+            start=start,
+            limit=limit,
+            base=turn.overhead,
+            target=int(self.config.low_water_tokens / turn.measure.factor),
+        )
+        view = horizon_view(compacted, effective, arrival.forms, count=count, since=since)
+        cutoff = turn.previous["cutoff_index"] if turn.previous else None
+        return view, Horizon(count, cutoff, since=since), arrival.written
 
     def _compress(self, turn: _Turn, emitter: Emitter) -> Steps[ModelResponse | ExtendedModelResponse]:
         """Step 1, compaction of a copy (pinned messages stay whole), sent when it fits below ``T`` and
@@ -224,14 +324,15 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         pinned = pinned_closure(turn.effective, self._pinned_ids())
         compacted = yield Blocking(partial(self._compactor.compact, turn.effective))
         emitter.record_files([r for r in compacted.saved if r.message_id not in pinned], compacted.failed)
-        view = restore_pinned(turn.effective, compacted.messages, pinned) if pinned else compacted.messages
+        view, horizon, written = yield Blocking(partial(self._low_water, turn, compacted.messages))
+        view = restore_pinned(turn.effective, view, pinned) if pinned else view
         candidates = self._candidates(turn, view)
         turn = replace(turn, measure=replace(turn.measure, compacted=tuple(s for _, s in candidates)))
         decision = plan(self.config, turn.measure)
         if isinstance(decision, Compact) and decision.send is not None:
             candidate, sizes = candidates[decision.send]
             emitter.after_tokens = sizes.tokens
-            if compacted.fresh:
+            if compacted.fresh or written:
                 emitter.start()
             try:
                 response: ModelResponse = yield CallModel(with_messages(turn.request, candidate))
@@ -242,9 +343,10 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             else:
                 if emitter.started:
                     emitter.sent(level=LEVEL_COMPACTION, after_tokens=sizes.tokens, messages=candidate)
-                return response
+                horizon = replace(horizon, pinned=pinned, lean=decision.send > 0)
+                return with_update(response, {COMPACTION_HORIZON_KEY: horizon.as_state()}, ())
         emitter.after_tokens = candidates[0][1].tokens
-        return (yield from self._fold(turn, view, pinned, emitter))
+        return (yield from self._fold(turn, view, pinned, emitter, horizon.count))
 
     def _candidates(self, turn: _Turn, view: list[BaseMessage]) -> list[tuple[list[BaseMessage], Sizes]]:
         """The compacted views that may go out, in order: the view, then the view without its reference
@@ -258,7 +360,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         return candidates
 
     def _fold(
-        self, turn: _Turn, view: list[BaseMessage], pinned: frozenset[str], emitter: Emitter
+        self, turn: _Turn, view: list[BaseMessage], pinned: frozenset[str], emitter: Emitter, count: int
     ) -> Steps[ModelResponse | ExtendedModelResponse]:
         """The compacted view does not fit: split it (a bounded tail kept verbatim, clipped after an
         overflow), then summarize, hold back or fall back, as the plan says."""
@@ -277,7 +379,7 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
         )
         preserved, replacements = yield from self._clipped(turn, split.tail, cap, emitter)
         now = self.now()
-        folding = _Folding(view, split, lead, preserved, replacements, now)
+        folding = _Folding(view, split, lead, preserved, replacements, now, count, pinned)
         state = turn.request.state or {}
         ledger = cast("Iterable[Mapping[str, Any]] | None", state.get(SUMMARY_CALLS_KEY))
         refusals = cast("Iterable[Mapping[str, Any]] | None", state.get(SUMMARY_REFUSALS_KEY))
@@ -348,7 +450,31 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             f"{len(split.kept_pinned) + len(folding.preserved)}"
         )
         out = self._outgoing(turn, final)
-        sent: dict[str, Any] = {
+        sent = self._summary_sent(out, final, outcome, split)
+        try:
+            response = yield from send_fitting(out, tried=tried)
+        except GeneratorExit:
+            # Stop while the request the summary made room for was out: the summary was paid for and
+            # is valid (the history section is written), so it is kept for the next turn.
+            update = _summary_kept(state, outcome, turn, folding, final)
+            if kept := persisted(folding.replacements):
+                update["messages"] = kept
+            raise StoppedAfterSummary(update=update, event=emitter.sent_event(**sent)) from None
+        except Exception as exc:
+            # The summary is not applied: its history section is taken back out of the file, so no
+            # section exists that nothing names (``search_history`` would find its messages twice).
+            yield Blocking(partial(history_unappend, self.store, outcome.file_path, outcome.section))
+            emitter.fail(exc, unapplied_summary=True)
+            raise
+        emitter.sent(**sent)
+        update = _summary_kept(state, outcome, turn, folding, final)
+        return with_update(response, update, folding.replacements)
+
+    def _summary_sent(
+        self, out: Outgoing, final: list[BaseMessage], outcome: SummaryOutcome, split: FoldSplit
+    ) -> dict[str, Any]:
+        """The fields of the ``sent`` event of a summary's request."""
+        return {
             "level": LEVEL_SUMMARY,
             "after_tokens": out.tokens,
             "messages": final,
@@ -361,24 +487,6 @@ class CompressionMiddleware(AgentMiddleware[CompressionState]):
             "folded_tokens": messages_tokens(split.folded, self.profile),
             "loss_report": outcome.loss_report(),
         }
-        try:
-            response = yield from send_fitting(out, tried=tried)
-        except GeneratorExit:
-            # Stop while the request the summary made room for was out: the summary was paid for and
-            # is valid (the history section is written), so it is kept for the next turn.
-            update = summary_update(state, outcome, turn.previous, now=now)
-            if kept := persisted(folding.replacements):
-                update["messages"] = kept
-            raise StoppedAfterSummary(update=update, event=emitter.sent_event(**sent)) from None
-        except Exception as exc:
-            # The summary is not applied: its history section is taken back out of the file, so no
-            # section exists that nothing names (``search_history`` would find its messages twice).
-            yield Blocking(partial(history_unappend, self.store, outcome.file_path, outcome.section))
-            emitter.fail(exc, unapplied_summary=True)
-            raise
-        emitter.sent(**sent)
-        update = summary_update(state, outcome, turn.previous, now=now)
-        return with_update(response, update, folding.replacements)
 
     def _fall_back(
         self,

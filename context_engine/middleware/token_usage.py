@@ -22,16 +22,18 @@ from context_engine.config import CompressionConfig
 from context_engine.middleware.measure import request_overhead, response_messages, system_tokens
 from context_engine.middleware.memo import MessageTotals
 from context_engine.policy.pressure import LastCall, pressure_figures, ratio
-from context_engine.state import TOKEN_USAGE_KEY, TokenUsageState
+from context_engine.state import REQUEST_FINGERPRINT_KEY, TOKEN_USAGE_KEY, TokenUsageState
 from context_engine.text import clean_message
 from context_engine.tokens.calibration import CalibrationMemory, CalibrationSource
 from context_engine.tokens.messages import (
     ESTIMATOR_NAME,
     TokenProfile,
+    estimate_message,
     estimate_tools,
     messages_tokens,
     with_estimate,
 )
+from context_engine.tokens.prefix import request_fingerprint, shared_prefix
 from context_engine.tokens.usage import count_call, response_usage
 
 RUN_USAGE_KEY = "run"
@@ -104,9 +106,30 @@ class TokenUsageMiddleware(AgentMiddleware[TokenUsageState]):
             structured_response=response.structured_response,
         )
         update = self.snapshot(request, response)
+        fingerprint = self._fingerprint(request)
+        update["prefix_reuse"] = self._prefix_reuse(request, fingerprint, update["estimated_input_tokens"])
         return ExtendedModelResponse(
-            model_response=response, command=Command(update={TOKEN_USAGE_KEY: update})
+            model_response=response,
+            command=Command(update={TOKEN_USAGE_KEY: update, REQUEST_FINGERPRINT_KEY: fingerprint}),
         )
+
+    def _fingerprint(self, request: ModelRequest) -> list[str]:
+        system = request.system_message.content if request.system_message else None
+        tools = [getattr(t, "name", None) or str(t) for t in request.tools or ()]
+        return request_fingerprint([system, tools], request.messages)
+
+    def _prefix_reuse(self, request: ModelRequest, fingerprint: list[str], estimated: int) -> float | None:
+        """The share of this request (our estimate) that repeats the previous one from its start: what a
+        provider's prompt cache can serve. None for a thread's first request."""
+        previous = (request.state or {}).get(REQUEST_FINGERPRINT_KEY)
+        if not isinstance(previous, list) or not estimated:
+            return None
+        shared = shared_prefix(fingerprint, previous)
+        if shared == 0:
+            return 0.0
+        fixed = request_overhead(request, self.profile)
+        tokens = fixed + sum(estimate_message(m, self.profile) for m in request.messages[: shared - 1])
+        return round(min(tokens / estimated, 1.0), 4)
 
     def snapshot(self, request: ModelRequest, response: ModelResponse) -> dict[str, Any]:
         """The ``token_usage`` fields written after one model call (merged into the existing value).

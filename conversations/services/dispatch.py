@@ -12,6 +12,7 @@ import threading
 from celery import shared_task
 from django.conf import settings
 from django.db import close_old_connections, connections
+from kombu.exceptions import OperationalError as KombuOperationalError
 
 from conversations.models import AgentRun
 from conversations.selectors import run_queue_head
@@ -26,6 +27,7 @@ def run_dispatch_next(*, conversation_id: int) -> int | None:
     """Start the thread's oldest queued run unless one is running; returns the dispatched run id.
 
     Call outside a transaction (on commit). Starting the same run twice is harmless: only one claim wins.
+    A start the broker refused leaves the run queued: a worker's recovery pass starts it within a lease.
     """
     run = run_queue_head(conversation_id=conversation_id)
     if run is None or run.status == AgentRun.Status.RUNNING:
@@ -49,7 +51,10 @@ def run_execute_task(run_id: int) -> None:
 def run_start(*, run_id: int) -> None:
     mode = settings.RUN_EXECUTION
     if mode == "celery":
-        run_execute_task.delay(run_id)
+        try:
+            run_execute_task.delay(run_id)
+        except (KombuOperationalError, OSError):  # the broker (Redis) is down: the run stays queued
+            logger.warning("Could not send run %s to the workers; recovery starts it later", run_id)
     elif mode == "inprocess":
         threading.Thread(target=_execute_in_thread, args=(run_id,), name=f"run-{run_id}", daemon=True).start()
     elif mode == "eager":

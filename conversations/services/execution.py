@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from typing import Any
 
@@ -35,6 +36,7 @@ from conversations.services.closing import (
     dangling_tool_answers,
     unrecorded_tail,
 )
+from conversations.services.db_retry import connection_refresh, is_transient, retry_pauses
 from conversations.services.leases import run_is_orphaned, run_lease, run_reclaim, worker_name
 from conversations.services.pressure import conversation_pressure_update
 from conversations.services.run_reading import interrupt_question, message_text, transcript_entry
@@ -45,6 +47,8 @@ from conversations.services.usage import usage_record_reply
 from conversations.signals import run_compression_event, run_usage_reported
 
 logger = logging.getLogger(__name__)
+
+NOT_DELIVERED = "Your message did not reach the agent (the database did not answer); send it again to retry."
 
 
 def run_claim(*, run_id: int, conversation_id: int | None = None) -> bool:
@@ -112,14 +116,19 @@ def run_perform(*, run_id: int) -> int | None:
         ):
             relay.stop_checks.lease_lost = lease_lost
             try:
-                relay.execute()
+                relay.execute_retrying()
+            except LeaseLost:
+                logger.warning("Run %s was taken back from this worker; it stops here", run_id)
             except Exception as exc:  # noqa: BLE001 - any failure becomes the run's recorded error
                 logger.exception("Run %s failed", run_id)
+                if is_transient(exc):
+                    connection_refresh()  # what follows records the failure: on a connection that works
                 relay.bill_summary_calls()
                 detail = run_error_detail(exc)
                 relay.answer_dangling_tool_calls(reason=f"the turn failed ({detail})")
                 # The thread's users read plain words; the admin keeps the exception (and the log its trace).
-                _finish(run, AgentRun.Status.FAILED, error=run_error_public(exc), error_detail=detail)
+                error = run_error_public(exc) if relay.reconcile() else NOT_DELIVERED
+                _finish(run, AgentRun.Status.FAILED, error=error, error_detail=detail)
             finally:
                 relay.reply.flush()  # no timer of this run's reply outlives it
                 run_signals.run_signals_clear(run_id=run_id)
@@ -156,6 +165,10 @@ def _finish(
     events.broadcast(run.conversation.thread_id, events.RUN_STATUS, **payload)
 
 
+class LeaseLost(Exception):
+    """This worker no longer holds the run (recovery took it back): it stops, its new holder goes on."""
+
+
 class _RunRelay:
     """One run's stream: tokens, custom events and new messages go to the group and the transcript."""
 
@@ -173,6 +186,29 @@ class _RunRelay:
         self.open_calls: set[str] = set()  # the last reply's tool calls this run has no answer to yet
         self.kept_summary: StoppedAfterSummary | None = None  # a summary made before Stop, to keep
         self.scope = run_scope_for(self.conversation)  # this run's workdir and spend-guard ledger
+        self.started_on: str | None = None  # the checkpoint's version when the first attempt read it
+        self.recorded: list[BaseMessage] = []  # this run's replies and tool results, as transcribed
+        self.answered_interrupt = False  # the input message was the answer to ask_user
+
+    def execute_retrying(self) -> None:
+        """``execute``; after a transient database error (a killed connection) tried again on a fresh
+        connection, with back-off, at most ``RUN_DB_RETRIES`` times (``db_retry``). A retry goes on from
+        the checkpoint as the failed attempt left it: what it already wrote is not given again."""
+        pauses = retry_pauses()
+        while True:
+            try:
+                self.execute()
+                return
+            except Exception as exc:
+                pause = next(pauses, None) if is_transient(exc) else None
+                if pause is None:
+                    raise
+                logger.warning(
+                    "Run %s lost its database connection (%s); again in %.1f s", self.run.pk, exc, pause
+                )
+                connection_refresh()
+                time.sleep(pause)
+                self.reply.reset()
 
     def execute(self) -> None:
         # Shared by the agent's runs in this language: this run's values travel in its config.
@@ -207,13 +243,55 @@ class _RunRelay:
         """The run's graph input, from the checkpoint as this run finds it: tool calls an earlier attempt
         left unanswered are answered first (then the checkpoint is read again)."""
         snapshot = repository.snapshot()
+        version = AgentStateRepository.version_of(snapshot)
+        # A retry finding the checkpoint moved since the first attempt read it: that attempt's graph
+        # took the input (and maybe more); the graph goes on from where it stopped.
+        resumed = (self.started_on is not None and version != self.started_on) or self._taken_over(snapshot)
+        self.started_on = self.started_on if self.started_on is not None else version
         if not snapshot.interrupts and self.answer_dangling_tool_calls(
-            reason=EARLIER_ATTEMPT_STOPPED, snapshot=snapshot
+            reason=EARLIER_ATTEMPT_STOPPED, snapshot=snapshot, retrying=True
         ):
             snapshot = repository.snapshot()
         self.seen = {m.id for m in snapshot.values.get("messages", []) if m.id}
         self.token_usage = snapshot.values.get(TOKEN_USAGE_KEY)
-        return self._input(pending_interrupt=bool(snapshot.interrupts))
+        return None if resumed else self._input(pending_interrupt=bool(snapshot.interrupts))
+
+    def _taken_over(self, snapshot: StateSnapshot) -> bool:
+        """A run claimed again after its worker was lost, whose checkpoint already took its input: the
+        graph goes on from where the lost worker left it, never doing again what it did."""
+        if self.run.attempts <= 1:
+            return False
+        if self.run.kind == AgentRun.Kind.RESUME:
+            return not snapshot.interrupts  # the answer was given already
+        message = self.run.input_message
+        held = {m.id for m in snapshot.values.get("messages", [])}
+        return message is not None and message.lc_message_id in held
+
+    def reconcile(self) -> bool:
+        """After the run failed: what the transcript shows of it (the user's message, the replies and
+        tool results recorded) written again into the checkpoint (same ids: nothing doubles), since a
+        step whose stream broke may have left them only as pending writes, which the next input drops.
+        Whether the two agree (False: the database refused even this; the failure then says the
+        message was not delivered)."""
+        try:
+            if self.repository is None:
+                graph = agent_graph_for(self.conversation.agent, language=self.run.language)
+                self.repository = AgentStateRepository(graph, self.thread_id)
+            if self.repository.snapshot().interrupts:  # it waits on the user: the graph's own state
+                return True
+            writes: list[BaseMessage] = list(self.recorded)
+            message = self.run.input_message
+            if self.run.kind != AgentRun.Kind.RESUME and message is not None and not self.answered_interrupt:
+                writes.insert(0, self._human(message))
+            if writes:
+                last = "tools" if isinstance(writes[-1], ToolMessage) else "model"
+                self.repository.update({"messages": writes}, as_node=last)
+            return True
+        except Exception:  # noqa: BLE001 - the failure being recorded matters more than this repair
+            logger.exception(
+                "Could not bring the checkpoint of run %s in line with its transcript", self.run.pk
+            )
+            return False
 
     def _relay(self, stream: Any, *, cancelled: bool) -> tuple[bool, Any]:
         """Relay the stream until it ends or Stop is seen: (cancelled, the interrupt an update carried).
@@ -276,10 +354,13 @@ class _RunRelay:
         else:
             _finish(self.run, AgentRun.Status.SUCCEEDED)
 
-    def answer_dangling_tool_calls(self, *, reason: str, snapshot: StateSnapshot | None = None) -> bool:
+    def answer_dangling_tool_calls(
+        self, *, reason: str, snapshot: StateSnapshot | None = None, retrying: bool = False
+    ) -> bool:
         """Answer the tool calls the last model turn left without results (a tool that raised, a worker
         that died), so the thread's next model call is valid. Returns whether it wrote anything.
-        ``snapshot``: the checkpoint just read, if the caller has it (a run's start: not read twice)."""
+        ``snapshot``: the checkpoint just read, if the caller has it (a run's start: not read twice).
+        ``retrying``: a lost connection is raised, for the step to be tried again (a run's start)."""
         if self.repository is None:  # failed before the graph was built: nothing was checkpointed
             return False
         try:
@@ -287,15 +368,22 @@ class _RunRelay:
             if snapshot.interrupts:  # ask_user waits: its call is answered by the user's reply
                 return False
             messages = snapshot.values.get("messages", [])
+            unrecorded = unrecorded_tail(messages, conversation_id=self.conversation.pk, seen=self.seen)
+            if unrecorded:
+                # Perhaps only a pending write of a step whose stream broke: written again (same ids,
+                # nothing doubles) it stays what the model sees, whatever input comes next.
+                last = "tools" if isinstance(unrecorded[-1], ToolMessage) else "model"
+                self.repository.update({"messages": unrecorded}, as_node=last)
             answers = dangling_tool_answers(messages, reason=reason)
             if answers:
                 self.repository.update({"messages": answers}, as_node="tools")
             # Through the message path, as Stop's closing messages: what the model sees is in the transcript.
-            unrecorded = unrecorded_tail(messages, conversation_id=self.conversation.pk, seen=self.seen)
             for message in [*unrecorded, *answers]:
                 self._on_message(message)
-            return bool(answers)
-        except Exception:  # noqa: BLE001 - the failure being recorded matters more than this repair
+            return bool(answers or unrecorded)
+        except Exception as exc:  # noqa: BLE001 - the failure being recorded matters more than this repair
+            if retrying and is_transient(exc):
+                raise
             logger.exception("Could not answer the dangling tool calls of thread %s", self.thread_id)
             return False
 
@@ -306,12 +394,16 @@ class _RunRelay:
         if message is None:
             raise ValueError("The run has no input message.")
         if pending_interrupt:  # the thread waits on ask_user: this message is the answer
+            self.answered_interrupt = True
             return Command(resume=message.content)
         self.seen.add(message.lc_message_id)
+        return {"messages": [self._human(message)]}
+
+    def _human(self, message: Any) -> HumanMessage:
+        """The user's message as the state holds it, carrying its estimate (SPEC 4: estimated once)."""
         content = message_model_content(message=message, vision=self.run.conversation.agent.sees_images)
-        # The user's message enters the state carrying its estimate (SPEC 4): estimated once, ever.
         profile = self.run.conversation.agent.compression_config().profile
-        return {"messages": [with_estimate(HumanMessage(content=content, id=message.lc_message_id), profile)]}
+        return with_estimate(HumanMessage(content=content, id=message.lc_message_id), profile)
 
     def _close_cancelled(self, repository: AgentStateRepository) -> None:
         """Leave transcript and checkpoint consistent after Stop.
@@ -390,7 +482,6 @@ class _RunRelay:
     def _on_message(self, message: BaseMessage, *, interrupted: bool = False) -> None:
         if not isinstance(message, (AIMessage, ToolMessage)) or not message.id or message.id in self.seen:
             return  # same id again: a compaction replaced a message in place, not a new one
-        self.seen.add(message.id)
         if isinstance(message, AIMessage):
             self.open_calls = {call.get("id") or "" for call in message.tool_calls}
             if not interrupted:  # this model call's reply is complete: the next one streams afresh
@@ -399,9 +490,17 @@ class _RunRelay:
             self.open_calls.discard(message.tool_call_id)
         entry = transcript_entry(message, run=self.run, interrupted=interrupted)
         with conversation_lock(conversation_id=self.conversation.pk):
+            # The lease renewed in the write's own transaction; a run taken back meanwhile writes nothing.
+            held = AgentRun.objects.filter(
+                pk=self.run.pk, status=AgentRun.Status.RUNNING, worker=self.run.worker
+            )
+            if not held.update(heartbeat_at=timezone.now()):
+                raise LeaseLost()
             row = message_append(conversation=self.conversation, message=entry)
             if isinstance(message, AIMessage):
                 usage_record_reply(run=self.run, message=row, usage=message.usage_metadata)
+        self.seen.add(message.id)  # once recorded: a write that failed is made again by the retry
+        self.recorded.append(message)
 
     def _record_pressure(self) -> None:
         if self.token_usage == self.recorded_usage:

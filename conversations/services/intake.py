@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -50,17 +51,29 @@ def request_id_checked(request_id: str | None) -> str | None:
     return request_id or None
 
 
-def run_retried(*, conversation: Conversation, request_id: str | None, kind: str) -> IntakeResult | None:
-    """The first result of a request of ``kind`` (``SEND``, or a ``MessageFork.Kind``) retried with the
-    same ``request_id`` (under the thread's lock). The key taken by a request of another kind is
-    ``RequestIdReused`` (409), never that request's result."""
+def operation_key(operation: str, request_id: str | None) -> str | None:
+    """The stored key of an operation whose runs look like another's (a retry's run is a regenerate's
+    fork or a plain queued run): a client's key named apart, within the column's 100 characters, so a
+    send's or a regenerate's key never returns a retry's run, nor the other way round."""
+    if not request_id:
+        return None
+    return f"{operation}:{hashlib.sha256(request_id.encode()).hexdigest()[:40]}"
+
+
+def run_retried(
+    *, conversation: Conversation, request_id: str | None, kind: str | tuple[str, ...]
+) -> IntakeResult | None:
+    """The first result of a request of ``kind`` (``SEND``, or a ``MessageFork.Kind``; a tuple where an
+    operation's runs may be either) retried with the same ``request_id`` (under the thread's lock). The
+    key taken by a request of another kind is ``RequestIdReused`` (409), never that request's result."""
     if not request_id:
         return None
     first = conversation.runs.filter(request_id=request_id).select_related("input_message", "fork").first()
     if first is None:
         return None
     fork = getattr(first, "fork", None)
-    if (fork.kind if fork is not None else SEND) != kind:
+    kinds = (kind,) if isinstance(kind, str) else kind
+    if (fork.kind if fork is not None else SEND) not in kinds:
         raise RequestIdReused()
     return IntakeResult(message=first.input_message, run=first, created=False)
 

@@ -4,9 +4,12 @@ The same machinery holds any row with ``status``, ``worker`` and ``heartbeat_at`
 ``holder_lost``): compression jobs are leased and reclaimed the same way.
 
 The executor renews ``heartbeat_at`` every sixth of ``RUN_LEASE_SECONDS`` while the run executes
-(``run_lease``). A run whose lease ran out, or whose worker was a process of this host that no longer
-exists, has lost its worker (``run_is_orphaned``) and may be taken back (``run_reclaim``): re-queued
-if it was claimed once, failed after that.
+(``run_lease``), and again with every transcript write (``execution``: under the same transaction,
+which also refuses the write once the run is no longer its own). A run whose worker was a process of
+this host that no longer exists, or whose remote worker's lease ran out, has lost its worker
+(``run_is_orphaned``) and may be taken back (``run_reclaim``): re-queued if it was claimed once, failed
+after that. A live process of this host is not judged by its renewals' timing, which CPU starvation
+delays: only once silent for ``RUN_LEASE_STUCK_SECONDS``.
 """
 
 from __future__ import annotations
@@ -81,11 +84,13 @@ def lease_renewed(*, held: Callable[[], QuerySet], name: str) -> Iterator[thread
     def renew() -> None:
         try:
             while not stop.wait(every):
-                if not held().update(heartbeat_at=timezone.now()):
-                    lost.set()
-                    return
-        except Exception:  # noqa: BLE001 - a failed renewal must not kill the work; the lease just ages
-            logger.exception("Renewing the lease %s failed", name)
+                try:
+                    if not held().update(heartbeat_at=timezone.now()):
+                        lost.set()
+                        return
+                except Exception:  # noqa: BLE001 - a lost connection: the next renewal opens a fresh one
+                    logger.warning("Renewing the lease %s failed; trying again", name, exc_info=True)
+                    connections.close_all()
         finally:
             connections.close_all()
 
@@ -125,11 +130,25 @@ def run_is_orphaned(run: AgentRun, *, now: datetime | None = None) -> bool:
 def holder_lost(
     *, heartbeat_at: datetime | None, started_at: datetime | None, worker: str, now: datetime | None = None
 ) -> bool:
-    """Whether the holder of a lease is gone: its last sign is a lease old, or its local process died."""
+    """Whether the holder of a lease is gone. A process of this machine is asked directly: gone once its
+    pid is, and a live one (a starved process renews late, but it still works) only once silent for
+    ``RUN_LEASE_STUCK_SECONDS`` (stuck); a holder elsewhere, once its last sign is a lease old."""
     now = now or timezone.now()
     last_sign = heartbeat_at or started_at
-    expired = last_sign is None or last_sign + run_lease_duration() < now
-    return expired or _worker_gone(worker, socket.gethostname())
+    silent = None if last_sign is None else now - last_sign
+    host = socket.gethostname()
+    if _on_host(worker, host):
+        return _worker_gone(worker, host) or silent is None or silent > run_stuck_duration()
+    return silent is None or silent > run_lease_duration()
+
+
+def run_stuck_duration() -> timedelta:
+    return timedelta(seconds=max(settings.RUN_LEASE_STUCK_SECONDS, settings.RUN_LEASE_SECONDS))
+
+
+def _on_host(worker: str, host: str) -> bool:
+    worker_host, _sep, pid = worker.rpartition(":")
+    return worker_host == host and pid.isdigit()
 
 
 def run_reclaim(*, run: AgentRun) -> str | None:

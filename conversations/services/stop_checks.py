@@ -4,7 +4,8 @@ Stop sets a cache flag and ``AgentRun.cancel_requested_at`` (the source of truth
 most every ``FLAG_CHECK_SECONDS`` whichever thread of the run asks (a model streams tokens faster than
 a user can notice 50 ms); the database, for a flag lost or set in another process's cache, at most
 every ``CANCEL_DB_CHECK_SECONDS`` from the executor and every ``TOOL_STOP_DB_CHECK_SECONDS`` from a
-waiting tool, counted from the last read by either. Once seen, a Stop stays seen.
+waiting tool, counted from the last read by either. Once seen, a Stop stays seen. While the cache is
+down (Redis unreachable) the flag's read becomes the database's, every ``TOOL_STOP_DB_CHECK_SECONDS``.
 """
 
 from __future__ import annotations
@@ -43,7 +44,10 @@ class RunStopChecks:
         if now - self.flag_checked_at < FLAG_CHECK_SECONDS:
             return False
         self.flag_checked_at = now
-        self.stopped = self.stopped or run_signals.cancel_flag_is_set(run_id=self.run_id)
+        flag = run_signals.cancel_flag_read(run_id=self.run_id)
+        if flag is None:  # the cache is down: the database, as often as a waiting tool asks it
+            return self._recorded_here(every=TOOL_STOP_DB_CHECK_SECONDS)
+        self.stopped = self.stopped or flag
         return self.stopped
 
     def by_executor(self) -> bool:
@@ -55,8 +59,12 @@ class RunStopChecks:
         that thread's own connection, closed right after so it never outlives the check."""
         if self.flag() or self.lease_lost.is_set():
             return True
+        return self._recorded_here(every=TOOL_STOP_DB_CHECK_SECONDS)
+
+    def _recorded_here(self, *, every: float) -> bool:
+        """``_recorded`` from whichever thread asks: another thread's connection is closed after it."""
         try:
-            return self._recorded(every=TOOL_STOP_DB_CHECK_SECONDS)
+            return self._recorded(every=every)
         finally:
             if threading.get_ident() != self.executor_thread:
                 connection.close()

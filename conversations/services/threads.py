@@ -53,10 +53,16 @@ def text_checked(value: str, *, field: str, max_length: int) -> str:
 
 def thread_create(*, user: AbstractBaseUser, agent_slug: str, title: str = "") -> Conversation:
     title = text_checked(title.strip(), field="title", max_length=TITLE_MAX_CHARS)
+    return Conversation.objects.create(owner=user, agent=agent_usable(agent_slug=agent_slug), title=title)
+
+
+def agent_usable(*, agent_slug: str) -> Agent:
+    """The agent a user may start a thread with or switch one to: an enabled one (every signed-in user
+    may use every enabled agent); ``AgentNotFound`` (404) for a missing or disabled one."""
     agent = None if "\x00" in agent_slug else Agent.objects.filter(slug=agent_slug, is_enabled=True).first()
     if agent is None:
         raise AgentNotFound()
-    return Conversation.objects.create(owner=user, agent=agent, title=title)
+    return agent
 
 
 def title_from_message(content: str) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from context_engine.state import REPAIR_USAGE_KEY
+from context_engine.tokens.usage import CACHE_READ_KEY, CACHE_WRITE_KEY, INPUT_DETAILS_KEY, cache_tokens
 from conversations.models import AgentRun, Conversation, Message, UsageRecord
 
 RUN_USAGE_KEYS = ("input_tokens", "output_tokens", "total_tokens")
@@ -32,6 +33,7 @@ def _record(
     agent = conversation.agent
     endpoint = agent.endpoint
     input_tokens, output_tokens = _tokens(usage, "input_tokens"), _tokens(usage, "output_tokens")
+    cache_read, cache_write = cache_tokens(usage)
     return UsageRecord.objects.create(
         kind=kind,
         owner_id=conversation.owner_id,
@@ -42,8 +44,17 @@ def _record(
         message=message,
         input_tokens=input_tokens,
         output_tokens=output_tokens,
+        cache_read_tokens=cache_read,
+        cache_write_tokens=cache_write,
         calls=calls,
-        cost=endpoint.cost(input_tokens=input_tokens, output_tokens=output_tokens) if endpoint else None,
+        cost=endpoint.cost(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read,
+            cache_write_tokens=cache_write,
+        )
+        if endpoint
+        else None,
     )
 
 
@@ -56,6 +67,9 @@ def usage_record_reply(*, run: AgentRun, message: Message, usage: Mapping[str, A
     totals = dict(run.usage or {})
     for key in RUN_USAGE_KEYS:
         totals[key] = int(totals.get(key, 0)) + _tokens(usage, key)
+    cache_read, cache_write = cache_tokens(usage)
+    totals["cache_read_tokens"] = int(totals.get("cache_read_tokens", 0)) + cache_read
+    totals["cache_write_tokens"] = int(totals.get("cache_write_tokens", 0)) + cache_write
     totals["model_calls"] = int(totals.get("model_calls", 0)) + 1
     run.usage = totals
     AgentRun.objects.filter(pk=run.pk).update(usage=totals)
@@ -70,7 +84,14 @@ def usage_record_summary(*, conversation: Conversation, summary_usage: Mapping[s
     repair = repair if isinstance(repair, Mapping) else {}
     calls = _tokens(summary_usage, "calls") or 1
     repair_calls = _tokens(repair, "calls") or (1 if repair else 0)
-    first = {key: max(_tokens(summary_usage, key) - _tokens(repair, key), 0) for key in RUN_USAGE_KEYS}
+    first: dict[str, Any] = {
+        key: max(_tokens(summary_usage, key) - _tokens(repair, key), 0) for key in RUN_USAGE_KEYS
+    }
+    (read, write), (repair_read, repair_write) = cache_tokens(summary_usage), cache_tokens(repair)
+    first[INPUT_DETAILS_KEY] = {
+        CACHE_READ_KEY: max(read - repair_read, 0),
+        CACHE_WRITE_KEY: max(write - repair_write, 0),
+    }
     _record(
         kind=UsageRecord.Kind.SUMMARY,
         conversation=conversation,

@@ -24,15 +24,18 @@ from conversations import events
 from conversations.errors import EmptyMessage, MessageNotEditable, MessageNotFound, ThreadBusy
 from conversations.models import AgentRun, Conversation, Message, MessageFork
 from conversations.selectors import thread_busy_flags, visible_messages
+from conversations.services.agent_switch import agent_set
 from conversations.services.dispatch import run_dispatch_next
 from conversations.services.intake import (
     MESSAGE_MAX_CHARS,
+    SEND,
     IntakeResult,
+    operation_key,
     request_id_checked,
     run_open,
     run_retried,
 )
-from conversations.services.threads import text_checked, thread_lock
+from conversations.services.threads import agent_usable, text_checked, thread_lock
 
 
 def message_edit(
@@ -72,12 +75,19 @@ def message_edit(
 
 
 def reply_regenerate(
-    *, thread_id: uuid.UUID | str, user: AbstractBaseUser, request_id: str | None = None
+    *,
+    thread_id: uuid.UUID | str,
+    user: AbstractBaseUser,
+    request_id: str | None = None,
+    agent_slug: str | None = None,
 ) -> IntakeResult:
     """Answer the thread's last user message again: its reply leaves the current branch and a run
     answers the same message on the fork from before it. 409 while a run is queued or running. With
-    ``request_id``, a retry returns the first result and starts no second run."""
+    ``request_id``, a retry returns the first result and starts no second run. With ``agent_slug``
+    ("regenerate with another agent"), the thread switches to that agent first (404 for one the user
+    may not use), so this answer and the turns after it are that agent's."""
     request_id = request_id_checked(request_id)
+    agent = agent_usable(agent_slug=agent_slug) if agent_slug else None
     with thread_lock(thread_id=thread_id, user=user) as conversation:
         retried = run_retried(
             conversation=conversation, request_id=request_id, kind=MessageFork.Kind.REGENERATE
@@ -88,6 +98,8 @@ def reply_regenerate(
         if last is None:
             raise MessageNotEditable(_("There is no reply to regenerate yet."))
         message = _turn_message(conversation, last.pk)
+        if agent is not None:
+            agent_set(conversation, agent)
         next_seq = (conversation.messages.aggregate(last=Max("seq"))["last"] or 0) + 1
         run = AgentRun.objects.create(
             conversation=conversation,
@@ -111,10 +123,13 @@ def turn_retry(
     before the call) is queued again, its failure notice leaving the branch. 422 when the last turn did
     not fail and was not stopped; 409 while a run is queued or running. With ``request_id``, a retry of
     this request returns the first result and starts no second run."""
-    request_id = request_id_checked(request_id)
+    request_id = operation_key("retry", request_id_checked(request_id))
     with thread_lock(thread_id=thread_id, user=user) as conversation:
-        if (first := run_retried(conversation=conversation, request_id=request_id)) is not None:
-            return first
+        retried = run_retried(
+            conversation=conversation, request_id=request_id, kind=(MessageFork.Kind.REGENERATE, SEND)
+        )
+        if retried is not None:
+            return retried
         last = conversation.runs.order_by("-pk").first()
         ended = (AgentRun.Status.FAILED, AgentRun.Status.CANCELLED)
         if last is None or last.status not in ended or last.input_message_id is None:

@@ -81,6 +81,14 @@
     for (const button of transcript.querySelectorAll(".regenerate")) {
       button.hidden = !last || !last.contains(button);
     }
+    // "Regenerate with another agent" sits beside the last reply's Regenerate, when there is one.
+    const template = document.getElementById("regenerate-with-template");
+    if (!template) return;
+    const anchor = last && last.querySelector(".regenerate");
+    for (const other of transcript.querySelectorAll(".regenerate-with")) {
+      if (!anchor || !last.contains(other)) other.remove();
+    }
+    if (anchor && !last.querySelector(".regenerate-with")) anchor.after(template.content.cloneNode(true));
   }
   refreshRegenerate();
   new MutationObserver(refreshRegenerate).observe(transcript, { childList: true });
@@ -117,6 +125,24 @@
     const cancel = event.target.closest(".edit-cancel");
     if (cancel) {
       cancel.closest("form.edit-message").hidden = true;
+      return;
+    }
+    const withAgent = event.target.closest(".regenerate-with-go");
+    if (withAgent && !withAgent.disabled) {
+      const holder = withAgent.closest(".regenerate-with");
+      withAgent.disabled = true;
+      try {
+        const body = { request_id: requestIdOf(withAgent), agent: holder.querySelector("select").value };
+        const result = await post(holder.dataset.regenerateUrl, body);
+        if (result.ok) {
+          window.location.reload();
+          return;
+        }
+        showError(withAgent, result.data.message || `HTTP ${result.status}`);
+      } catch (_err) {
+        showError(withAgent, root.dataset.msgOffline);
+      }
+      withAgent.disabled = false;
       return;
     }
     const regenerate = event.target.closest(".regenerate");

@@ -11,8 +11,8 @@ from django.utils import timezone
 from compression.models import CompressionJob
 from compression.services import compress_jobs_recover
 from compression.services.jobs import compress_job_perform
-from tests.compression._threads import repository_for
-from tests.context_engine.chats import SUMMARY
+from tests.compression._threads import repository_for, seed_state, workdir_files
+from tests.context_engine.chats import SUMMARY, conversation_messages
 
 pytestmark = [pytest.mark.django_db, pytest.mark.services]
 
@@ -194,3 +194,76 @@ def test_a_job_queued_for_a_lease_whose_start_was_lost_is_started_again(
     assert compress_jobs_recover(start=False)["started"] == []  # young: its start may be on its way
     CompressionJob.objects.filter(pk=job.pk).update(created_at=timezone.now() - timedelta(hours=1))
     assert compress_jobs_recover(start=False)["started"] == [job.pk]
+
+
+def test_a_job_failed_as_worker_lost_leaves_a_compression_record(user, thread, summarizer):
+    """The audit misses no job (issue 41, item 5): the second loss of a worker is a failed record."""
+    from compression.models import CompressionRecord
+
+    stale = timezone.now() - timedelta(hours=1)
+    job = CompressionJob.objects.create(
+        conversation=thread,
+        requested_by=user,
+        trigger="manual",
+        status="running",
+        worker="elsewhere:2:b",
+        attempts=2,
+        started_at=stale,
+        heartbeat_at=stale,
+    )
+    assert compress_jobs_recover(start=False)["failed"] == [job.pk]
+    job.refresh_from_db()
+    record = job.record
+    assert record is not None and job.error_code == "worker_lost"
+    assert record.status == CompressionRecord.Status.FAILED and record.error == job.error
+    assert record.conversation_id == thread.pk and record.requested_by == user and record.trigger == "manual"
+    assert "worker_lost" in record.error_detail
+    assert list(CompressionRecord.objects.filter(conversation=thread)) == [record]
+    # Taken again by nobody: a second pass changes nothing and writes no second record.
+    assert compress_jobs_recover(start=False)["failed"] == []
+    assert CompressionRecord.objects.filter(conversation=thread).count() == 1
+
+
+class _WorkerDied(BaseException):
+    """Stands for a SIGKILL: nothing of the job's own error handling runs."""
+
+
+def _history_sections(thread) -> int:
+    from agent_platform.workdir import workdir_for
+
+    workdir = workdir_for(thread)
+    paths = [p for p in workdir_files(thread) if "conversation_history" in p]
+    return sum(workdir.read_text(p).count("## Summarized at ") for p in paths)
+
+
+def test_a_job_killed_between_its_history_write_and_its_apply_leaves_no_orphan_section(
+    user, thread, summarizer, monkeypatch
+):
+    """Issue 41, item 5: the section is noted on the job before the apply; recovery takes it back, and
+    the retried job leaves exactly one section, the applied one."""
+    from compression.services import jobs
+
+    summarizer(SUMMARY)
+    seed_state(thread, conversation_messages(5))
+    apply = jobs._apply
+
+    def die(*args, **kwargs):
+        raise _WorkerDied()
+
+    monkeypatch.setattr(jobs, "_apply", die)
+    job = CompressionJob.objects.create(conversation=thread, requested_by=user, trigger="manual")
+    with pytest.raises(_WorkerDied):
+        jobs.compress_job_perform(job_id=job.pk)
+    assert _history_sections(thread) == 1  # written, never applied: an orphan until recovery
+    job.refresh_from_db()
+    assert job.status == "running" and "pending_history" in job.result
+    stale = timezone.now() - timedelta(hours=1)
+    CompressionJob.objects.filter(pk=job.pk).update(worker="elsewhere:1:a", heartbeat_at=stale)
+
+    monkeypatch.setattr(jobs, "_apply", apply)
+    assert compress_jobs_recover(start=False)["queued"] == [job.pk]
+    assert _history_sections(thread) == 0  # taken back
+    assert jobs.compress_job_perform(job_id=job.pk).status == "succeeded"
+    assert _history_sections(thread) == 1  # the applied one, once
+    job.refresh_from_db()
+    assert "pending_history" not in job.result and job.result["status"] == "completed"

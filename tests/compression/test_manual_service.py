@@ -348,3 +348,29 @@ def test_response_always_carries_file_path_and_reason(client, user, thread, summ
         "reason_detail": {"code": "insufficient_history"},
     }
     assert body["before_tokens"] == body["after_tokens"] > 0
+
+
+def test_a_full_disk_says_so_and_names_no_file_as_written(client, user, thread, summarizer, monkeypatch):
+    """Issue 41, item 5: ENOSPC is ``storage_full`` (507) in words that say what happened, not a
+    ``summary_failed``; nothing was written or applied, and the failed record says the same."""
+    import errno
+
+    summarizer()
+    seed_state(thread, conversation_messages(5))
+    before = repository_for(thread).get_values()
+
+    def no_room(root, name, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    # The local disk's own write (the workdir wraps what it raises, as a real full disk's error).
+    monkeypatch.setattr("agent_platform.workdir._replace_local_nofollow", no_room)
+    client.force_login(user)
+    response = compress_request(client, thread)
+    assert response.status_code == 507, response.content
+    body = response.json()
+    assert body["code"] == "storage_full" and "disk is full" in body["message"]
+    assert "outputs/" not in body["message"]  # no file named as if it had been saved
+    assert without_ledger(repository_for(thread).get_values()) == without_ledger(before)
+    record = CompressionRecord.objects.get(conversation=thread)
+    assert record.status == "failed" and "disk is full" in record.error
+    assert record.file_path == "" and record.saved_files == []

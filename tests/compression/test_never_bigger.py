@@ -58,7 +58,10 @@ def test_a_manual_compression_whose_summary_is_bigger_changes_nothing_and_says_s
     assert record.status == "no_op" and record.outcome == "no_change_needed"
 
 
-def test_a_bulk_run_never_reports_a_bigger_thread_as_compressed(small_thread, openai_stub):
+def test_a_bulk_run_never_reports_a_bigger_thread_as_compressed(small_thread, openai_stub, settings):
+    # No saving floor: the thread is tried, so the never-bigger rule is what keeps it as it was (with the
+    # default floor it is skipped before any call: tests/compression/test_bulk_report_words.py).
+    settings.BULK_MIN_SAVING_FACTOR = 0
     openai_stub.reply(LONG_SUMMARY)
     Conversation.objects.filter(pk=small_thread.pk).update(pressure_ratio=0.3)
 

@@ -34,7 +34,7 @@ def vision_agent(openai_stub, monkeypatch):
         endpoint=endpoint,
         model_name="gpt-4o-mini",
         temperature=0.0,
-        tools=["read_file"],
+        tools=[],  # the history tools' schemas only: the compacted second request stays below T
         summary_threshold=1,  # 1,024 tokens: the second request is over it
         summary_keep_messages=2,
     )

@@ -146,6 +146,10 @@ MATRIX: dict[str, Route] = {
     "api:thread_share_remove": Route("DELETE", f"{API_THREAD}/shares/{{reader}}", _api_write(204)),
     "api:thread_link_create": Route("POST", f"{API_THREAD}/link", _api_write(201)),
     "api:thread_link_revoke": Route("DELETE", f"{API_THREAD}/link", _api_write(204)),
+    # Switching the thread's agent is the owner's (to its own agent: 200, nothing changes).
+    "api:thread_agent_switch_set": Route(
+        "POST", f"{API_THREAD}/agent", _api_write(200), data={"agent": "test-agent"}, json=True
+    ),
     "api:message_versions_get": Route("GET", f"{API_THREAD}/messages/{{message}}/versions", API_READ),
     # Usage: everyone signed in gets their own figures (none of them carries a thread's text).
     "api:usage": Route("GET", "/api/usage", _roles(401, 200, 200)),
@@ -182,6 +186,9 @@ MATRIX: dict[str, Route] = {
     "conversations:run-cancel-current": Route("POST", f"{THREAD}/runs/current/cancel", _page_write()),
     "conversations:run-cancel": Route("POST", f"{THREAD}/runs/999999/cancel", _roles(LOGIN, 404, 404)),
     "conversations:turn-retry": Route("POST", f"{THREAD}/retry", _page_write()),
+    "conversations:agent-switch": Route(
+        "POST", f"{THREAD}/agent", _page_write(), data={"agent": "test-agent"}
+    ),
     # The composer's check of picked files: the owner's, as sending is (nothing is written).
     "conversations:attachments-check": Route(
         "POST", f"{THREAD}/attachments/check", _roles(LOGIN, 200, 404), upload=True

@@ -126,3 +126,23 @@ def test_retry_waits_while_a_run_is_queued(
     response = _retry(owner_client, thread)
     assert response.status_code in (409, 422)
     assert AgentRun.objects.filter(conversation=thread).count() == 2
+
+
+def test_a_sends_key_reused_on_retry_never_returns_the_sends_run(
+    thread, user, scripted_model, owner_client, django_capture_on_commit_callbacks
+):
+    """request_id is one operation's key: the failed send's own key, given to Retry, retries (a new
+    run), and the retry's key given again returns the retry's run, never the send's."""
+    scripted_model(RuntimeError("Error code: 500 - upstream exploded"), "answered this time")
+    with django_capture_on_commit_callbacks(execute=True):
+        failed = message_intake(
+            thread_id=thread.thread_id, user=user, content="what is 2+2?", request_id="key-1"
+        ).run
+    with django_capture_on_commit_callbacks(execute=True):
+        response = _retry(owner_client, thread, request_id="key-1")
+    assert response.status_code == 202, response.content
+    retried_id = response.json()["run"]["id"]
+    assert retried_id != failed.pk
+    again = _retry(owner_client, thread, request_id="key-1")
+    assert (again.status_code, again.json()["run"]["id"]) == (202, retried_id)
+    assert AgentRun.objects.filter(conversation=thread).count() == 2

@@ -42,6 +42,13 @@ def test_a_replys_usage_shows_on_demand(open_page, e2e_server, width, language, 
     expect(usage).to_contain_text(labels["cost"])  # the offline model has no endpoint, so no price
     prompt_tokens = int(usage.locator("dd").first.inner_text())
     assert prompt_tokens > 0
+    # The thread's own usage (issue 40): its prompt tokens and the share the provider's cache served.
+    page.reload()
+    expect(page.locator("#thread-usage")).to_be_attached()  # (in the side drawer on a phone)
+    expect(
+        page.locator("#prefix-reuse")
+    ).to_be_attached()  # the tool turn's second request repeated the first
+    assert_no_sideways_scroll(page, width)
     usage.scroll_into_view_if_needed()
     assert_no_sideways_scroll(page, width)
     assert errors == []

@@ -1,6 +1,10 @@
 """A local OpenAI-protocol stub server: ``POST /v1/chat/completions`` from a scripted queue, and
 ``GET /v1/models`` listing ``models`` (or answering ``models_error``: a status and a JSON body).
 
+Usage reports ``prompt_tokens_details.cached_tokens`` as a caching provider would (OpenAI): the longest
+prefix (tools, then messages, as sent) shared with the previous request of the same thread (its
+``prompt_cache_key``, else the stub's one thread), in whole 128-token blocks once it reaches 1,024.
+
 Each scripted reply is served as a JSON completion, or as SSE chunks when the request has
 ``"stream": true`` (with a final usage chunk when ``stream_options.include_usage`` is set); errors are
 served with any status and JSON body. Every request body, and the bearer key it came with, is recorded
@@ -10,6 +14,7 @@ for assertions.
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from collections import deque
@@ -17,6 +22,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+CACHE_MIN_TOKENS = 1024  # OpenAI: no cache hit below this prompt prefix
+CACHE_BLOCK_TOKENS = 128  # ... and hits in whole blocks of this many tokens
 
 
 @dataclass
@@ -44,6 +52,8 @@ class OpenAIStub:
         self.authorizations: list[str] = []  # the Authorization header of every request, in order
         self.models: list[str] = [model]  # what GET /v1/models lists
         self.models_error: tuple[int, dict[str, Any]] | None = None  # else: that status and body
+        self.previous_prompts: dict[str, str] = {}  # the latest request's prompt text, per thread
+        self.cached_reported: list[int] = []  # the cached_tokens every completed request reported
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
@@ -121,15 +131,43 @@ class OpenAIStub:
             return self.queue.popleft()
 
 
-def _usage(stub: OpenAIStub, reply: ScriptedReply, body: dict[str, Any]) -> dict[str, int]:
+def cached_tokens(*, prompt_tokens: int, prompt_text: str, previous_text: str | None) -> int:
+    """What a caching provider serves from its cache: the prefix shared with the thread's previous
+    request, as a share of ``prompt_tokens``, in whole 128-token blocks from 1,024 tokens on."""
+    if not previous_text or not prompt_text:
+        return 0
+    shared = len(os.path.commonprefix([prompt_text, previous_text]))
+    prefix = prompt_tokens * shared // len(prompt_text)
+    if prefix < CACHE_MIN_TOKENS:
+        return 0
+    return min(prefix // CACHE_BLOCK_TOKENS * CACHE_BLOCK_TOKENS, prompt_tokens)
+
+
+def _prompt_text(body: dict[str, Any]) -> str:
+    return json.dumps([body.get("tools") or [], body.get("messages") or []], ensure_ascii=False)
+
+
+def _usage(stub: OpenAIStub, reply: ScriptedReply, body: dict[str, Any]) -> dict[str, Any]:
     if reply.usage:
         return reply.usage
     if stub.prompt_tokens is not None:
         prompt = stub.prompt_tokens(body)
     else:
         prompt = max(1, len(json.dumps(body.get("messages", []))) // 4)
+    text, thread = _prompt_text(body), str(body.get("prompt_cache_key") or "")
+    with stub._lock:
+        cached = cached_tokens(
+            prompt_tokens=prompt, prompt_text=text, previous_text=stub.previous_prompts.get(thread)
+        )
+        stub.previous_prompts[thread] = text
+        stub.cached_reported.append(cached)
     completion = max(1, len(reply.content) // 4 + 5 * len(reply.tool_calls))
-    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached},
+    }
 
 
 def _tool_calls(reply: ScriptedReply) -> list[dict[str, Any]]:

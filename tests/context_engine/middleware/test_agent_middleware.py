@@ -7,7 +7,7 @@ import hashlib
 import json
 
 import pytest
-from langchain.agents.middleware import ModelResponse
+from langchain.agents.middleware import ExtendedModelResponse, ModelResponse
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from context_engine.formats import (
@@ -17,6 +17,7 @@ from context_engine.formats import (
     TRUNCATED_ARG_SUFFIX,
 )
 from context_engine.middleware import CompressionMiddleware
+from context_engine.state import COMPACTION_HORIZON_KEY
 from context_engine.store import MemoryStore
 from context_engine.tokens.messages import estimate_text, profile_for_model
 from tests.context_engine.fakes import (
@@ -98,7 +99,9 @@ async def test_compaction_only_calls_no_summary_and_emits_started_completed(mode
     before = request_size(mw, request)
     assert before >= 3000
     response = await call_mw(mw, request, handler, mode)
-    assert isinstance(response, ModelResponse)  # no state update
+    # The only state written: the compaction horizon (issue 40), no messages, no summary.
+    assert isinstance(response, ExtendedModelResponse)
+    assert set(response.command.update) == {COMPACTION_HORIZON_KEY}
     assert model.summary_prompts == [] and history_files(store) == []
     assert statuses(events) == ["started", "completed"]
     completed = events[-1]
@@ -115,13 +118,17 @@ async def test_compaction_only_calls_no_summary_and_emits_started_completed(mode
 @MODES
 async def test_both_trigger_comparisons_are_at_or_above(mode):
     """SPEC 6 steps 2 and 4: an estimate equal to ``T`` compacts, and a compacted view equal to ``T``
-    is summarized; one token less does neither."""
+    is summarized; one token less does neither. (Low-water mark 0: compaction goes as far as it can,
+    so the compacted view compared with ``T`` is the whole compaction.)"""
     messages = conversation(4)
     size = request_size(mw_for(mw_config(1)), make_request(messages))
     for trigger, expected in ((size + 1, []), (size, ["started", "completed"])):
         events = []
         await call_mw(
-            mw_for(mw_config(trigger, keep=20)), make_request(messages, events=events), Handler(), mode
+            mw_for(mw_config(trigger, keep=20, low_water_percent=0)),
+            make_request(messages, events=events),
+            Handler(),
+            mode,
         )
         assert statuses(events) == expected, trigger
     after = events[-1]["after_tokens"]
@@ -129,7 +136,7 @@ async def test_both_trigger_comparisons_are_at_or_above(mode):
 
     for trigger, summaries in ((after + 1, 0), (after, 1)):
         model, events = ScriptedChatModel(), []
-        mw = mw_for(mw_config(trigger, keep=20), model=model)
+        mw = mw_for(mw_config(trigger, keep=20, low_water_percent=0), model=model)
         await call_mw(mw, make_request(messages, events=events), Handler(), mode)
         assert len(model.summary_prompts) == summaries, trigger
         assert events[-1]["level"] == ("summary" if summaries else "compaction")

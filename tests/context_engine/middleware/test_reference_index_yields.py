@@ -4,11 +4,11 @@ change; one that does not fit even so is summarized as before (sync and async tw
 
 from __future__ import annotations
 
-from langchain.agents.middleware import ExtendedModelResponse, ModelResponse
+from langchain.agents.middleware import ExtendedModelResponse
 from langchain_core.messages import AIMessage, HumanMessage
 
 from context_engine.formats import REFERENCE_INDEX_HEADER, REFERENCE_INDEX_SEPARATOR
-from context_engine.state import SUMMARY_EVENT_KEY
+from context_engine.state import COMPACTION_HORIZON_KEY, SUMMARY_EVENT_KEY
 from context_engine.store import MemoryStore
 from context_engine.summary.history import build_summary_message, without_index
 from context_engine.tokens.messages import estimate_message
@@ -54,7 +54,8 @@ async def test_a_view_that_fits_without_its_index_goes_out_without_it_and_no_sum
     model, handler = ScriptedChatModel(), Handler()
     mw = mw_for(mw_config((lean + full) // 2, keep=2), MemoryStore(), model)
     response = await call_mw(mw, make_request(messages, state=state, model=model), handler, mode)
-    assert isinstance(response, ModelResponse) and not model.summary_prompts
+    assert isinstance(response, ExtendedModelResponse) and not model.summary_prompts
+    assert response.command.update[COMPACTION_HORIZON_KEY]["lean"]  # and stays so until the next event
     assert REFERENCE_INDEX_HEADER not in handler.sent[0].content and handler.sent[1:] == messages[2:]
 
 

@@ -51,6 +51,8 @@ def stub_agent(openai_stub, monkeypatch):
 @pytest.mark.django_db(transaction=True)
 def test_the_lease_is_renewed_while_the_run_executes_and_expires_without_its_holder(thread, user, settings):
     settings.RUN_LEASE_SECONDS = 0.6  # renewed every 0.2 s
+    # The holder is this live process: judged by RUN_LEASE_STUCK_SECONDS (a lease and a half here).
+    settings.RUN_LEASE_STUCK_SECONDS = 0.9
     run = message_intake(thread_id=thread.thread_id, user=user, content="hi").run
     AgentRun.objects.filter(pk=run.pk).update(status="queued", started_at=None, heartbeat_at=None, attempts=0)
     assert run_claim(run_id=run.pk)

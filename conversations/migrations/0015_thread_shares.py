@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("conversations", "0013_thread_sidebar_marks"),
+        ("conversations", "0014_usage_cached_tokens"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

@@ -1,0 +1,63 @@
+"""bench.throughput never throws its children's errors away (issue 41, item 3): a measurement that
+fails prints why, the workers' logged errors are collected, and ``--starve N`` starts N busy processes
+that really spin and are stopped after."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from bench import throughput
+
+
+def test_a_failed_measurement_prints_its_childs_errors(monkeypatch, capsys):
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    with pytest.raises(SystemExit, match="failed"):
+        throughput._measured(throughput.ROOT)
+    assert "needs DATABASE_URL" in capsys.readouterr().err  # the child's own words, passed on
+
+
+def test_the_workers_logged_errors_are_collected(tmp_path):
+    env = {"WORKDIR_ROOT": str(tmp_path)}
+    throughput._worker_log(env, 0).write_text(
+        "[2026-12-06 04:00:00: WARNING/MainProcess] a warning\n"
+        "[2026-12-06 04:00:01: ERROR/ForkPoolWorker-1] Task conversations.run_execute raised\n"
+        "Traceback (most recent call last):\n"
+        '  File "x.py", line 1, in <module>\n'
+        "psycopg.OperationalError: the connection is lost\n"
+    )
+    errors = throughput._worker_errors(env)
+    assert errors == [
+        "worker 0: [2026-12-06 04:00:01: ERROR/ForkPoolWorker-1] Task conversations.run_execute raised",
+        "worker 0: psycopg.OperationalError: the connection is lost",
+    ]
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+def test_starve_starts_busy_processes_and_stops_them():
+    busy = throughput._starved(2)
+    try:
+        time.sleep(0.5)
+        assert all(process.poll() is None for process in busy)
+        assert all(_cpu_ticks(process.pid) > 0 for process in busy)  # spinning, not sleeping
+    finally:
+        throughput._stop_workers(busy)
+    assert all(process.poll() is not None for process in busy)  # stopped and reaped
+
+
+def test_compare_finds_the_project_package_of_old_and_new_layouts(tmp_path):
+    """The ``--compare`` shim: a checkout from before the re-layering kept its settings and Celery app
+    in ``agent_platform``; one since, in ``config``; anything else is refused with its reason."""
+    assert throughput.project_package(throughput.ROOT) == "config"
+    old = tmp_path / "old"
+    (old / "agent_platform").mkdir(parents=True)
+    (old / "agent_platform" / "settings.py").write_text("")
+    assert throughput.project_package(old) == "agent_platform"
+    with pytest.raises(SystemExit, match="neither"):
+        throughput.project_package(tmp_path / "elsewhere")
