@@ -27,6 +27,10 @@ MODEL_UNREACHABLE = gettext_noop("The model service could not be reached. Try ag
 MODEL_SERVER_ERROR = gettext_noop("The model service had an error. Try again.")
 MODEL_REFUSED = gettext_noop("The model service refused the request. An administrator can see why.")
 DETAIL_MAX_CHARS = 2000
+# A run that failed and whose checkpoint could not be brought in line with the transcript.
+NOT_DELIVERED = gettext_noop(
+    "Your message did not reach the agent (the database did not answer); send it again to retry."
+)
 INTERNAL = gettext_noop("Something went wrong on the platform's side. An administrator can see why.")
 
 # Most specific first: a timeout is a connection error, every refusal a status error.

@@ -16,7 +16,7 @@ from agent_platform.observability.log_context import log_context
 from agent_platform.observability.metrics import run_observed
 from agent_platform.runtime.graph import agent_graph_for, thread_config
 from agent_platform.runtime.model_http import ModelCallStopped
-from agent_platform.runtime.public_errors import run_error_detail, run_error_public
+from agent_platform.runtime.public_errors import NOT_DELIVERED, run_error_detail, run_error_public
 from agent_platform.runtime.run_scope import run_ledger_save, run_scope_for
 from agent_platform.runtime.state_repository import AgentStateRepository
 from agent_platform.runtime.stopping import STOP_CHECK_CONFIG_KEY, ToolStopped
@@ -48,7 +48,6 @@ from conversations.signals import run_compression_event, run_usage_reported
 
 logger = logging.getLogger(__name__)
 
-NOT_DELIVERED = "Your message did not reach the agent (the database did not answer); send it again to retry."
 
 
 def run_claim(*, run_id: int, conversation_id: int | None = None) -> bool:
@@ -273,10 +272,13 @@ class _RunRelay:
         step whose stream broke may have left them only as pending writes, which the next input drops.
         Whether the two agree (False: the database refused even this; the failure then says the
         message was not delivered)."""
-        try:
-            if self.repository is None:
+        if self.repository is None:
+            try:
                 graph = agent_graph_for(self.conversation.agent, language=self.run.language)
-                self.repository = AgentStateRepository(graph, self.thread_id)
+            except Exception:  # noqa: BLE001 - e.g. the model is not set up: no step ran, nothing to repair
+                return True  # the checkpoint was never written by this run; its failure says why
+            self.repository = AgentStateRepository(graph, self.thread_id)
+        try:
             if self.repository.snapshot().interrupts:  # it waits on the user: the graph's own state
                 return True
             writes: list[BaseMessage] = list(self.recorded)
