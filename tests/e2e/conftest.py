@@ -71,7 +71,9 @@ def _free_port() -> int:
 class Server:
     def __init__(self, base_url: str) -> None:
         self.base_url = base_url
-        self.http = httpx.Client(base_url=base_url, timeout=20)
+        # Above the longest a seeder waits on purpose: "throttle" waits up to 21 s for a fresh minute
+        # (tests.e2e.urls.SPENT_MINUTE_LEFT_SECONDS + 1), which a 20 s read timeout cut short under load.
+        self.http = httpx.Client(base_url=base_url, timeout=60)
 
     def seed(self, action: str, **data: object) -> dict:
         response = self.http.post("/__e2e__/seed", json={"action": action, **data})

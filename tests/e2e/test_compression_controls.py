@@ -18,6 +18,7 @@ from tests.e2e.chat_support import assert_no_sideways_scroll, close_context, ope
 pytestmark = pytest.mark.browser
 
 AGENT = "controls"
+OPENING = "Read my chapters, please. The prologue tells of the town before its harbour was built. " * 14
 LONG = "Chapter one tells how the harbour was built, stone by stone, over many winters. " * 40
 WORDS = {
     "en": {
@@ -84,7 +85,9 @@ def test_compression_controls_never_mislead(open_page, e2e_server, width, langua
     )
     thread_id = e2e_server.seed("thread", title="Harbour chapters", agent=AGENT)["thread_id"]
     page, errors = thread_in(open_page, thread_id, width=width, language=language)
-    _send(page, "Read my chapters, please.", replies=1)
+    # History worth folding (below T on its own): an automatic summary then has something to make smaller.
+    # A two-line opening left nothing a summary could shrink, and the compression ended at once unapplied.
+    _send(page, OPENING, replies=1)
     scene = _Scene(page, e2e_server, thread_id, width, language, screenshot)
 
     _stop_during_an_automatic_summary(scene)

@@ -78,6 +78,13 @@ class SlowSummaryModel(OfflineChatModel):
         time.sleep(self.delay)
         return super()._generate(*args, **kwargs)
 
+    def _stream(self, messages, stop=None, run_manager=None, **kwargs):
+        # Inside a run the summary call is streamed (the run's callbacks ask for it, the summary's tag
+        # keeps it off the page): it waits too. The run's own reply does not.
+        if messages and "<messages>" in str(messages[-1].content):
+            time.sleep(self.delay)
+        yield from super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs)
+
 
 class EchoingSummaryModel(OfflineChatModel):
     """The offline model, answering a summary (a non-streamed call) with the summary prompt copied back,
