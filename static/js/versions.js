@@ -85,10 +85,22 @@
     const template = document.getElementById("regenerate-with-template");
     if (!template) return;
     const anchor = last && last.querySelector(".regenerate");
+    // Adding or removing the control changes the last reply's height after thread.js has scrolled to
+    // the latest message: a reader who was at the bottom stays there (the reply not under the composer).
+    const scroller = document.scrollingElement || document.documentElement;
+    const wasAtBottom = window.innerHeight + window.scrollY >= scroller.scrollHeight - 80;
+    let changed = false;
     for (const other of transcript.querySelectorAll(".regenerate-with")) {
-      if (!anchor || !last.contains(other)) other.remove();
+      if (!anchor || !last.contains(other)) {
+        other.remove();
+        changed = true;
+      }
     }
-    if (anchor && !last.querySelector(".regenerate-with")) anchor.after(template.content.cloneNode(true));
+    if (anchor && !last.querySelector(".regenerate-with")) {
+      anchor.after(template.content.cloneNode(true));
+      changed = true;
+    }
+    if (changed && wasAtBottom) window.scrollTo(0, scroller.scrollHeight);
   }
   refreshRegenerate();
   new MutationObserver(refreshRegenerate).observe(transcript, { childList: true });
