@@ -49,7 +49,6 @@ from conversations.signals import run_compression_event, run_usage_reported
 logger = logging.getLogger(__name__)
 
 
-
 def run_claim(*, run_id: int, conversation_id: int | None = None) -> bool:
     """Move the run from ``queued`` to ``running`` if it is its thread's next run and none is running.
 
