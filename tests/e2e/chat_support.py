@@ -225,6 +225,9 @@ def reload_settled(page) -> None:
 
 def open_context(page) -> None:
     """Open the context drawer where the panel is one (narrow screens); a no-op beside a side panel."""
+    # After a form post's navigation the stylesheets may still be loading: the toggle is visible for a
+    # moment on a wide screen, then hidden. Decide once the page has loaded.
+    page.wait_for_load_state("load")
     toggle = page.locator("#context-toggle")
     if toggle.is_visible() and toggle.get_attribute("aria-expanded") != "true":
         toggle.click()
