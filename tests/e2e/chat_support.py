@@ -152,6 +152,20 @@ def in_viewport(page, selector: str) -> bool:
     )
 
 
+def settled_box(locator, *, timeout: float = 10.0) -> dict:
+    """``locator``'s box once it is visible. A live re-render can replace the element between a wait and
+    the read, and ``bounding_box()`` answers None for a node that is detached or hidden at that moment
+    (once under load, the Retry button's): wait and read again until the box is there."""
+    deadline = time.monotonic() + timeout
+    while True:
+        locator.wait_for(state="visible", timeout=max(deadline - time.monotonic(), 0.1) * 1000)
+        box = locator.bounding_box()
+        if box is not None:
+            return box
+        assert time.monotonic() < deadline, f"{locator} never stayed visible long enough to be measured"
+        locator.page.wait_for_timeout(50)
+
+
 _SIDEWAYS = "document.scrollingElement.scrollWidth - window.innerWidth"
 BEYOND_CLIENT = "document.documentElement.scrollWidth - document.documentElement.clientWidth"
 

@@ -8,7 +8,13 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import assert_no_sideways_scroll, restore_language, send_and_wait, thread_in
+from tests.e2e.chat_support import (
+    assert_no_sideways_scroll,
+    restore_language,
+    send_and_wait,
+    settled_box,
+    thread_in,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.layout]
 
@@ -57,7 +63,7 @@ def test_switch_the_agent_and_regenerate_with_another(open_page, e2e_server, com
     expect(other).to_have_count(1)
     expect(other.locator(".regenerate-with-go")).to_have_text(REGENERATE_WITH[language])
     other.locator("select").select_option("assistant")
-    box = other.locator(".regenerate-with-go").bounding_box()
+    box = settled_box(other.locator(".regenerate-with-go"))
     assert box and box["height"] >= 24 and box["width"] >= 24
     page.screenshot(path=f"/tmp/i39d-regenerate-with-{language}-{width}.png")
     other.locator(".regenerate-with-go").click()

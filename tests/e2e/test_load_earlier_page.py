@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import assert_no_sideways_scroll, restore_language, thread_in
+from tests.e2e.chat_support import assert_no_sideways_scroll, restore_language, settled_box, thread_in
 
 pytestmark = [pytest.mark.browser, pytest.mark.layout]
 
@@ -26,7 +26,7 @@ def test_earlier_messages_of_a_long_thread_load_on_demand(open_page, e2e_server,
     expect(earlier).to_contain_text(NOT_SHOWN[language])
     button = page.locator("#load-earlier")
     expect(button).to_have_text(BUTTON[language])
-    box = button.bounding_box()
+    box = settled_box(button)
     assert box and box["height"] >= (44 if width < 500 else 24)
     button.click()
     expect(page.locator("#transcript .message")).to_have_count(520)

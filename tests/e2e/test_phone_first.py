@@ -17,6 +17,7 @@ from tests.e2e.chat_support import (
     assert_no_sideways_scroll,
     send,
     send_and_wait,
+    settled_box,
     thread_page,
     usage,
 )
@@ -49,7 +50,7 @@ def _latest_and_composer_in_view(page) -> None:
            return r.bottom <= window.innerHeight + 1 && r.bottom > 0; }"""
     )
     assert _fully_in_view(page, page.locator("#composer")), "the composer is off-screen"
-    box = latest.bounding_box()
+    box = settled_box(latest)
     # The latest message ends in view, above the composer (a long one may begin above the fold).
     assert box["y"] + box["height"] <= page.locator("#composer").bounding_box()["y"] + 1
 

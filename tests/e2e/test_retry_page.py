@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import assert_no_sideways_scroll, restore_language, switch_language
+from tests.e2e.chat_support import assert_no_sideways_scroll, restore_language, settled_box, switch_language
 
 pytestmark = [pytest.mark.browser, pytest.mark.layout]
 
@@ -41,7 +41,7 @@ def test_retry_sends_a_failed_turn_again_in_one_click(open_page, e2e_server, fai
     expect(page.locator("#transcript .message.role-system")).to_be_hidden()
     retry = page.locator("#retry-button")
     expect(retry).to_have_text(RETRY[language])
-    box = retry.bounding_box()
+    box = settled_box(retry)
     assert box and box["height"] >= 24 and box["width"] >= 24
     assert_no_sideways_scroll(page, width)
     page.screenshot(path=f"/tmp/i39a-retry-{language}-{width}.png")

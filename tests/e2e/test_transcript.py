@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.e2e.chat_support import in_viewport, open_thread, thread
+from tests.e2e.chat_support import in_viewport, open_thread, settled_box, thread
 
 pytestmark = pytest.mark.browser
 
@@ -66,7 +66,7 @@ def test_a_long_thread_opens_at_its_latest_message_with_the_composer_in_view(pag
     assert in_viewport(page, "#composer")
     last = page.locator("#transcript .message").last
     expect(last).to_contain_text("Answer 29")
-    assert last.bounding_box()["y"] < page.viewport_size["height"]
+    assert settled_box(last)["y"] < page.viewport_size["height"]
 
     # New content while reading older messages: no jump, a "jump to latest" control instead.
     page.evaluate("window.scrollTo(0, 0)")
