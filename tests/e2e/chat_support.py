@@ -38,12 +38,14 @@ class View:
     timeout: int = 20000
 
 
-def new_page(browser, server, view: View = View()):
-    """A page in a fresh browser context (closed with ``page.context.close()``)."""
+def new_page(browser, server, view: View = View(), *, signed_in: str | None = None):
+    """A page in a fresh browser context (closed with ``page.context.close()``), signed in as
+    ``signed_in`` when given (the server's cookies of that user, see ``Server.signed_in``)."""
     context = browser.new_context(
         base_url=server.base_url,
         viewport={"width": view.width, "height": view.height},
         color_scheme=view.scheme,
+        storage_state=server.signed_in(browser, signed_in) if signed_in else None,
     )
     page = context.new_page()
     page.set_default_timeout(view.timeout)
@@ -74,9 +76,8 @@ def restore_language(page, language: str) -> None:
 def thread_page(browser, server, thread_id: str, view: View = View()) -> Iterator:
     """Alice's page on the thread in a fresh context, opened as ``view`` says (viewport, language, scheme,
     timeout), its socket open; afterwards the language is set back to English and the context closed."""
-    page = new_page(browser, server, view)
+    page = new_page(browser, server, view, signed_in="alice")
     try:
-        log_in(page)
         page.goto(f"/threads/{thread_id}/")
         switch_language(page, view.language)
         expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")

@@ -74,6 +74,20 @@ class Server:
         # Above the longest a seeder waits on purpose: "throttle" waits up to 21 s for a fresh minute
         # (tests.e2e.urls.SPENT_MINUTE_LEFT_SECONDS + 1), which a 20 s read timeout cut short under load.
         self.http = httpx.Client(base_url=base_url, timeout=60)
+        self._sessions: dict[str, dict] = {}
+
+    def signed_in(self, browser, username: str) -> dict:
+        """``username``'s cookies, signed in once per server through the login form: a test's fresh
+        context starts from them instead of posting the form again (the login page, its post and the
+        redirect cost about a second a test; the tests of logging in post the form themselves)."""
+        if username not in self._sessions:
+            context = browser.new_context(base_url=self.base_url)
+            page = context.new_page()
+            log_in(page, username)
+            page.wait_for_url(re.compile(r"/$"))
+            self._sessions[username] = context.storage_state()
+            context.close()
+        return self._sessions[username]
 
     def seed(self, action: str, **data: object) -> dict:
         response = self.http.post("/__e2e__/seed", json={"action": action, **data})
@@ -150,11 +164,14 @@ def browser():
 @pytest.fixture
 def page(browser, e2e_server):
     """A logged-in page (a fresh browser context per test)."""
-    context = browser.new_context(base_url=e2e_server.base_url, viewport={"width": 1280, "height": 860})
+    context = browser.new_context(
+        base_url=e2e_server.base_url,
+        viewport={"width": 1280, "height": 860},
+        storage_state=e2e_server.signed_in(browser, "alice"),
+    )
     page = context.new_page()
     page.set_default_timeout(15000)
-    log_in(page)
-    page.wait_for_url(f"{e2e_server.base_url}/")
+    page.goto("/")
     yield page
     context.close()
 
@@ -189,12 +206,12 @@ def open_page(browser, e2e_server):
             base_url=e2e_server.base_url,
             viewport={"width": width, "height": height},
             color_scheme="dark" if dark else "light",
+            storage_state=e2e_server.signed_in(browser, "root" if staff else "alice"),
         )
         contexts.append(context)
         page = context.new_page()
         page.set_default_timeout(15000)
-        log_in(page, "root" if staff else "alice")
-        page.wait_for_url(re.compile(r"/$"))
+        page.goto("/")
         return page
 
     yield make

@@ -101,6 +101,10 @@ def test_keyboard_only_send_with_a_visible_focus(page, e2e_server):
     page.keyboard.type("Sent with the keyboard")
     page.keyboard.press("Enter")
     expect(page.locator("#transcript .message.role-user")).to_contain_text("Sent with the keyboard")
+    # The run's end re-renders the composer's buttons (Stop gives way to Send): tab once it is over, or a
+    # loaded machine tabs through the buttons of the run still going.
+    expect(page.locator("#run-status")).to_have_attribute("data-status", "succeeded")
+    expect(page.locator("#composer-input")).to_be_focused()
     page.keyboard.press("Tab")  # "Attach files" comes first, with a visible focus of its own
     assert page.evaluate("document.activeElement.id") == "composer-files"
     assert page.evaluate("getComputedStyle(document.activeElement.closest('label')).outlineStyle") != "none"
