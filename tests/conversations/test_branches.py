@@ -1,0 +1,139 @@
+"""Branches (issue 39 item 2): every version's whole branch, continuing an earlier branch (the
+model's view follows the page), numbering without holes, forks into a new thread, search that opens
+the version holding a match, exports that mark versions."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_platform.runtime.graph import state_repository_for
+from conversations.branching import CONTINUE, ForkStep, branch_holding, branches_replay
+from conversations.models import AgentRun, Message, MessageFork
+from conversations.selectors import visible_messages
+from conversations.services import message_intake
+from conversations.services.versions import message_edit
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def say(thread, user, django_capture_on_commit_callbacks):
+    def send(content):
+        with django_capture_on_commit_callbacks(execute=True):
+            result = message_intake(thread_id=thread.thread_id, user=user, content=content)
+        result.run.refresh_from_db()
+        assert result.run.status == AgentRun.Status.SUCCEEDED, result.run.error_detail
+        return result.message
+
+    return send
+
+
+@pytest.fixture
+def edit(thread, user, django_capture_on_commit_callbacks):
+    def send(message, content):
+        with django_capture_on_commit_callbacks(execute=True):
+            result = message_edit(
+                thread_id=thread.thread_id, message_id=message.pk, user=user, content=content
+            )
+        result.run.refresh_from_db()
+        assert result.run.status == AgentRun.Status.SUCCEEDED, result.run.error_detail
+        return result.message
+
+    return send
+
+
+def _model_view(thread) -> list[str]:
+    return [
+        m.content if isinstance(m.content, str) else m.text
+        for m in state_repository_for(thread).get_values()["messages"]
+    ]
+
+
+def _shown(thread) -> list[str]:
+    return [m.content for m in visible_messages(conversation=thread).order_by("seq")]
+
+
+def _post(client, url, capture, **json):
+    with capture(execute=True):
+        return client.post(url, json or None, content_type="application/json")
+
+
+def test_replay_keeps_every_branch_and_a_continue_restores_one_whole():
+    # 1..6 shown; edit at 3 (next seq 7); regenerate the reply at 9 (next 11); continue branch 0 (next 12).
+    steps = [ForkStep("edit", 3, 7), ForkStep("regenerate", 10, 11), ForkStep(CONTINUE, 10, 12, 0)]
+    branches = branches_replay(steps)
+    assert branches[0] == ((1, 7),)
+    assert branches[1] == ((1, 3), (7, 11))
+    assert branches[2] == ((1, 3), (7, 10), (11, 12))
+    assert branches[3] == ((1, 7), (12, None))
+    assert branch_holding(branches, 5) == 3  # the current branch holds it again
+    assert branch_holding(branches, 10) == 1
+    assert branch_holding(branches, 11) == 2
+
+
+def test_continue_makes_an_earlier_branch_current_and_the_model_view_follows(
+    owner_client, thread, say, edit, django_capture_on_commit_callbacks
+):
+    say("Alpha one")
+    second = say("Beta two")
+    say("Gamma three")
+    old_view = _model_view(thread)
+    old_shown = _shown(thread)
+    edit(second, "Beta edited")
+    assert "Gamma three" not in _shown(thread)
+
+    url = f"/api/threads/{thread.thread_id}/messages/{second.pk}/continue"
+    response = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="c-1")
+    assert response.status_code == 200, response.content
+    assert response.json()["current"] is True
+    assert _shown(thread) == old_shown  # the transcript is never rewritten, only chosen again
+    assert _model_view(thread) == old_view
+    fork = MessageFork.objects.get(conversation=thread, kind=MessageFork.Kind.CONTINUE)
+    assert fork.run is None and fork.restored_branch == 0 and fork.checkpoint_id
+
+    # The same request again: the first answer, no second record.
+    again = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="c-1")
+    assert again.status_code == 200 and again.json()["created"] is False
+    assert MessageFork.objects.filter(kind=MessageFork.Kind.CONTINUE).count() == 1
+
+    # A new turn goes on from the restored branch, and the model reads that branch.
+    say("Delta four")
+    shown = _shown(thread)
+    assert shown[: len(old_shown)] == old_shown and "Beta edited" not in shown
+    view = _model_view(thread)
+    assert "Gamma three" in view and "Beta edited" not in view and "Delta four" in view
+
+
+def test_a_fork_copies_the_branch_up_to_a_message_with_its_model_view_and_files(
+    owner_client, thread, say, edit, django_capture_on_commit_callbacks
+):
+    from agent_platform.workdir import workdir_for
+
+    first = say("Alpha one")
+    second = say("Beta two")
+    say("Gamma three")
+    workdir_for(thread).write_text("uploads/abc-notes.txt", "kept")
+    edit(second, "Beta edited")
+    reply = (
+        Message.objects.filter(conversation=thread, seq__gt=second.seq, role="assistant")
+        .order_by("seq")
+        .first()
+    )
+    url = f"/api/threads/{thread.thread_id}/messages/{reply.pk}/fork"
+    response = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="f-1")
+    assert response.status_code == 201, response.content
+    body = response.json()
+    from conversations.models import Conversation
+
+    new = Conversation.objects.get(thread_id=body["thread_id"])
+    copied = [m.content for m in new.messages.order_by("seq")]
+    assert copied[0] == "Alpha one" and copied[2] == "Beta two" and "Gamma three" not in copied
+    assert [m.seq for m in new.messages.order_by("seq")] == list(range(1, len(copied) + 1))
+    view = _model_view(new)
+    assert view == copied  # the new thread's model reads what its page shows
+    assert workdir_for(new).read_text("uploads/abc-notes.txt") == "kept"
+    assert new.owner == thread.owner and new.forked_from_id == reply.pk
+    again = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="f-1")
+    assert again.status_code == 200 and again.json()["thread_id"] == body["thread_id"]
+    # The source thread is unchanged.
+    assert "Beta edited" in _shown(thread) and first.pk
