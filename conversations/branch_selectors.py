@@ -42,11 +42,12 @@ def message_branch(*, conversation: Conversation, message_id: int) -> BranchView
 
 
 def numbers_annotate(*, conversation: Conversation, messages: Sequence[Message]) -> Sequence[Message]:
-    """Set ``number`` on consecutive messages of the current branch: their place on it (1..n), the
-    number the page shows; one count query."""
+    """Set ``number`` on consecutive messages of the current branch, in the order given (the page's
+    reading order): their place on it (1..n), the number the page shows; one count query."""
     if messages:
-        before = visible_messages(conversation=conversation).filter(seq__lt=messages[0].seq).count()
-        for position, message in enumerate(sorted(messages, key=lambda m: m.seq), before + 1):
+        first = min(message.seq for message in messages)
+        before = visible_messages(conversation=conversation).filter(seq__lt=first).count()
+        for position, message in enumerate(messages, before + 1):
             message.number = position
     return messages
 
