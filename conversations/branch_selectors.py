@@ -57,3 +57,12 @@ def branch_number_of(*, conversation: Conversation, seq: int | None) -> int | No
     if seq is None:
         return None
     return visible_messages(conversation=conversation).filter(seq__lte=seq).count()
+
+
+def branch_numbers(*, conversation: Conversation, seqs: Sequence[int]) -> dict[int, int]:
+    """The numbers the page shows for seqs of the current branch (one query for the branch's seqs)."""
+    if not seqs:
+        return {}
+    wanted = set(seqs)
+    shown = visible_messages(conversation=conversation).filter(seq__lte=max(wanted)).order_by("seq")
+    return {seq: n for n, seq in enumerate(shown.values_list("seq", flat=True), 1) if seq in wanted}

@@ -36,7 +36,7 @@ from context_engine.tokens.messages import format_tokens
 from conversations import pages, run_signals, search, selectors, services
 from conversations.access import can_act
 from conversations.attachments import served_type
-from conversations.branch_selectors import numbers_annotate
+from conversations.branch_selectors import branch_number_of, numbers_annotate
 from conversations.models import Conversation
 from conversations.services import versions
 from conversations.services.agent_switch import thread_agent_switch
@@ -300,6 +300,7 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     context["boundary_seq"] = selectors.thread_folded_last_seq(
         conversation=conversation, values=context["values"]
     )
+    context["boundary_number"] = branch_number_of(conversation=conversation, seq=context["boundary_seq"])
     context["saved_paths"] = selectors.thread_saved_results(conversation=conversation)
     context["message_max_chars"] = MESSAGE_MAX_CHARS  # the composer's counter shows it near the end
     context["attachment_max_file_bytes"] = settings.ATTACHMENT_MAX_FILE_BYTES  # refused when picked
@@ -391,6 +392,7 @@ def fragment_messages(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespons
             "branch_links": True,
             "saved_paths": selectors.thread_saved_results(conversation=conversation),
             "boundary_seq": boundary,
+            "boundary_number": branch_number_of(conversation=conversation, seq=boundary),
         },
     )
 

@@ -4,14 +4,16 @@ the version holding a match, exports that mark versions."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from agent_platform.runtime.graph import state_repository_for
 from conversations.branching import CONTINUE, ForkStep, branch_holding, branches_replay
-from conversations.models import AgentRun, Message, MessageFork
+from conversations.models import AgentRun, Conversation, Message, MessageFork, ThreadShare
 from conversations.selectors import visible_messages
 from conversations.services import message_intake
-from conversations.services.versions import message_edit
+from conversations.services.versions import message_edit, reply_regenerate
 
 pytestmark = pytest.mark.django_db
 
@@ -123,8 +125,6 @@ def test_a_fork_copies_the_branch_up_to_a_message_with_its_model_view_and_files(
     response = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="f-1")
     assert response.status_code == 201, response.content
     body = response.json()
-    from conversations.models import Conversation
-
     new = Conversation.objects.get(thread_id=body["thread_id"])
     copied = [m.content for m in new.messages.order_by("seq")]
     assert copied[0] == "Alpha one" and copied[2] == "Beta two" and "Gamma three" not in copied
@@ -137,3 +137,77 @@ def test_a_fork_copies_the_branch_up_to_a_message_with_its_model_view_and_files(
     assert again.status_code == 200 and again.json()["thread_id"] == body["thread_id"]
     # The source thread is unchanged.
     assert "Beta edited" in _shown(thread) and first.pk
+
+
+def _numbers(html: str) -> list[int]:
+    return [int(n) for n in re.findall(r'class="seq-number muted"[^>]*>#(\d+)<', html)]
+
+
+def test_the_page_and_the_api_number_the_branch_shown_without_holes(
+    owner_client, thread, user, say, edit, django_capture_on_commit_callbacks
+):
+    say("Alpha one")
+    second = say("Beta two")
+    say("Gamma three")
+    edit(second, "Beta edited")
+    with django_capture_on_commit_callbacks(execute=True):
+        reply_regenerate(thread_id=thread.thread_id, user=user)
+    shown = visible_messages(conversation=thread).count()
+    assert thread.messages.order_by("-seq").first().seq > shown  # the transcript has holes
+    html = owner_client.get(f"/threads/{thread.thread_id}/").content.decode()
+    assert _numbers(html) == list(range(1, shown + 1))
+    rows = owner_client.get(f"/api/threads/{thread.thread_id}/messages").json()
+    assert [row["number"] for row in rows] == list(range(1, shown + 1))
+    # A page of newer messages goes on from where the page is.
+    later = owner_client.get(
+        f"/threads/{thread.thread_id}/fragments/messages?after={rows[1]['seq']}"
+    ).content.decode()
+    assert _numbers(later) == list(range(3, shown + 1))
+
+
+def test_an_earlier_version_shows_its_whole_branch_read_only_with_its_actions(
+    owner_client, client, thread, say, edit, django_user_model
+):
+    say("Alpha one")
+    second = say("Beta two")
+    say("Gamma three")
+    say("Delta four")
+    edit(second, "Beta edited")
+    page = owner_client.get(f"/threads/{thread.thread_id}/").content.decode()
+    link = f"/threads/{thread.thread_id}/branches/{second.pk}/"
+    assert link in page  # the version's pane links to its branch
+
+    html = owner_client.get(link).content.decode()
+    for text in ("Alpha one", "Beta two", "Gamma three", "Delta four"):
+        assert text in html  # every message of that branch, not only the first reply
+    assert "Beta edited" not in html
+    assert _numbers(html) == list(range(1, 9))
+    assert 'id="branch-continue"' in html and "Continue from this version" in html
+    assert "edit-open" not in html and "pin-toggle" not in html  # read-only
+
+    reader = django_user_model.objects.create_user("reader", password="pw-reader-123")
+    ThreadShare.objects.create(conversation=thread, user=reader)
+    client.force_login(reader)
+    html = client.get(link).content.decode()
+    assert "Delta four" in html and 'id="branch-continue"' not in html and "Fork from here" in html
+    refused = client.post(
+        f"/api/threads/{thread.thread_id}/messages/{second.pk}/continue", {}, content_type="application/json"
+    )
+    assert refused.status_code == 404 and refused.json()["code"] == "thread_not_found"
+
+
+def test_a_share_reader_forks_into_a_thread_of_their_own(client, thread, say, django_user_model):
+    say("Alpha one")
+    reply = say("Beta two")
+    reader = django_user_model.objects.create_user("reader", password="pw-reader-123")
+    ThreadShare.objects.create(conversation=thread, user=reader)
+    client.force_login(reader)
+    response = client.post(f"/threads/{thread.thread_id}/branches/{reply.pk}/fork", {"request_id": "k"})
+    assert response.status_code == 302
+    new = Conversation.objects.get(owner=reader)
+    assert response["Location"] == f"/threads/{new.thread_id}/"
+    source = [m.content for m in visible_messages(conversation=thread).order_by("seq")]
+    assert [m.content for m in new.messages.order_by("seq")] == source[: source.index("Beta two") + 1]
+    assert thread.owner != reader
+    # The reader's thread is theirs: they may continue in it.
+    assert client.get(f"/threads/{new.thread_id}/").status_code == 200
