@@ -74,6 +74,7 @@ def thread_list(request: HttpRequest, filters: Query[ThreadFilters]):
     threads = search.thread_search(user=request.user, query=filters.q, scope=filters.scope)
     query = search.search_query(filters.q)
     rows = list(threads)
+    search.search_hit_links(rows)
     for thread in rows:
         snippet = search.search_snippet(getattr(thread, "hit_content", None), query)
         thread.snippet = str(snippet) if snippet else ""

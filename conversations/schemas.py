@@ -38,6 +38,16 @@ class ThreadOut(Schema):
 class ThreadListOut(ThreadOut):
     owner: str
     snippet: str = ""  # with a search: the matching stretch of the newest matching message
+    hit_message_id: int | None = None  # that message (any version of the thread, earlier ones too)
+    hit_url: str = ""  # the page that opens at it: the thread's, or its earlier branch's
+
+    @staticmethod
+    def resolve_hit_message_id(obj) -> int | None:
+        return getattr(obj, "hit_id", None)
+
+    @staticmethod
+    def resolve_hit_url(obj) -> str:
+        return getattr(obj, "hit_url", "")
 
     @staticmethod
     def resolve_owner(obj) -> str:

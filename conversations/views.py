@@ -139,7 +139,8 @@ def thread_list(request: HttpRequest) -> HttpResponse:
         scope == search.SCOPE_SHARED and not shared_allowed
     ):
         scope = ""
-    threads = search.thread_search(user=request.user, query=query, scope=scope or search.SCOPE_MINE)
+    threads = list(search.thread_search(user=request.user, query=query, scope=scope or search.SCOPE_MINE))
+    search.search_hit_links(threads)  # a match opens at its message, whichever version holds it
     rows = [
         (thread, search.search_snippet(getattr(thread, "hit_content", None), query)) for thread in threads
     ]

@@ -211,3 +211,23 @@ def test_a_share_reader_forks_into_a_thread_of_their_own(client, thread, say, dj
     assert thread.owner != reader
     # The reader's thread is theirs: they may continue in it.
     assert client.get(f"/threads/{new.thread_id}/").status_code == 200
+
+
+def test_search_opens_at_the_matching_message_whichever_version_holds_it(owner_client, thread, say, edit):
+    say("Alpha one")
+    second = say("Beta two")
+    gamma = say("Gamma zebra three")
+    edit(second, "Beta edited")
+    say("Epsilon kiwi")
+    rows = owner_client.get("/api/threads?q=zebra").json()
+    hit = Message.objects.get(pk=rows[0]["hit_message_id"])  # the newest match: the message or its reply
+    assert len(rows) == 1 and hit.seq >= gamma.seq and "zebra" in hit.content
+    assert not visible_messages(conversation=thread).filter(pk=hit.pk).exists()  # an earlier version
+    url = f"/threads/{thread.thread_id}/branches/{hit.pk}/#message-{hit.seq}"
+    assert rows[0]["hit_url"] == url
+    page = owner_client.get(url.split("#")[0]).content.decode()
+    assert f'id="message-{hit.seq}"' in page and "branch-target" in page and "Gamma zebra three" in page
+    listing = owner_client.get("/?q=zebra").content.decode()
+    assert f'href="{url}"' in listing
+    kiwi = owner_client.get("/api/threads?q=kiwi").json()[0]
+    assert kiwi["hit_url"].startswith(f"/threads/{thread.thread_id}/#message-")
