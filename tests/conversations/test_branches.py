@@ -231,3 +231,30 @@ def test_search_opens_at_the_matching_message_whichever_version_holds_it(owner_c
     assert f'href="{url}"' in listing
     kiwi = owner_client.get("/api/threads?q=kiwi").json()[0]
     assert kiwi["hit_url"].startswith(f"/threads/{thread.thread_id}/#message-")
+
+
+def test_exports_mark_which_messages_replaced_which(
+    owner_client, thread, user, say, edit, django_capture_on_commit_callbacks
+):
+    say("Alpha one")
+    second = say("Beta two")
+    say("Gamma three")
+    edited = edit(second, "Beta edited")
+    with django_capture_on_commit_callbacks(execute=True):
+        reply_regenerate(thread_id=thread.thread_id, user=user)
+    data = owner_client.get(f"/api/threads/{thread.thread_id}/export.json").json()
+    assert data["version"] == 2
+    edit_fork, regen_fork = data["forks"]
+    assert edit_fork["kind"] == "edit" and edit_fork["message_seq"] == second.seq
+    assert edit_fork["replaced"][0] == second.seq and edit_fork["by_seq"] == edited.seq
+    assert regen_fork["kind"] == "regenerate" and regen_fork["message_seq"] == edited.seq
+    current = {m["seq"]: m["current"] for m in data["messages"]}
+    assert current[second.seq] is False and current[edited.seq] is True
+    assert all(current[s] is False for s in edit_fork["replaced"] + regen_fork["replaced"])
+
+    text = owner_client.get(f"/api/threads/{thread.thread_id}/export.md").content.decode()
+    marker = f"New version of message {second.seq} (edited)"
+    assert marker in text and "regenerated: what follows replaces messages" in text
+    # The marker stands between the versions: after the replaced rows, before the replacement.
+    assert text.index("Gamma three") < text.index(marker) < text.index("Beta edited")
+    assert "(earlier version)" in text
