@@ -258,3 +258,90 @@ def test_exports_mark_which_messages_replaced_which(
     # The marker stands between the versions: after the replaced rows, before the replacement.
     assert text.index("Gamma three") < text.index(marker) < text.index("Beta edited")
     assert "(earlier version)" in text
+
+
+def test_continue_goes_back_and_forth_between_regenerated_replies(
+    owner_client, thread, user, say, django_capture_on_commit_callbacks
+):
+    say("Alpha one")
+    say("Beta two")
+    first_shown, first_view = _shown(thread), _model_view(thread)
+    first_reply = visible_messages(conversation=thread).filter(role="assistant").order_by("-seq").first()
+    with django_capture_on_commit_callbacks(execute=True):
+        reply_regenerate(thread_id=thread.thread_id, user=user)
+    second_shown, second_view = _shown(thread), _model_view(thread)
+    second_reply = visible_messages(conversation=thread).filter(role="assistant").order_by("-seq").first()
+    assert second_reply.pk != first_reply.pk
+
+    base = f"/api/threads/{thread.thread_id}/messages"
+    capture = django_capture_on_commit_callbacks
+    assert _post(owner_client, f"{base}/{first_reply.pk}/continue", capture).status_code == 200
+    assert (_shown(thread), _model_view(thread)) == (first_shown, first_view)
+    assert _post(owner_client, f"{base}/{second_reply.pk}/continue", capture).status_code == 200
+    assert (_shown(thread), _model_view(thread)) == (second_shown, second_view)
+    # The version switcher follows: the reply shown is the current version.
+    versions = owner_client.get(f"{base}/{first_reply.run.input_message_id}/versions").json()
+    assert versions["replies"]["total"] == 2 and versions["replies"]["current"] == 2
+
+
+def test_continue_is_refused_while_a_run_or_a_compression_holds_the_thread(
+    owner_client, thread, user, say, edit, django_capture_on_commit_callbacks
+):
+    from compression.models import CompressionJob
+
+    say("Alpha one")
+    second = say("Beta two")
+    edit(second, "Beta edited")
+    url = f"/api/threads/{thread.thread_id}/messages/{second.pk}/continue"
+    run = AgentRun.objects.create(conversation=thread, status=AgentRun.Status.QUEUED)
+    response = _post(owner_client, url, django_capture_on_commit_callbacks)
+    assert (
+        response.status_code == 409
+        and response.json()["code"] == "thread_busy"
+        and response.json()["message"]
+    )
+    run.status = AgentRun.Status.SUCCEEDED
+    run.save()
+    job = CompressionJob.objects.create(
+        conversation=thread, requested_by=user, trigger="manual", status="running"
+    )
+    response = _post(owner_client, url, django_capture_on_commit_callbacks)
+    assert response.status_code == 409 and response.json()["code"] == "thread_busy"
+    assert not MessageFork.objects.filter(kind=MessageFork.Kind.CONTINUE).exists()
+    job.status = "succeeded"
+    job.save()
+    assert _post(owner_client, url, django_capture_on_commit_callbacks).status_code == 200
+
+
+def test_a_branch_no_checkpoint_held_is_not_continued_and_bad_input_is_answered(
+    owner_client, thread, say, edit, django_capture_on_commit_callbacks
+):
+    say("Alpha one")
+    second = say("Beta two")
+    edit(second, "Beta edited")
+    # A row the model never saw, on the earlier branch (a turn stopped in the queue, say).
+    stray = Message.objects.create(
+        conversation=thread, seq=99, role="user", content="never sent", lc_message_id="never-seen"
+    )
+    MessageFork.objects.create(
+        conversation=thread,
+        kind=MessageFork.Kind.EDIT,
+        message=stray,
+        hidden_from_seq=99,
+        hidden_to_seq=100,
+        checkpoint_id="x",
+    )
+    url = f"/api/threads/{thread.thread_id}/messages/{stray.pk}/continue"
+    response = _post(owner_client, url, django_capture_on_commit_callbacks)
+    assert response.status_code == 422 and response.json()["code"] == "branch_not_restorable"
+    base = f"/api/threads/{thread.thread_id}/messages"
+    assert (
+        owner_client.post(f"{base}/999999/continue", {}, content_type="application/json").status_code == 404
+    )
+    blank = owner_client.post(
+        f"{base}/{second.pk}/continue", {"request_id": " "}, content_type="application/json"
+    )
+    assert blank.status_code == 400 and blank.json()["code"] == "invalid_request_id"
+    assert owner_client.get(f"{base}/999999/branch").json()["code"] == "message_not_found"
+    fork = owner_client.post(f"{base}/{stray.pk}/fork", {}, content_type="application/json")
+    assert fork.status_code == 422 and fork.json()["code"] == "branch_not_restorable"
