@@ -169,7 +169,8 @@ def _fork_markdown(fork: dict[str, Any]) -> list[str]:
             "Continued from an earlier version (message %(message)s): messages %(restored)s are current "
             "again; messages %(replaced)s left the current branch."
         )
-    return [f"> **{_('Versions')}:** {text % words}", ""]
+    label = _("Versions")
+    return [f"> **{label}:** {text % words}", ""]
 
 
 def _message_markdown(message: dict[str, Any]) -> list[str]:
