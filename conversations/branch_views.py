@@ -7,6 +7,8 @@ import uuid
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -21,6 +23,13 @@ from conversations.services.branches import branch_continue, branch_fork
 from conversations.views import _error_text, _not_found_as_404, thread_missing
 
 
+def _signed_in(request: HttpRequest) -> AbstractBaseUser:
+    """The signed-in caller (``login_required`` turned everyone else away first)."""
+    if not isinstance(request.user, AbstractBaseUser):  # pragma: no cover - login_required answered
+        raise PermissionDenied
+    return request.user
+
+
 def _branch_url(thread_id: uuid.UUID, message_id: int, seq: int | None = None) -> str:
     url = reverse("conversations:thread-branch", kwargs={"thread_id": thread_id, "message_id": message_id})
     return f"{url}#message-{seq}" if seq else url
@@ -31,7 +40,7 @@ def _branch_url(thread_id: uuid.UUID, message_id: int, seq: int | None = None) -
 @_not_found_as_404
 def branch_detail(request: HttpRequest, thread_id: uuid.UUID, message_id: int) -> HttpResponse:
     try:
-        conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+        conversation = selectors.thread_get(thread_id=thread_id, user=_signed_in(request))
     except NotFound:
         return thread_missing(request, thread_id)
     view = message_branch(conversation=conversation, message_id=message_id)
@@ -57,7 +66,7 @@ def branch_continue_view(request: HttpRequest, thread_id: uuid.UUID, message_id:
         result = branch_continue(
             thread_id=thread_id,
             message_id=message_id,
-            user=request.user,
+            user=_signed_in(request),
             request_id=request.POST.get("request_id") or None,
         )
     except NotFound:
@@ -78,7 +87,7 @@ def branch_fork_view(request: HttpRequest, thread_id: uuid.UUID, message_id: int
         result = branch_fork(
             thread_id=thread_id,
             message_id=message_id,
-            user=request.user,
+            user=_signed_in(request),
             request_id=request.POST.get("request_id") or None,
         )
     except NotFound:

@@ -159,6 +159,9 @@ class AgentRun(models.Model):
 class Message(models.Model):
     """One transcript entry. Append-only: compression never rewrites or deletes these rows."""
 
+    # Not a column: its place on the branch a page or the API shows (1..n), set by the branch selectors.
+    number: int
+
     class Role(models.TextChoices):
         USER = "user", _("User")
         ASSISTANT = "assistant", _("Assistant")

@@ -86,7 +86,7 @@ def branch_continue(
             hidden_to_seq=next_seq,
             checkpoint_id=checkpoint_id,
             request_id=key,
-            created_by=user,
+            created_by_id=user.pk,
         )
         Conversation.objects.filter(pk=conversation.pk).update(last_activity_at=timezone.now())
         # Last: the checkpoint is outside the transaction (a failure rolls the fork row back).
@@ -133,7 +133,7 @@ def branch_fork(
     key = operation_key("fork", request_id_checked(request_id))
     title = text_checked((title or "").strip(), field="title", max_length=TITLE_MAX_CHARS)
     source = thread_get(thread_id=thread_id, user=user)
-    if key and (first := Conversation.objects.filter(owner=user, fork_request_id=key).first()):
+    if key and (first := Conversation.objects.filter(owner_id=user.pk, fork_request_id=key).first()):
         return BranchForked(first, first.messages.count(), created=False)
     rows = _fork_rows(source, message_id)
     known = set(source.messages.exclude(lc_message_id="").values_list("lc_message_id", flat=True))
@@ -148,7 +148,7 @@ def branch_fork(
     values = source_state.values_at(checkpoint_id)
     with transaction.atomic():
         thread = Conversation.objects.create(
-            owner=user,
+            owner_id=user.pk,
             agent=source.agent,
             title=title or _("%(title)s (fork)") % {"title": source.title or _("Untitled thread")},
             forked_from=rows[-1],

@@ -14,7 +14,6 @@ from tests.e2e.chat_support import (
     assert_no_sideways_scroll,
     open_context,
     restore_language,
-    switch_language,
     thread_in,
 )
 
