@@ -244,6 +244,9 @@ class MessageFork(models.Model):
     hidden_from_seq = models.PositiveIntegerField(verbose_name=_("hidden from seq"))
     hidden_to_seq = models.PositiveIntegerField(verbose_name=_("hidden to seq"))
     checkpoint_id = models.CharField(verbose_name=_("forked from checkpoint"), max_length=100)
+    # The thread's latest checkpoint just before this fork: the model's view of the branch it left, so
+    # a continue back to that branch finds it in one read ("" for forks made before it was recorded).
+    left_checkpoint_id = models.CharField(verbose_name=_("checkpoint left"), max_length=100, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )

@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from agent_platform.runtime.graph import state_repository_for
+from agent_platform.runtime.state_repository import AgentStateRepository
 from agent_platform.workdir import workdir_for
 from context_engine.errors import StoreError
 from context_engine.state import TOKEN_USAGE_KEY
@@ -68,13 +69,13 @@ def branch_continue(
         if number == len(branches) - 1:
             return BranchContinued(conversation, message, number, created=False)
         rows = list(branch_messages(conversation=conversation, branch=branches[number]).order_by("seq"))
-        known = set(conversation.messages.exclude(lc_message_id="").values_list("lc_message_id", flat=True))
         repository = state_repository_for(conversation)
-        checkpoint_id = repository.checkpoint_matching(
-            [r.lc_message_id for r in rows if r.lc_message_id], known
+        checkpoint_id = _checkpoint_of(
+            conversation, rows, repository, known_left=_left_of(conversation, number)
         )
         if checkpoint_id is None:
             raise BranchNotRestorable()
+        left_checkpoint_id = repository.version()
         next_seq = (conversation.messages.aggregate(last=Max("seq"))["last"] or 0) + 1
         left = branch_messages(conversation=conversation, branch=branches[-1]).values_list("seq", flat=True)
         MessageFork.objects.create(
@@ -85,6 +86,7 @@ def branch_continue(
             hidden_from_seq=next((seq for seq in left if not branch_holds(branches[number], seq)), next_seq),
             hidden_to_seq=next_seq,
             checkpoint_id=checkpoint_id,
+            left_checkpoint_id=left_checkpoint_id,
             request_id=key,
             created_by_id=user.pk,
         )
@@ -96,6 +98,26 @@ def branch_continue(
         )
         events.broadcast(conversation.thread_id, events.STATE, reason="branch_continued", branch=number)
         return BranchContinued(conversation, message, number, created=True)
+
+
+def _left_of(conversation: Conversation, number: int) -> str:
+    """The checkpoint recorded as the model's view of branch ``number`` when it was left ("" if none)."""
+    forks = conversation.forks.order_by("id").values_list("left_checkpoint_id", flat=True)
+    return (forks[number : number + 1] or [""])[0] or ""
+
+
+def _checkpoint_of(
+    conversation: Conversation, rows: list[Message], repository: AgentStateRepository, *, known_left: str = ""
+) -> str | None:
+    """The checkpoint whose messages are exactly ``rows``' (by the transcript's ids): the one recorded
+    when the branch was left, checked with one read, else the newest in the thread's whole history."""
+    ids = [row.lc_message_id for row in rows if row.lc_message_id]
+    known = set(conversation.messages.exclude(lc_message_id="").values_list("lc_message_id", flat=True))
+    if known_left:
+        messages = repository.values_at(known_left).get("messages") or []
+        if [m.id for m in messages if getattr(m, "id", None) in known] == ids:
+            return known_left
+    return repository.checkpoint_matching(ids, known)
 
 
 def _require_idle(conversation: Conversation) -> None:
@@ -136,11 +158,9 @@ def branch_fork(
     if key and (first := Conversation.objects.filter(owner_id=user.pk, fork_request_id=key).first()):
         return BranchForked(first, first.messages.count(), created=False)
     rows = _fork_rows(source, message_id)
-    known = set(source.messages.exclude(lc_message_id="").values_list("lc_message_id", flat=True))
     source_state = state_repository_for(source)
-    checkpoint_id = source_state.checkpoint_matching(
-        [r.lc_message_id for r in rows if r.lc_message_id], known
-    )
+    # Up to the last message of the current branch: its latest checkpoint, checked with one read.
+    checkpoint_id = _checkpoint_of(source, rows, source_state, known_left=source_state.version())
     if checkpoint_id is None:
         raise BranchNotRestorable(
             _("The agent's memory of this point was not kept, so it can't be forked; choose another message.")

@@ -345,3 +345,23 @@ def test_a_branch_no_checkpoint_held_is_not_continued_and_bad_input_is_answered(
     assert owner_client.get(f"{base}/999999/branch").json()["code"] == "message_not_found"
     fork = owner_client.post(f"{base}/{stray.pk}/fork", {}, content_type="application/json")
     assert fork.status_code == 422 and fork.json()["code"] == "branch_not_restorable"
+
+
+def test_continue_reads_the_checkpoint_recorded_when_the_branch_was_left(
+    owner_client, thread, say, edit, monkeypatch, django_capture_on_commit_callbacks
+):
+    from agent_platform.runtime.state_repository import AgentStateRepository
+
+    say("Alpha one")
+    second = say("Beta two")
+    old_view = _model_view(thread)
+    edit(second, "Beta edited")
+    assert MessageFork.objects.get(conversation=thread).left_checkpoint_id
+
+    def walked(*args, **kwargs):
+        raise AssertionError("the whole history was walked")
+
+    monkeypatch.setattr(AgentStateRepository, "checkpoint_matching", walked)
+    url = f"/api/threads/{thread.thread_id}/messages/{second.pk}/continue"
+    assert _post(owner_client, url, django_capture_on_commit_callbacks).status_code == 200
+    assert _model_view(thread) == old_view
