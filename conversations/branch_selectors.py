@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from conversations.branching import branch_holding
 from conversations.errors import MessageNotFound
 from conversations.models import Conversation, Message
-from conversations.selectors import _with_pins, branch_messages, thread_branches, visible_messages
+from conversations.selectors import branch_messages, messages_with_pins, thread_branches, visible_messages
 
 
 @dataclass(frozen=True)
@@ -31,7 +31,7 @@ def message_branch(*, conversation: Conversation, message_id: int) -> BranchView
     if number is None:
         raise MessageNotFound()
     rows = list(
-        _with_pins(branch_messages(conversation=conversation, branch=branches[number]))
+        messages_with_pins(branch_messages(conversation=conversation, branch=branches[number]))
         .select_related("run", "usage")
         .prefetch_related("attachments__conversation")
         .order_by("seq")

@@ -78,7 +78,6 @@ def thread_search(*, user: AbstractBaseUser, query: str, scope: str = SCOPE_MINE
     return threads.annotate(
         hit_content=Subquery(hits.values("content")[:1]),
         hit_id=Subquery(hits.values("pk")[:1]),
-        hit_seq=Subquery(hits.values("seq")[:1]),
     ).filter(Q(title__icontains=query) | Exists(hits))
 
 
@@ -88,6 +87,11 @@ def search_hit_links(threads: Sequence[Conversation]) -> None:
     that holds it. The forks of every listed thread are read in one query."""
     steps: dict[int, list[ForkStep]] = defaultdict(list)
     forked = [t.pk for t in threads if getattr(t, "hit_id", None)]
+    seqs = dict(
+        Message.objects.filter(pk__in=[t.hit_id for t in threads if getattr(t, "hit_id", None)]).values_list(
+            "pk", "seq"
+        )
+    )
     for conversation_id, kind, start, end, restored in (
         MessageFork.objects.filter(conversation_id__in=forked)
         .order_by("id")
@@ -98,6 +102,7 @@ def search_hit_links(threads: Sequence[Conversation]) -> None:
         thread.hit_url = ""
         if not getattr(thread, "hit_id", None):
             continue
+        thread.hit_seq = seqs[thread.hit_id]
         branches = branches_replay(steps.get(thread.pk, []))
         current = branch_holding(branches, thread.hit_seq) == len(branches) - 1
         name, kwargs = (

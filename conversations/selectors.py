@@ -113,7 +113,7 @@ def visible_messages(*, conversation: Conversation) -> QuerySet[Message]:
     return branch_messages(conversation=conversation, branch=branches[-1])
 
 
-def _with_pins(messages: QuerySet[Message]) -> QuerySet[Message]:
+def messages_with_pins(messages: QuerySet[Message]) -> QuerySet[Message]:
     """Each message annotated with ``is_pinned`` (the page's pin control)."""
     return messages.annotate(is_pinned=Exists(MessagePin.objects.filter(message=OuterRef("pk"))))
 
@@ -123,7 +123,7 @@ def message_list(
 ) -> QuerySet[Message]:
     limit = max(1, min(limit, MESSAGE_PAGE_MAX))
     return (
-        _with_pins(visible_messages(conversation=conversation).filter(seq__gt=after_seq))
+        messages_with_pins(visible_messages(conversation=conversation).filter(seq__gt=after_seq))
         .select_related("run", "usage")
         .prefetch_related("attachments__conversation")
         .order_by("seq")[:limit]
@@ -132,7 +132,9 @@ def message_list(
 
 def message_list_all(*, conversation: Conversation) -> list[Message]:
     """Every message of the thread with its pin flag and attachments, by ``seq`` (an export reads all)."""
-    return list(_with_pins(conversation.messages.all()).prefetch_related("attachments").order_by("seq"))
+    return list(
+        messages_with_pins(conversation.messages.all()).prefetch_related("attachments").order_by("seq")
+    )
 
 
 def message_list_latest(
@@ -144,7 +146,7 @@ def message_list_latest(
     if before_seq is not None:
         visible = visible.filter(seq__lt=before_seq)
     newest = (
-        _with_pins(visible)
+        messages_with_pins(visible)
         .select_related("run", "usage")
         .prefetch_related("attachments__conversation")
         .order_by("-seq")
