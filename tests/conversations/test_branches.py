@@ -365,3 +365,47 @@ def test_continue_reads_the_checkpoint_recorded_when_the_branch_was_left(
     url = f"/api/threads/{thread.thread_id}/messages/{second.pk}/continue"
     assert _post(owner_client, url, django_capture_on_commit_callbacks).status_code == 200
     assert _model_view(thread) == old_view
+
+
+def test_a_fork_after_a_summary_keeps_the_summary_its_history_file_and_attachments_readable(
+    owner_client, user, thread, keep_four, say, django_capture_on_commit_callbacks
+):
+    from agent_platform.workdir import workdir_for
+    from compression.services.compress import thread_compress
+    from context_engine.state import SUMMARY_EVENT_KEY
+    from conversations.models import Attachment
+
+    first = say("Always answer in French.")
+    workdir_for(thread).write_text("uploads/0123456789ab-notes.md", "Notes kept whole.")
+    Attachment.objects.create(
+        conversation=thread,
+        message=first,
+        name="notes.md",
+        path="uploads/0123456789ab-notes.md",
+        mime_type="text/markdown",
+        kind="text",
+        size=17,
+        sha256="0" * 64,
+    )
+    for n in range(3):
+        say(f"Question number {n}. " + "Some background that the summary can shorten. " * 40)
+    outcome = thread_compress(thread_id=thread.thread_id, user=user)
+    assert outcome.result["status"] == "completed"
+    history = state_repository_for(thread).get_values()[SUMMARY_EVENT_KEY]["file_path"]
+    last = say("A question after the summary")
+    reply = visible_messages(conversation=thread).filter(seq__gt=last.seq).order_by("-seq").first()
+
+    response = _post(
+        owner_client,
+        f"/api/threads/{thread.thread_id}/messages/{reply.pk}/fork",
+        django_capture_on_commit_callbacks,
+    )
+    assert response.status_code == 201, response.content
+    new = Conversation.objects.get(thread_id=response.json()["thread_id"])
+    values = state_repository_for(new).get_values()
+    assert values[SUMMARY_EVENT_KEY]["file_path"] == history  # the model's view: the same summary
+    assert workdir_for(new).read_text(history.removeprefix("/")).strip()  # and its history file
+    copied = Attachment.objects.get(conversation=new)
+    assert copied.message.conversation_id == new.pk and copied.message.content == "Always answer in French."
+    page = owner_client.get(f"/threads/{new.thread_id}/files/{copied.path}")
+    assert page.status_code == 200 and b"Notes kept whole." in b"".join(page)
