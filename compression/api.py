@@ -65,6 +65,8 @@ class PreviewFoldedOut(Schema):
     tokens: int
     first_seq: int | None = None
     last_seq: int | None = None
+    first_number: int | None = None  # as the page numbers them (1..n along the current branch)
+    last_number: int | None = None
 
 
 class PreviewTailOut(Schema):

@@ -233,14 +233,21 @@ class Memory:
     summary_text: str = ""
     summary_tokens: int = 0
     file_path: str = ""
-    folded_last_seq: int | None = None  # transcript seqs count from 1: the summary stands for this many
+    folded_last_seq: int | None = None  # the page's number (1..n on the branch) of the last one folded
     kept_count: int = 0
     message_count: int = 0
     # The reference index after the summary (issue 25): what the agent can look up, each with its line.
     index: tuple[IndexLink, ...] = ()
     index_omitted: int = 0
     # Messages before the cutoff the model still reads word for word after the summary (pinned).
-    pinned_seqs: tuple[int, ...] = ()
+    pinned_seqs: tuple[int, ...] = ()  # their numbers on the page
+    pinned_anchors: tuple[int, ...] = ()  # their transcript seqs (the page's anchors), same order
+
+    @property
+    def pinned_links(self) -> list[tuple[int, int]]:
+        """(anchor seq, number shown) of each pinned message the panel names."""
+        anchors = self.pinned_anchors or self.pinned_seqs
+        return list(zip(anchors, self.pinned_seqs, strict=False))
 
     @property
     def folded_count(self) -> int:
@@ -311,6 +318,7 @@ def memory_from(
     summary_tokens: int | None,
     folded_last_seq: int | None,
     pinned_seqs: tuple[int, ...] = (),
+    pinned_anchors: tuple[int, ...] = (),
 ) -> Memory:
     """What the model works from, given the checkpoint ``values`` and the transcript seq of the last
     message the summary folded (``conversations.selectors.thread_memory`` looks it up)."""
@@ -344,6 +352,7 @@ def memory_from(
         index=links,
         index_omitted=as_int(index.get("omitted")) or 0 if isinstance(index, Mapping) else 0,
         pinned_seqs=tuple(pinned_seqs),
+        pinned_anchors=tuple(pinned_anchors),
     )
 
 

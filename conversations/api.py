@@ -5,14 +5,20 @@ from __future__ import annotations
 import uuid
 
 from django.http import HttpRequest, HttpResponse
+from django.urls import reverse
 from django.utils.http import content_disposition_header
 from ninja import Body, Field, File, Form, Query, Router, Schema, Status, UploadedFile
 
 from agent_platform.api_errors import error_responses
 from conversations import export, search, selectors, services
+from conversations.branch_selectors import message_branch, numbers_annotate
 from conversations.schemas import (
     AgentSwitchIn,
     AgentSwitchOut,
+    BranchContinueOut,
+    BranchForkIn,
+    BranchForkOut,
+    BranchOut,
     IntakeOut,
     MessageEditIn,
     MessageIn,
@@ -31,6 +37,7 @@ from conversations.schemas import (
 )
 from conversations.services.agent_switch import thread_agent_switch
 from conversations.services.attachments import uploads_from
+from conversations.services.branches import branch_continue, branch_fork
 from conversations.services.versions import message_edit, reply_regenerate, turn_retry
 from conversations.throttles import message_throttled
 from conversations.version_selectors import message_versions
@@ -67,6 +74,7 @@ def thread_list(request: HttpRequest, filters: Query[ThreadFilters]):
     threads = search.thread_search(user=request.user, query=filters.q, scope=filters.scope)
     query = search.search_query(filters.q)
     rows = list(threads)
+    search.search_hit_links(rows)
     for thread in rows:
         snippet = search.search_snippet(getattr(thread, "hit_content", None), query)
         thread.snippet = str(snippet) if snippet else ""
@@ -132,7 +140,10 @@ def thread_delete(request: HttpRequest, thread_id: uuid.UUID):
 @router.get("/{thread_id}/messages", response={200: list[MessageOut], **error_responses(404)})
 def message_list(request: HttpRequest, thread_id: uuid.UUID, filters: Query[MessageFilters]):
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
-    return selectors.message_list(conversation=conversation, after_seq=filters.after_seq, limit=filters.limit)
+    rows = list(
+        selectors.message_list(conversation=conversation, after_seq=filters.after_seq, limit=filters.limit)
+    )
+    return numbers_annotate(conversation=conversation, messages=rows)
 
 
 @router.post("/{thread_id}/messages", response={202: IntakeOut, **error_responses(400, 404, 409, 413, 429)})
@@ -251,6 +262,72 @@ def message_versions_get(request: HttpRequest, thread_id: uuid.UUID, message_id:
     """The versions of a user message and of the reply to it (read-only for viewers)."""
     conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
     return message_versions(conversation=conversation, message_id=message_id)
+
+
+@router.get("/{thread_id}/messages/{message_id}/branch", response={200: BranchOut, **error_responses(404)})
+def message_branch_get(request: HttpRequest, thread_id: uuid.UUID, message_id: int):
+    """The whole branch holding a message (any version, earlier ones too), numbered 1..n as shown,
+    read-only; whoever may read the thread."""
+    conversation = selectors.thread_get(thread_id=thread_id, user=request.user)
+    view = message_branch(conversation=conversation, message_id=message_id)
+    return {
+        "thread_id": conversation.thread_id,
+        "message_id": view.message.pk,
+        "branch": view.number,
+        "current": view.current,
+        "messages": view.messages,
+    }
+
+
+@router.post(
+    "/{thread_id}/messages/{message_id}/continue",
+    response={200: BranchContinueOut, **error_responses(400, 404, 409, 422)},
+)
+def message_branch_continue(
+    request: HttpRequest, thread_id: uuid.UUID, message_id: int, payload: Body[RegenerateIn | None] = None
+):
+    """Make the branch holding this message current again (the model's view follows); owner only.
+    409 `thread_busy` while a run or a compression holds the thread; 422 `branch_not_restorable`."""
+    result = branch_continue(
+        thread_id=thread_id,
+        message_id=message_id,
+        user=request.user,
+        request_id=payload.request_id if payload else None,
+    )
+    return {
+        "thread_id": result.conversation.thread_id,
+        "message_id": result.message.pk,
+        "branch": result.branch,
+        "current": True,
+        "created": result.created,
+    }
+
+
+@router.post(
+    "/{thread_id}/messages/{message_id}/fork",
+    response={200: BranchForkOut, 201: BranchForkOut, **error_responses(400, 404, 422)},
+)
+def message_branch_fork(
+    request: HttpRequest, thread_id: uuid.UUID, message_id: int, payload: Body[BranchForkIn | None] = None
+):
+    """A new thread of the caller's own with the branch holding this message, up to it (201; 200 for
+    a retry of the same `request_id`); whoever may read the thread."""
+    result = branch_fork(
+        thread_id=thread_id,
+        message_id=message_id,
+        user=request.user,
+        request_id=payload.request_id if payload else None,
+        title=payload.title if payload else None,
+    )
+    thread = result.conversation
+    body = {
+        "thread_id": thread.thread_id,
+        "title": thread.title,
+        "messages": result.copied,
+        "url": reverse("conversations:thread-detail", kwargs={"thread_id": thread.thread_id}),
+        "created": result.created,
+    }
+    return Status(201 if result.created else 200, body)
 
 
 @router.post("/{thread_id}/resume", response={202: IntakeOut, **error_responses(400, 404, 409, 429)})

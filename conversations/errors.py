@@ -92,3 +92,13 @@ class RequestIdReused(Conflict):
 
     code = "request_id_reused"
     default_message = _("This request_id was used for another kind of request on this thread; use a new one.")
+
+
+class BranchNotRestorable(Unprocessable):
+    """A continue of a branch whose model view no checkpoint holds (a turn the model never saw, say):
+    making it current would let the page and the model disagree, so nothing changes."""
+
+    code = "branch_not_restorable"
+    default_message = _(
+        "This version can't be continued: the agent's memory of it was not kept. Fork it into a new thread instead."
+    )

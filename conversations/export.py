@@ -13,13 +13,14 @@ from django.utils import timezone
 from django.utils.text import slugify
 from django.utils.translation import gettext as _
 
-from conversations.models import Conversation, Message, UsageRecord
+from conversations.branching import Interval, branch_holds
+from conversations.models import Conversation, Message, MessageFork, UsageRecord
 from conversations.pages import transcript_order
-from conversations.selectors import message_list_all
+from conversations.selectors import message_list_all, thread_branches
 from conversations.signals import thread_export_records
 from conversations.usage_selectors import usage_of_thread
 
-EXPORT_VERSION = 1
+EXPORT_VERSION = 2  # 2: versions marked (``current`` on each message, ``forks``)
 
 
 def _iso(value: datetime | None) -> str | None:
@@ -41,9 +42,12 @@ def _usage(record: UsageRecord | None) -> dict[str, Any] | None:
     }
 
 
-def _message(message: Message, usage: dict[int, UsageRecord]) -> dict[str, Any]:
+def _message(
+    message: Message, usage: dict[int, UsageRecord], current: tuple[Interval, ...]
+) -> dict[str, Any]:
     return {
         "seq": message.seq,
+        "current": branch_holds(current, message.seq),  # on the branch the agent reads
         "role": message.role,
         "content": message.content,
         "tool_calls": message.tool_calls or [],
@@ -64,6 +68,7 @@ def thread_export(*, conversation: Conversation) -> dict[str, Any]:
     """Everything the thread holds that a reader may see, in reading order. Compression records come
     from the apps that keep them (``signals.thread_export_records``)."""
     messages = message_list_all(conversation=conversation)
+    branches = thread_branches(conversation=conversation)
     usage = {
         r.message_id: r for r in UsageRecord.objects.filter(conversation=conversation, message__isnull=False)
     }
@@ -82,11 +87,40 @@ def thread_export(*, conversation: Conversation) -> dict[str, Any]:
             "created_at": _iso(conversation.created_at),
             "last_activity_at": _iso(conversation.last_activity_at),
         },
-        "messages": [_message(m, usage) for m in transcript_order(list(messages))],
+        "messages": [_message(m, usage, branches[-1]) for m in transcript_order(list(messages))],
+        "forks": _forks(conversation, branches, [m.seq for m in messages]),
         "compression_records": records,
         # Replies, summary and repair calls of the thread, summed (cost null when nothing was priced).
         "usage": usage_of_thread(conversation.pk).as_dict(),
     }
+
+
+def _forks(
+    conversation: Conversation, branches: list[tuple[Interval, ...]], seqs: list[int]
+) -> list[dict[str, Any]]:
+    """Which messages replaced which, fork by fork (``conversations.branching``): an edit or a
+    regeneration ``replaced`` rows by the rows from ``by_seq`` on; a continue made ``restored`` rows
+    current again and ``replaced`` the others. ``before_seq``: where the marker stands in the transcript."""
+    forks = []
+    for number, fork in enumerate(conversation.forks.select_related("message").order_by("id")):
+        before, after = branches[number], branches[number + 1]
+        later = [seq for seq in seqs if seq >= fork.hidden_to_seq and branch_holds(after, seq)]
+        forks.append(
+            {
+                "kind": fork.kind,
+                "message_seq": fork.message.seq,
+                "created_at": _iso(fork.created_at),
+                "replaced": [s for s in seqs if branch_holds(before, s) and not branch_holds(after, s)],
+                "restored": [
+                    s
+                    for s in seqs
+                    if s < fork.hidden_to_seq and branch_holds(after, s) and not branch_holds(before, s)
+                ],
+                "by_seq": later[0] if later else None,
+                "before_seq": later[0] if later else None,  # None: the marker ends the transcript
+            }
+        )
+    return forks
 
 
 def export_filename(data: dict[str, Any], extension: str) -> str:
@@ -114,8 +148,35 @@ def _role(message: dict[str, Any]) -> str:
     return _("Tool result: %(tool)s") % {"tool": message["tool_name"] or _("tool")}
 
 
+def _span(seqs: list[int]) -> str:
+    if not seqs:
+        return "–"
+    return str(seqs[0]) if len(seqs) == 1 else f"{seqs[0]}–{seqs[-1]}"
+
+
+def _fork_markdown(fork: dict[str, Any]) -> list[str]:
+    """The marker between versions: which messages the next ones replace (or bring back)."""
+    words = {"replaced": _span(fork["replaced"]), "message": fork["message_seq"]}
+    if fork["kind"] == MessageFork.Kind.EDIT:
+        text = _(
+            "New version of message %(message)s (edited): it and what follows replace messages %(replaced)s."
+        )
+    elif fork["kind"] == MessageFork.Kind.REGENERATE:
+        text = _("Reply to message %(message)s regenerated: what follows replaces messages %(replaced)s.")
+    else:
+        words["restored"] = _span(fork["restored"])
+        text = _(
+            "Continued from an earlier version (message %(message)s): messages %(restored)s are current "
+            "again; messages %(replaced)s left the current branch."
+        )
+    label = _("Versions")
+    return [f"> **{label}:** {text % words}", ""]
+
+
 def _message_markdown(message: dict[str, Any]) -> list[str]:
     marks = [_("pinned")] if message["pinned"] else []
+    if not message.get("current", True):
+        marks.append(_("earlier version"))
     if message["interrupted"]:
         marks.append(_("stopped"))
     suffix = f" ({', '.join(marks)})" if marks else ""
@@ -206,7 +267,15 @@ def export_markdown(data: dict[str, Any]) -> str:
         )
         lines.append(f"- {_usage_markdown(prompt, cached, usage['cost']).strip('*')}")
     lines.append("")
+    markers: dict[int | None, list[dict[str, Any]]] = {}
+    for fork in data.get("forks", []):
+        markers.setdefault(fork["before_seq"], []).append(fork)
     for message in data["messages"]:
+        for fork in markers.pop(message["seq"], []):
+            lines += _fork_markdown(fork)
         lines += _message_markdown(message)
+    for waiting in markers.values():  # continues after which nothing was said yet
+        for fork in waiting:
+            lines += _fork_markdown(fork)
     lines += _records_markdown(data["compression_records"])
     return "\n".join(lines).rstrip("\n") + "\n"

@@ -53,12 +53,32 @@ class Conversation(models.Model):
     # The whole token_usage of the checkpoint as of usage_updated_at, so GET state never opens one
     # (null with a usage_updated_at: copied before this column existed, read the checkpoint).
     token_usage = models.JSONField(verbose_name=_("token usage"), null=True, blank=True, editable=False)
+    # A thread forked from another's branch (``services.branches.branch_fork``): the message it was
+    # copied up to, and the fork request's idempotency key (``operation_key``), per owner.
+    forked_from = models.ForeignKey(
+        "conversations.Message",
+        verbose_name=_("forked from"),
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    fork_request_id = models.CharField(  # noqa: DJ001
+        verbose_name=_("fork request ID"), max_length=100, null=True, blank=True, editable=False
+    )
 
     class Meta:
         verbose_name = _("conversation")
         verbose_name_plural = _("conversations")
         ordering = ["-last_activity_at"]
         indexes = [models.Index(fields=["owner", "status", "-last_activity_at"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["owner", "fork_request_id"],
+                condition=models.Q(fork_request_id__isnull=False),
+                name="unique_fork_request_id_per_owner",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.title or str(self.thread_id)
@@ -139,6 +159,9 @@ class AgentRun(models.Model):
 class Message(models.Model):
     """One transcript entry. Append-only: compression never rewrites or deletes these rows."""
 
+    # Not a column: its place on the branch a page or the API shows (1..n), set by the branch selectors.
+    number: int
+
     class Role(models.TextChoices):
         USER = "user", _("User")
         ASSISTANT = "assistant", _("Assistant")
@@ -194,11 +217,16 @@ class Message(models.Model):
 class MessageFork(models.Model):
     """An edit or a regeneration: the thread's model view was forked from the checkpoint before
     ``message``, and the transcript rows with ``hidden_from_seq <= seq < hidden_to_seq`` left the
-    thread's current branch. Nothing is rewritten: those rows stay, as earlier versions."""
+    thread's current branch. Nothing is rewritten: those rows stay, as earlier versions.
+
+    A continue (``CONTINUE``) makes an earlier branch current again: ``restored_branch`` numbers it
+    (``conversations.branching``), ``checkpoint_id`` is the checkpoint whose view it copied, and it
+    has no run. ``hidden_to_seq`` is, for every kind, the transcript's next seq when it was made."""
 
     class Kind(models.TextChoices):
         EDIT = "edit", _("Edit")
         REGENERATE = "regenerate", _("Regenerate")
+        CONTINUE = "continue", _("Continue an earlier branch")
 
     conversation = models.ForeignKey(
         Conversation, verbose_name=_("conversation"), on_delete=models.CASCADE, related_name="forks"
@@ -207,10 +235,18 @@ class MessageFork(models.Model):
     message = models.ForeignKey(
         Message, verbose_name=_("message"), on_delete=models.CASCADE, related_name="forks"
     )
-    run = models.OneToOneField(AgentRun, verbose_name=_("run"), on_delete=models.CASCADE, related_name="fork")
+    run = models.OneToOneField(
+        AgentRun, verbose_name=_("run"), null=True, blank=True, on_delete=models.CASCADE, related_name="fork"
+    )
+    restored_branch = models.PositiveIntegerField(verbose_name=_("restored branch"), null=True, blank=True)
+    # A continue's idempotency key (``operation_key``); edits and regenerations keep theirs on the run.
+    request_id = models.CharField(verbose_name=_("request ID"), max_length=100, null=True, blank=True)  # noqa: DJ001
     hidden_from_seq = models.PositiveIntegerField(verbose_name=_("hidden from seq"))
     hidden_to_seq = models.PositiveIntegerField(verbose_name=_("hidden to seq"))
     checkpoint_id = models.CharField(verbose_name=_("forked from checkpoint"), max_length=100)
+    # The thread's latest checkpoint just before this fork: the model's view of the branch it left, so
+    # a continue back to that branch finds it in one read ("" for forks made before it was recorded).
+    left_checkpoint_id = models.CharField(verbose_name=_("checkpoint left"), max_length=100, blank=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -220,6 +256,13 @@ class MessageFork(models.Model):
         verbose_name = _("message fork")
         verbose_name_plural = _("message forks")
         ordering = ["conversation", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["conversation", "request_id"],
+                condition=models.Q(request_id__isnull=False),
+                name="unique_fork_request_id_per_conversation",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind} at #{self.message.seq}"

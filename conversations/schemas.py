@@ -38,6 +38,16 @@ class ThreadOut(Schema):
 class ThreadListOut(ThreadOut):
     owner: str
     snippet: str = ""  # with a search: the matching stretch of the newest matching message
+    hit_message_id: int | None = None  # that message (any version of the thread, earlier ones too)
+    hit_url: str = ""  # the page that opens at it: the thread's, or its earlier branch's
+
+    @staticmethod
+    def resolve_hit_message_id(obj) -> int | None:
+        return getattr(obj, "hit_id", None)
+
+    @staticmethod
+    def resolve_hit_url(obj) -> str:
+        return getattr(obj, "hit_url", "")
 
     @staticmethod
     def resolve_owner(obj) -> str:
@@ -79,10 +89,15 @@ class MessageOut(Schema):
     interrupted: bool
     created_at: datetime
     attachments: list[AttachmentOut] = []
+    number: int | None = None  # its place on the branch shown (1..n); the seq is the transcript's
 
     @staticmethod
     def resolve_attachments(obj) -> list:
         return list(obj.attachments.all())
+
+    @staticmethod
+    def resolve_number(obj) -> int | None:
+        return getattr(obj, "number", None)
 
 
 class RunOut(Schema):
@@ -190,3 +205,32 @@ class MessageVersionsOut(Schema):
     message_id: int
     edits: VersionSetOut | None  # versions of this user message
     replies: VersionSetOut | None  # versions of the reply to it
+
+
+class BranchOut(Schema):
+    thread_id: uuid.UUID
+    message_id: int  # the message asked for
+    branch: int  # the branch's number in the thread (stable)
+    current: bool  # the thread's current branch: what the model reads
+    messages: list[MessageOut]  # the whole branch, numbered 1..n
+
+
+class BranchContinueOut(Schema):
+    thread_id: uuid.UUID
+    message_id: int
+    branch: int
+    current: bool
+    created: bool  # False: it was current already, or a retry of the same request_id
+
+
+class BranchForkIn(Schema):
+    request_id: str | None = Field(None, min_length=1, max_length=REQUEST_ID_MAX_CHARS)
+    title: str | None = Field(None, max_length=200)
+
+
+class BranchForkOut(Schema):
+    thread_id: uuid.UUID  # the new thread
+    title: str
+    messages: int  # how many messages were copied
+    url: str  # its page
+    created: bool

@@ -7,15 +7,19 @@ text-search configuration cannot split into words."""
 from __future__ import annotations
 
 import re
+from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+from django.urls import reverse
 
 from context_engine.text import clean_text
 from conversations.access import VIEW_PERMISSION, threads_visible_to
-from conversations.models import Conversation, Message
+from conversations.branching import ForkStep, branch_holding, branches_replay
+from conversations.models import Conversation, Message, MessageFork
 
 SCOPE_MINE, SCOPE_SHARED, SCOPE_ARCHIVED = "mine", "shared", "archived"
 SCOPES = (SCOPE_MINE, SCOPE_SHARED, SCOPE_ARCHIVED)
@@ -71,9 +75,42 @@ def thread_search(*, user: AbstractBaseUser, query: str, scope: str = SCOPE_MINE
     if not query:
         return threads
     hits = messages_matching(query).filter(conversation=OuterRef("pk")).order_by("-seq")
-    return threads.annotate(hit_content=Subquery(hits.values("content")[:1])).filter(
-        Q(title__icontains=query) | Exists(hits)
+    return threads.annotate(
+        hit_content=Subquery(hits.values("content")[:1]),
+        hit_id=Subquery(hits.values("pk")[:1]),
+    ).filter(Q(title__icontains=query) | Exists(hits))
+
+
+def search_hit_links(threads: Sequence[Conversation]) -> None:
+    """Set ``hit_url`` on each searched thread whose messages matched: the matching message on the
+    thread's page when its current branch holds it, else on the page of the earlier branch (version)
+    that holds it. The forks of every listed thread are read in one query."""
+    steps: dict[int, list[ForkStep]] = defaultdict(list)
+    forked = [t.pk for t in threads if getattr(t, "hit_id", None)]
+    seqs = dict(
+        Message.objects.filter(pk__in=[t.hit_id for t in threads if getattr(t, "hit_id", None)]).values_list(
+            "pk", "seq"
+        )
     )
+    for conversation_id, kind, start, end, restored in (
+        MessageFork.objects.filter(conversation_id__in=forked)
+        .order_by("id")
+        .values_list("conversation_id", "kind", "hidden_from_seq", "hidden_to_seq", "restored_branch")
+    ):
+        steps[conversation_id].append(ForkStep(kind, start, end, restored))
+    for thread in threads:
+        thread.hit_url = ""
+        if not getattr(thread, "hit_id", None):
+            continue
+        thread.hit_seq = seqs[thread.hit_id]
+        branches = branches_replay(steps.get(thread.pk, []))
+        current = branch_holding(branches, thread.hit_seq) == len(branches) - 1
+        name, kwargs = (
+            ("conversations:thread-detail", {"thread_id": thread.thread_id})
+            if current
+            else ("conversations:thread-branch", {"thread_id": thread.thread_id, "message_id": thread.hit_id})
+        )
+        thread.hit_url = f"{reverse(name, kwargs=kwargs)}#message-{thread.hit_seq}"
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@ does not exist for them."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -23,6 +24,7 @@ from context_engine.formats import LARGE_TOOL_RESULTS_DIR, MEDIA_DIR
 from context_engine.policy.pressure import hint_tokens
 from context_engine.state import PINNED_IDS_KEY, SUMMARY_EVENT_KEY, TOKEN_USAGE_KEY
 from conversations.access import threads_visible_to
+from conversations.branching import ForkStep, Interval, branches_replay
 from conversations.errors import ThreadNotFound
 from conversations.models import AgentRun, Conversation, Message, MessageFork, MessagePin
 from conversations.signals import thread_maintenance_check
@@ -79,19 +81,39 @@ def thread_agent_id(*, thread_id: uuid.UUID | str) -> int | None:
     return Conversation.objects.filter(thread_id=thread_id).values_list("agent_id", flat=True).first()
 
 
+def thread_branches(*, conversation: Conversation) -> list[tuple[Interval, ...]]:
+    """Every branch the thread had current, by number, the current one last (``conversations.branching``)."""
+    steps = [
+        ForkStep(kind, start, end, restored)
+        for kind, start, end, restored in MessageFork.objects.filter(conversation=conversation)
+        .order_by("id")
+        .values_list("kind", "hidden_from_seq", "hidden_to_seq", "restored_branch")
+    ]
+    return branches_replay(steps)
+
+
+def branch_filter(branch: Sequence[Interval]) -> Q:
+    """The rows of one branch, as a filter on ``seq``."""
+    rows = Q(pk__in=[])
+    for start, end in branch:
+        rows |= Q(seq__gte=start) if end is None else Q(seq__gte=start, seq__lt=end)
+    return rows
+
+
+def branch_messages(*, conversation: Conversation, branch: Sequence[Interval]) -> QuerySet[Message]:
+    return conversation.messages.filter(branch_filter(branch))
+
+
 def visible_messages(*, conversation: Conversation) -> QuerySet[Message]:
-    """The thread's current branch: its transcript without the rows edits and regenerations replaced
-    (``MessageFork``); those stay in the table as earlier versions."""
-    hidden = Q()
-    for start, end in MessageFork.objects.filter(conversation=conversation).values_list(
-        "hidden_from_seq", "hidden_to_seq"
-    ):
-        hidden |= Q(seq__gte=start, seq__lt=end)
-    messages = conversation.messages.all()
-    return messages.exclude(hidden) if hidden else messages
+    """The thread's current branch: its transcript without the rows of its other branches (edits,
+    regenerations and continues: ``MessageFork``); those stay in the table as earlier versions."""
+    branches = thread_branches(conversation=conversation)
+    if len(branches) == 1:
+        return conversation.messages.all()
+    return branch_messages(conversation=conversation, branch=branches[-1])
 
 
-def _with_pins(messages: QuerySet[Message]) -> QuerySet[Message]:
+def messages_with_pins(messages: QuerySet[Message]) -> QuerySet[Message]:
     """Each message annotated with ``is_pinned`` (the page's pin control)."""
     return messages.annotate(is_pinned=Exists(MessagePin.objects.filter(message=OuterRef("pk"))))
 
@@ -101,7 +123,7 @@ def message_list(
 ) -> QuerySet[Message]:
     limit = max(1, min(limit, MESSAGE_PAGE_MAX))
     return (
-        _with_pins(visible_messages(conversation=conversation).filter(seq__gt=after_seq))
+        messages_with_pins(visible_messages(conversation=conversation).filter(seq__gt=after_seq))
         .select_related("run", "usage")
         .prefetch_related("attachments__conversation")
         .order_by("seq")[:limit]
@@ -110,7 +132,9 @@ def message_list(
 
 def message_list_all(*, conversation: Conversation) -> list[Message]:
     """Every message of the thread with its pin flag and attachments, by ``seq`` (an export reads all)."""
-    return list(_with_pins(conversation.messages.all()).prefetch_related("attachments").order_by("seq"))
+    return list(
+        messages_with_pins(conversation.messages.all()).prefetch_related("attachments").order_by("seq")
+    )
 
 
 def message_list_latest(
@@ -122,7 +146,7 @@ def message_list_latest(
     if before_seq is not None:
         visible = visible.filter(seq__lt=before_seq)
     newest = (
-        _with_pins(visible)
+        messages_with_pins(visible)
         .select_related("run", "usage")
         .prefetch_related("attachments__conversation")
         .order_by("-seq")

@@ -23,6 +23,7 @@ from django.views.decorators.http import require_GET, require_POST
 from agent_platform.errors import ApplicationError
 from conversations import pages, selectors
 from conversations.access import thread_by_link
+from conversations.branch_selectors import numbers_annotate
 from conversations.services import sharing
 from conversations.views import _not_found_as_404
 
@@ -89,6 +90,7 @@ def thread_link_read(request: HttpRequest, token: str) -> HttpResponse:
         response = render(request, "conversations/link_missing.html", status=404)
     else:
         transcript = pages.transcript_order(selectors.message_list_latest(conversation=conversation))
+        numbers_annotate(conversation=conversation, messages=transcript)
         context = {
             "conversation": conversation,
             "messages_list": transcript,

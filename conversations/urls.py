@@ -1,6 +1,6 @@
 from django.urls import path
 
-from conversations import share_views, sidebar_views, views
+from conversations import branch_views, share_views, sidebar_views, views
 
 app_name = "conversations"
 
@@ -8,6 +8,21 @@ urlpatterns = [
     path("", views.thread_list, name="thread-list"),
     path("threads/new", views.thread_new, name="thread-new"),
     path("threads/<uuid:thread_id>/", views.thread_detail, name="thread-detail"),
+    path(
+        "threads/<uuid:thread_id>/branches/<int:message_id>/",
+        branch_views.branch_detail,
+        name="thread-branch",
+    ),
+    path(
+        "threads/<uuid:thread_id>/branches/<int:message_id>/continue",
+        branch_views.branch_continue_view,
+        name="branch-continue",
+    ),
+    path(
+        "threads/<uuid:thread_id>/branches/<int:message_id>/fork",
+        branch_views.branch_fork_view,
+        name="branch-fork",
+    ),
     path("threads/<uuid:thread_id>/delete", views.thread_delete, name="thread-delete"),
     path("threads/<uuid:thread_id>/rename", views.thread_rename, name="thread-rename"),
     path("threads/<uuid:thread_id>/pin", sidebar_views.thread_pin, name="thread-pin"),

@@ -36,6 +36,7 @@ from context_engine.tokens.messages import format_tokens
 from conversations import pages, run_signals, search, selectors, services
 from conversations.access import can_act
 from conversations.attachments import served_type
+from conversations.branch_selectors import branch_number_of, numbers_annotate
 from conversations.models import Conversation
 from conversations.services import versions
 from conversations.services.agent_switch import thread_agent_switch
@@ -138,7 +139,8 @@ def thread_list(request: HttpRequest) -> HttpResponse:
         scope == search.SCOPE_SHARED and not shared_allowed
     ):
         scope = ""
-    threads = search.thread_search(user=request.user, query=query, scope=scope or search.SCOPE_MINE)
+    threads = list(search.thread_search(user=request.user, query=query, scope=scope or search.SCOPE_MINE))
+    search.search_hit_links(threads)  # a match opens at its message, whichever version holds it
     rows = [
         (thread, search.search_snippet(getattr(thread, "hit_content", None), query)) for thread in threads
     ]
@@ -294,9 +296,12 @@ def thread_detail(request: HttpRequest, thread_id: uuid.UUID) -> HttpResponse:
     messages_list = selectors.message_list_latest(conversation=conversation)
     context["messages_list"] = pages.transcript_order(messages_list)
     versions_annotate(messages=context["messages_list"])  # ‹ 1/2 › on edited and regenerated turns
+    numbers_annotate(conversation=conversation, messages=context["messages_list"])
+    context["branch_links"] = True  # each earlier version links to its whole branch
     context["boundary_seq"] = selectors.thread_folded_last_seq(
         conversation=conversation, values=context["values"]
     )
+    context["boundary_number"] = branch_number_of(conversation=conversation, seq=context["boundary_seq"])
     context["saved_paths"] = selectors.thread_saved_results(conversation=conversation)
     context["message_max_chars"] = MESSAGE_MAX_CHARS  # the composer's counter shows it near the end
     context["attachment_max_file_bytes"] = settings.ATTACHMENT_MAX_FILE_BYTES  # refused when picked
@@ -379,11 +384,16 @@ def fragment_messages(request: HttpRequest, thread_id: uuid.UUID) -> HttpRespons
         {
             "conversation": conversation,
             "can_act": can_act(conversation, request.user),
-            "messages_list": versions_annotate(
-                messages=list(selectors.message_list(conversation=conversation, after_seq=after))
+            "messages_list": numbers_annotate(
+                conversation=conversation,
+                messages=versions_annotate(
+                    messages=list(selectors.message_list(conversation=conversation, after_seq=after))
+                ),
             ),
+            "branch_links": True,
             "saved_paths": selectors.thread_saved_results(conversation=conversation),
             "boundary_seq": boundary,
+            "boundary_number": branch_number_of(conversation=conversation, seq=boundary),
         },
     )
 
@@ -400,7 +410,10 @@ def _earlier_messages(request: HttpRequest, conversation: Conversation) -> HttpR
         {
             "conversation": conversation,
             "can_act": can_act(conversation, request.user),
-            "messages_list": versions_annotate(messages=pages.transcript_order(page)),
+            "messages_list": numbers_annotate(
+                conversation=conversation, messages=versions_annotate(messages=pages.transcript_order(page))
+            ),
+            "branch_links": True,
             "saved_paths": selectors.thread_saved_results(conversation=conversation),
             "earlier_count": selectors.messages_earlier_count(
                 conversation=conversation, before_seq=first_seq

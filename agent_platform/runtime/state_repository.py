@@ -89,6 +89,35 @@ class AgentStateRepository:
         self.graph.update_state(base.config, None, as_node="__copy__")
         return self.version_of(base)
 
+    def checkpoint_matching(self, transcript_ids: list[str], known: set[str]) -> str | None:
+        """The newest checkpoint of the thread's whole history (every branch) whose messages, counting
+        only the ids in ``known`` (the transcript's), are ``transcript_ids`` in that order: the model's
+        view of a branch, as it was when that branch was last current. One at rest (no step pending)
+        is preferred; None when no checkpoint ever held exactly that branch."""
+        pending: str | None = None
+        for snapshot in self.graph.get_state_history(self.config):
+            messages = (snapshot.values or {}).get("messages", [])
+            ids = [m.id for m in messages if getattr(m, "id", None) in known]
+            if ids != transcript_ids:
+                continue
+            if not snapshot.next:
+                return self.version_of(snapshot)
+            pending = pending or self.version_of(snapshot)
+        return pending
+
+    def values_at(self, checkpoint_id: str) -> dict[str, Any]:
+        """The state values of one past checkpoint of the thread."""
+        config = {"configurable": {**self.config["configurable"], "checkpoint_id": checkpoint_id}}
+        return dict(self.graph.get_state(config).values or {})
+
+    def fork_at(self, checkpoint_id: str) -> str:
+        """Copy the past checkpoint ``checkpoint_id`` as the thread's latest (LangGraph time travel, as
+        ``fork_before`` does); returns the new latest checkpoint's id."""
+        config = {"configurable": {**self.config["configurable"], "checkpoint_id": checkpoint_id}}
+        base = self.graph.get_state(config)
+        written = self.graph.update_state(base.config, None, as_node="__copy__")
+        return (written or {}).get("configurable", {}).get("checkpoint_id") or ""
+
 
 def _checkpoint_id(saved: CheckpointTuple | None) -> str:
     return saved.config["configurable"]["checkpoint_id"] if saved else ""

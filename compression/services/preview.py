@@ -25,6 +25,7 @@ from context_engine.manual.preview import FoldPreview, fold_preview, forced_plan
 from context_engine.policy.pressure import usage_overhead
 from context_engine.state import TOKEN_USAGE_KEY
 from context_engine.store import StagedStore
+from conversations.branch_selectors import branch_numbers
 from conversations.models import Conversation
 from conversations.selectors import pinned_message_ids, thread_busy_flags, thread_get_owned
 
@@ -104,6 +105,8 @@ def _body(conversation: Conversation, preview: FoldPreview, *, busy: bool) -> di
         return sorted(seqs[i] for i in message_ids if i in seqs)
 
     folded, tail = seq_list(preview.folded_ids), seq_list(preview.tail_ids)
+    # The page names messages by their numbers on the branch shown (1..n), not by transcript seq.
+    numbers = branch_numbers(conversation=conversation, seqs=[*folded[:1], *folded[-1:]])
     return {
         "preview_id": preview.preview_id,
         "status": "ready" if preview.foldable else "no_op",
@@ -120,6 +123,8 @@ def _body(conversation: Conversation, preview: FoldPreview, *, busy: bool) -> di
             "tokens": preview.folded_tokens,
             "first_seq": folded[0] if folded else None,
             "last_seq": folded[-1] if folded else None,
+            "first_number": numbers.get(folded[0]) if folded else None,
+            "last_number": numbers.get(folded[-1]) if folded else None,
         },
         "kept_tail": {
             "count": len(preview.tail_ids),

@@ -12,6 +12,7 @@ from django.utils.translation import gettext as _
 from compression import panels
 from compression.selectors import compression_job_latest, compression_latest, summary_failure_streak
 from context_engine.state import SUMMARY_EVENTS_KEY
+from conversations.branch_selectors import branch_numbers
 from conversations.selectors import thread_folded_last_seq, thread_kept_pinned_seqs
 
 register = template.Library()
@@ -31,11 +32,18 @@ def compression_panels(context: template.Context) -> dict[str, Any]:
         job=compression_job_latest(conversation=conversation),
         failures=panels.failure_streak_from(summary_failure_streak(conversation=conversation)),
     )
+    # The panel counts and names messages by the numbers the page shows (1..n along the branch).
+    folded_last = thread_folded_last_seq(conversation=conversation, values=values)
+    pinned = thread_kept_pinned_seqs(conversation=conversation, values=values)
+    numbers = branch_numbers(
+        conversation=conversation, seqs=[*pinned, *([folded_last] if folded_last else [])]
+    )
     memory = panels.memory_from(
         values,
         summary_tokens=token_usage.get("summary_message_tokens"),
-        folded_last_seq=thread_folded_last_seq(conversation=conversation, values=values),
-        pinned_seqs=tuple(thread_kept_pinned_seqs(conversation=conversation, values=values)),
+        folded_last_seq=numbers.get(folded_last, folded_last) if folded_last else None,
+        pinned_seqs=tuple(numbers.get(seq, seq) for seq in pinned),
+        pinned_anchors=tuple(pinned),
     )
     return {
         **context.flatten(),

@@ -143,10 +143,13 @@ def turn_retry(
             language=get_language() or "",
         )
         next_seq = (conversation.messages.aggregate(last=Max("seq"))["last"] or 0) + 1
-        checkpoint_id = state_repository_for(conversation).fork_before(message.lc_message_id)
+        repository = state_repository_for(conversation)
+        left = repository.version()
+        checkpoint_id = repository.fork_before(message.lc_message_id)
         if checkpoint_id is not None:
             hidden = (message.seq + 1, next_seq)
-            return _fork(conversation, user, MessageFork.Kind.REGENERATE, message, run, hidden, checkpoint_id)
+            forked = (left, checkpoint_id)
+            return _fork(conversation, user, MessageFork.Kind.REGENERATE, message, run, hidden, forked)
         return _requeue(conversation, user, message, run, last=last, next_seq=next_seq)
 
 
@@ -173,6 +176,7 @@ def _requeue(
             hidden_to_seq=next_seq,
             created_by=user,
             checkpoint_id="",  # nothing forked: the model's view never held the message
+            left_checkpoint_id=state_repository_for(conversation).version(),
         )
     Conversation.objects.filter(pk=conversation.pk).update(last_activity_at=timezone.now())
     events.broadcast(conversation.thread_id, events.RUN_STATUS, run_id=run.pk, status=run.status)
@@ -208,11 +212,11 @@ def _fork(
     message: Message,
     run: AgentRun,
     hidden: tuple[int, int],
-    checkpoint_id: str | None = None,
+    forked: tuple[str, str] | None = None,
 ) -> IntakeResult:
     """Record the fork, then fork the checkpoint (last: it is outside the transaction, and a refusal
-    before it rolls the rows back); the run is dispatched after commit. ``checkpoint_id``: the
-    checkpoint already forked from, when the caller forked it."""
+    before it rolls the rows back); the run is dispatched after commit. ``forked``: the latest
+    checkpoint before and the one forked from, when the caller forked it."""
     fork = MessageFork(
         conversation=conversation,
         kind=kind,
@@ -223,8 +227,12 @@ def _fork(
         created_by=user,
     )
     Conversation.objects.filter(pk=conversation.pk).update(last_activity_at=timezone.now())
-    if checkpoint_id is None:
-        checkpoint_id = state_repository_for(conversation).fork_before(message.lc_message_id)
+    if forked is None:
+        repository = state_repository_for(conversation)
+        fork.left_checkpoint_id = repository.version()
+        checkpoint_id = repository.fork_before(message.lc_message_id)
+    else:
+        fork.left_checkpoint_id, checkpoint_id = forked
     if checkpoint_id is None:
         raise MessageNotEditable()
     fork.checkpoint_id = checkpoint_id

@@ -151,6 +151,25 @@ MATRIX: dict[str, Route] = {
         "POST", f"{API_THREAD}/agent", _api_write(200), data={"agent": "test-agent"}, json=True
     ),
     "api:message_versions_get": Route("GET", f"{API_THREAD}/messages/{{message}}/versions", API_READ),
+    # Branches: a version's whole branch follows the read rule; continuing one is the owner's (the
+    # fixture's message is on the current branch: 200, nothing changes); forking into a thread of
+    # one's own is for whoever may read the thread (the fixture's message never reached a checkpoint:
+    # 422 `branch_not_restorable` past the access check; test_branches forks as a share reader).
+    "api:message_branch_get": Route("GET", f"{API_THREAD}/messages/{{message}}/branch", API_READ, SEEING),
+    "api:message_branch_continue": Route(
+        "POST",
+        f"{API_THREAD}/messages/{{message}}/continue",
+        _api_write(200),
+        data={"request_id": "c-1"},
+        json=True,
+    ),
+    "api:message_branch_fork": Route(
+        "POST",
+        f"{API_THREAD}/messages/{{message}}/fork",
+        _roles(401, 422, 404, viewer=422, superuser=422, shared=422),
+        data={"request_id": "f-1"},
+        json=True,
+    ),
     # Usage: everyone signed in gets their own figures (none of them carries a thread's text).
     "api:usage": Route("GET", "/api/usage", _roles(401, 200, 200)),
     "api/<path:rest>": Route("GET", "/api/no-such-thing", _roles(404, 404, 404)),
@@ -165,6 +184,13 @@ MATRIX: dict[str, Route] = {
     ),
     "conversations:thread-detail": Route("GET", f"{THREAD}/", PAGE_READ, SEEING),
     "conversations:thread-delete": Route("POST", f"{THREAD}/delete", _page_write()),
+    "conversations:thread-branch": Route("GET", f"{THREAD}/branches/{{message}}/", PAGE_READ, SEEING),
+    "conversations:branch-continue": Route("POST", f"{THREAD}/branches/{{message}}/continue", _page_write()),
+    "conversations:branch-fork": Route(
+        "POST",
+        f"{THREAD}/branches/{{message}}/fork",
+        _roles(LOGIN, 302, 404, viewer=302, superuser=302, shared=302),
+    ),
     "conversations:thread-rename": Route(
         "POST", f"{THREAD}/rename", _page_write(), data={"title": "renamed"}
     ),

@@ -273,6 +273,35 @@ def _messages(conversation: Conversation, data: dict) -> JsonResponse:
     return JsonResponse({"count": Message.objects.filter(conversation=conversation).count()})
 
 
+def _run_waited(result) -> None:
+    """Wait for an in-process run (dispatched on commit) to end."""
+    for _attempt in range(400):
+        result.run.refresh_from_db()
+        if result.run.status not in AgentRun.ACTIVE_STATUSES:
+            return
+        time.sleep(0.05)
+    raise TimeoutError(f"run {result.run.pk} did not end")
+
+
+def _branched(conversation: Conversation, data: dict) -> JsonResponse:
+    """Turns said through the services (``data["said"]``), then the turn ``data["edit"][0]`` (0-based)
+    edited to ``data["edit"][1]``: an earlier branch, with its whole tail, and a current one."""
+    from conversations.services import message_intake
+    from conversations.services.versions import message_edit
+
+    said = []
+    for content in data["said"]:
+        result = message_intake(thread_id=conversation.thread_id, user=conversation.owner, content=content)
+        _run_waited(result)
+        said.append(result.message.pk)
+    index, content = data["edit"]
+    result = message_edit(
+        thread_id=conversation.thread_id, message_id=said[index], user=conversation.owner, content=content
+    )
+    _run_waited(result)
+    return JsonResponse({"said": said, "edited": result.message.pk})
+
+
 def _failed_compression(conversation: Conversation, data: dict) -> JsonResponse:
     CompressionRecord.objects.create(
         conversation=conversation, trigger="auto", level="summary", status="failed", error=data["error"]
@@ -318,6 +347,7 @@ THREAD_SEEDERS: dict[str, Callable[[Conversation, dict], JsonResponse]] = {
     "run": _run,
     "finish_runs": _finish_runs,
     "messages": _messages,
+    "branched": _branched,
     "failed_compression": _failed_compression,
     "record": _record,
     "event": _event,
