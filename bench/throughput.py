@@ -10,7 +10,8 @@ runs' statuses every 20 ms for all of them), then sends the next, all 20 at once
 ``<DATABASE_URL's name>_bench`` is created, migrated and dropped.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/agents REDIS_URL=redis://127.0.0.1:6379/0 \
-        python -m bench.throughput [--repeat N] [--compare OTHER_CHECKOUT] [--starve N] [--compressions N]
+        python -m bench.throughput [--repeat N] [--compare OTHER_CHECKOUT] [--starve N] [--messages N]
+        [--compressions N]
 
 Each measurement runs in a process of its own, ``--repeat`` times (default 3), and each figure is
 reported as the median of its runs, with every run listed: one run of 200 messages moved by a quarter
@@ -29,7 +30,9 @@ compression has anything to fold: the target is that no message is refused (a jo
 fold must never hold the thread, as wave 2's jobs did not).
 
 ``--starve N`` runs N busy processes (one core's spin each) beside the workers while the messages are
-sent; its table is printed, not written to docs/throughput.md (add the row there with its load). Every
+sent, each round measuring the same code without them first (the ratio of CPU per message is of one
+session); ``--messages N`` sends N per thread instead of 10 (a starved run that would take too long);
+its table is printed, not written to docs/throughput.md (add the row there with its load). Every
 client's refusal or exception, every run that did not succeed, and every error line the workers
 logged are printed to stderr and counted (failed, missing, worker errors): none is thrown away.
 """
@@ -402,7 +405,7 @@ def _close_and_drop(admin_url: str, bench_name: str) -> None:
     _psql(admin_url, f'DROP DATABASE IF EXISTS "{bench_name}" WITH (FORCE)')
 
 
-def measure(*, starve: int = 0, compressions: int = 0) -> dict[str, Any]:
+def measure(*, starve: int = 0, compressions: int = 0, messages: int = MESSAGES) -> dict[str, Any]:
     base_url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
     if not base_url.startswith("postgres") or not redis_url:
         sys.exit("bench.throughput needs DATABASE_URL (PostgreSQL) and REDIS_URL")
@@ -420,7 +423,7 @@ def measure(*, starve: int = 0, compressions: int = 0) -> dict[str, Any]:
                 threads[0], user, compressions, rounds=COMPRESSION_MESSAGES
             )
         else:
-            plan, compressor = [(thread, MESSAGES) for thread in threads], None
+            plan, compressor = [(thread, messages) for thread in threads], None
         _start_workers(workers, env)
         time.sleep(5)  # the workers connect to the broker
         starving = _starved(starve)
@@ -475,13 +478,15 @@ def _label(root: Path) -> str:
     return f"`{commit or root.name}`"
 
 
-def _measured(root: Path, *, starve: int = 0, compressions: int = 0) -> dict[str, Any]:
+def _measured(
+    root: Path, *, starve: int = 0, compressions: int = 0, messages: int = MESSAGES
+) -> dict[str, Any]:
     """One measurement of ``root``'s platform with this file's measuring code, in a fresh process (each
     gets its own database, workers and stub)."""
     env = {**os.environ, "BENCH_ROOT": str(root)}
     done = subprocess.run(
         [sys.executable, str(Path(__file__).resolve()), "--row", "--starve", str(starve),
-         "--compressions", str(compressions)], cwd=root, env=env,
+         "--compressions", str(compressions), "--messages", str(messages)], cwd=root, env=env,
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     if done.stderr.strip():  # the child's errors, and its clients' and workers' (never thrown away)
@@ -606,25 +611,31 @@ def _option(name: str, default: str | None = None) -> str | None:
 def main() -> None:
     starve = int(_option("--starve", "0") or 0)
     compressions = int(_option("--compressions", "0") or 0)
+    messages = int(_option("--messages", str(MESSAGES)) or MESSAGES)  # per thread
     if "--row" in sys.argv:  # one measurement, as JSON, for the parent that repeats and tabulates
-        print(json.dumps(measure(starve=starve, compressions=compressions)))
+        print(json.dumps(measure(starve=starve, compressions=compressions, messages=messages)))
         return
     repeat = int(_option("--repeat", "3"))
     roots = [ROOT]
     if (other := _option("--compare")) is not None:
         roots.insert(0, Path(other).resolve())
-    labels = [_label(root) + (f" + {starve} busy" if starve else "") for root in roots]
-    runs: list[tuple[int, dict[str, float | int]]] = []  # (the code's place in roots, its run)
+    # --starve N: each round measures the same code unstarved, then starved (the ratio is of one session).
+    modes = [0, starve] if starve else [0]
+    measured_codes = [(root, mode) for root in roots for mode in modes]
+    labels = [_label(root) + (f" + {mode} busy" if mode else "") for root, mode in measured_codes]
+    runs: list[tuple[int, dict[str, float | int]]] = []  # (the code's place in measured_codes, its run)
     for _ in range(repeat):
-        for place, root in enumerate(roots):  # alternating: the older code first in each round
-            runs.append((place, measured := _measured(root, starve=starve, compressions=compressions)))
+        # alternating: the older code first in each round, unstarved before starved
+        for place, (root, mode) in enumerate(measured_codes):
+            measured = _measured(root, starve=mode, compressions=compressions, messages=messages)
+            runs.append((place, measured))
             print(f"{labels[place]}: {measured['messages_per_s']:.2f} messages/s", file=sys.stderr)
     if compressions:  # its table is printed, for docs/throughput.md's section on it (with the load)
         print(compression_rows([(labels[place], run) for place, run in runs]))
         return
     table = markdown(*_tabulated(labels, runs))
     print(table)
-    if ROOT == HERE and not starve:  # a starved run's row is added to the page by hand, with its load
+    if ROOT == HERE and not starve and messages == MESSAGES:  # a starved run's row goes in by hand
         DOC.write_text(with_kept_sections(table), encoding="utf-8")
 
 
