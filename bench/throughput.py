@@ -102,6 +102,12 @@ def _percentile(values: list[float], q: float) -> float:
 def _cpu_seconds(pids: list[int]) -> float:
     """CPU time of ``pids`` and their live children (Celery's pool processes), and of the children
     they already reaped."""
+    return sum(_cpu_split(pids))
+
+
+def _cpu_split(pids: list[int]) -> tuple[float, float]:
+    """``_cpu_seconds`` as (user, system): a process the kernel keeps descheduling (a starved machine)
+    is charged more system time for the same work, which tells it apart from work of its own."""
     children = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -110,14 +116,15 @@ def _cpu_seconds(pids: list[int]) -> float:
             continue
         if int(fields[1]) in pids:
             children.append(int(stat.parent.name))
-    total = 0
+    user = system = 0
     for pid in {*pids, *children}:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
-    return total / CLOCK_TICKS
+        user += int(fields[11]) + int(fields[13])  # utime cutime
+        system += int(fields[12]) + int(fields[14])  # stime cstime
+    return user / CLOCK_TICKS, system / CLOCK_TICKS
 
 
 def _redis_connections(redis_url: str) -> int:
@@ -432,10 +439,11 @@ def measure(*, starve: int = 0, compressions: int = 0, messages: int = MESSAGES)
 
         worker_pids = [worker.pid for worker in workers]
         load_start = os.getloadavg()[0]
-        cpu_start, connections_start = _cpu_seconds(worker_pids), _redis_connections(redis_url)
+        cpu_start, connections_start = _cpu_split(worker_pids), _redis_connections(redis_url)
         latencies, failures, wall = _send_all(plan, user=user, compressor=compressor)
         time.sleep(0.5)  # the last events leave the workers' publishers
-        cpu = _cpu_seconds(worker_pids) - cpu_start
+        user, system = (end - start for end, start in zip(_cpu_split(worker_pids), cpu_start, strict=True))
+        cpu = user + system
         opened = _redis_connections(redis_url) - connections_start
         stub.stop()
         _stop_workers(starving)
@@ -459,6 +467,7 @@ def measure(*, starve: int = 0, compressions: int = 0, messages: int = MESSAGES)
             "p50_s": statistics.median(latencies),
             "p95_s": _percentile(latencies, 0.95),
             "cpu_per_message": cpu / count,
+            "cpu_system_share": system / cpu if cpu else 0.0,  # printed to stderr, in the JSON row
             "redis_per_message": max(0.0, opened - background_rate * wall) / count,
             "redis_raw_per_message": opened / count,
             "load_start": load_start,
@@ -629,7 +638,12 @@ def main() -> None:
         for place, (root, mode) in enumerate(measured_codes):
             measured = _measured(root, starve=mode, compressions=compressions, messages=messages)
             runs.append((place, measured))
-            print(f"{labels[place]}: {measured['messages_per_s']:.2f} messages/s", file=sys.stderr)
+            system = measured.get("cpu_system_share", 0.0)
+            print(
+                f"{labels[place]}: {measured['messages_per_s']:.2f} messages/s, "
+                f"CPU-s per message {measured['cpu_per_message']:.3f} ({system:.0%} system)",
+                file=sys.stderr,
+            )
     if compressions:  # its table is printed, for docs/throughput.md's section on it (with the load)
         print(compression_rows([(labels[place], run) for place, run in runs]))
         return

@@ -84,3 +84,15 @@ def test_the_compressions_table_puts_refused_messages_beside_the_compressions():
     assert row == (
         "| `abc` | 200 | 3 | 3 (0) | 50 (48 no_change, 2 queued) | 7 | 93.4 s | 5.77 s | 0.137 | 13.3 → 14.4 |"
     )
+
+
+def test_cpu_time_is_split_into_user_and_system():
+    """A starved process is charged system time for the same work: the bench reports the share."""
+    busy = throughput._starved(1)
+    try:
+        time.sleep(0.5)
+        user, system = throughput._cpu_split([busy[0].pid])
+        assert user > 0 and system >= 0
+        assert throughput._cpu_seconds([busy[0].pid]) >= user + system - 0.02  # (it spins on)
+    finally:
+        throughput._stop_workers(busy)
