@@ -10,7 +10,8 @@ runs' statuses every 20 ms for all of them), then sends the next, all 20 at once
 ``<DATABASE_URL's name>_bench`` is created, migrated and dropped.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:5432/agents REDIS_URL=redis://127.0.0.1:6379/0 \
-        python -m bench.throughput [--repeat N] [--compare OTHER_CHECKOUT] [--starve N]
+        python -m bench.throughput [--repeat N] [--compare OTHER_CHECKOUT] [--starve N] [--messages N]
+        [--compressions N]
 
 Each measurement runs in a process of its own, ``--repeat`` times (default 3), and each figure is
 reported as the median of its runs, with every run listed: one run of 200 messages moved by a quarter
@@ -21,8 +22,17 @@ median rows in one table. Any commit since the first benchmark works: for one fr
 re-layering (the settings and Celery app in ``agent_platform``, not ``config``) ``project_package``
 picks the old names, the one shim needed.
 
+``--compressions N`` measures the other shape of issue 41's probe instead: 200 messages into ONE
+thread from 8 clients, in 25 rounds of one message each, and N compressions of that thread asked for
+(the service the API calls) between the rounds, while the thread is idle; the next round's messages
+are sent at once after them. The agent keeps every message (``summary_keep_messages``), so no
+compression has anything to fold: the target is that no message is refused (a job with nothing to
+fold must never hold the thread, as wave 2's jobs did not).
+
 ``--starve N`` runs N busy processes (one core's spin each) beside the workers while the messages are
-sent; its table is printed, not written to docs/throughput.md (add the row there with its load). Every
+sent, each round measuring the same code without them first (the ratio of CPU per message is of one
+session); ``--messages N`` sends N per thread instead of 10 (a starved run that would take too long);
+its table is printed, not written to docs/throughput.md (add the row there with its load). Every
 client's refusal or exception, every run that did not succeed, and every error line the workers
 logged are printed to stderr and counted (failed, missing, worker errors): none is thrown away.
 """
@@ -54,6 +64,9 @@ CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 SECTION = "# Run throughput"
 THREADS, MESSAGES, WORKERS = 20, 10, 2
 RUN_TIMEOUT_SECONDS = 300
+# --compressions: 8 clients × 25 messages into one thread, in 25 rounds with compressions between them.
+COMPRESSION_CLIENTS, COMPRESSION_MESSAGES = 8, 25
+KEEP_EVERYTHING = 1_000_000  # summary_keep_messages: nothing is ever old enough to fold
 
 
 def project_package(root: Path) -> str:
@@ -89,6 +102,12 @@ def _percentile(values: list[float], q: float) -> float:
 def _cpu_seconds(pids: list[int]) -> float:
     """CPU time of ``pids`` and their live children (Celery's pool processes), and of the children
     they already reaped."""
+    return sum(_cpu_split(pids))
+
+
+def _cpu_split(pids: list[int]) -> tuple[float, float]:
+    """``_cpu_seconds`` as (user, system): a process the kernel keeps descheduling (a starved machine)
+    is charged more system time for the same work, which tells it apart from work of its own."""
     children = []
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -97,14 +116,15 @@ def _cpu_seconds(pids: list[int]) -> float:
             continue
         if int(fields[1]) in pids:
             children.append(int(stat.parent.name))
-    total = 0
+    user = system = 0
     for pid in {*pids, *children}:
         try:
             fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         except OSError:
             continue
-        total += sum(int(value) for value in fields[11:15])  # utime stime cutime cstime
-    return total / CLOCK_TICKS
+        user += int(fields[11]) + int(fields[13])  # utime cutime
+        system += int(fields[12]) + int(fields[14])  # stime cstime
+    return user / CLOCK_TICKS, system / CLOCK_TICKS
 
 
 def _redis_connections(redis_url: str) -> int:
@@ -129,7 +149,7 @@ def _bench_environment(bench_url: str) -> dict[str, str]:
     return env
 
 
-def _seeded(env: dict[str, str]) -> tuple[Any, Any, list[Any]]:
+def _seeded(env: dict[str, str], *, threads: int = THREADS) -> tuple[Any, Any, list[Any]]:
     """Migrate the bench database, start Django here and the stub, and create the user, the endpoint, the
     agent and the threads: (stub, user, threads). Binds the key to the stub's origin in ``env``, for the
     workers started afterwards."""
@@ -153,9 +173,12 @@ def _seeded(env: dict[str, str]) -> tuple[Any, Any, list[Any]]:
         stub.reply("A short answer from the stub.")
     user = get_user_model().objects.create_user("bench", password="bench-pw-123")
     endpoint = ModelEndpoint.objects.create(name="stub", base_url=stub.base_url, api_key_env="BENCH_API_KEY")
-    Agent.objects.create(name="Bench", slug="bench", endpoint=endpoint, model_name="gpt-4o-mini", tools=[])
-    threads = [thread_create(user=user, agent_slug="bench", title=f"bench {n}") for n in range(THREADS)]
-    return stub, user, threads
+    keep = {"summary_keep_messages": KEEP_EVERYTHING} if threads == 1 else {}  # --compressions: fold nothing
+    Agent.objects.create(
+        name="Bench", slug="bench", endpoint=endpoint, model_name="gpt-4o-mini", tools=[], **keep
+    )
+    created = [thread_create(user=user, agent_slug="bench", title=f"bench {n}") for n in range(threads)]
+    return stub, user, created
 
 
 def _start_workers(workers: list[subprocess.Popen], env: dict[str, str]) -> None:
@@ -270,21 +293,70 @@ class _Pending:
             connection.close()
 
 
-def _send_all(threads: list[Any], *, user: Any) -> tuple[list[float], list[str], float]:
-    """Every thread's client sends its messages, each after the previous run ended, all clients at once:
-    (latencies, failures, wall seconds from the start to the last client's end)."""
+class _Compressor:
+    """``--compressions N``: N compressions of the clients' one thread, asked for (the service
+    ``POST .../compress`` calls) between rounds: once every client's message of a round is answered
+    (the thread idle), its share of them, and the next round's messages go at once after. A compression
+    that held the thread would refuse them; one tried while the thread is busy (a job not ended yet) is
+    tried again every 20 ms, counted as ``busy``."""
+
+    def __init__(self, conversation: Any, user: Any, count: int, *, rounds: int) -> None:
+        self.conversation, self.user, self.count = conversation, user, count
+        self.per_round = -(-count // rounds)  # ceil
+        self.ended: dict[str, int] = {}  # compressions by the status their job had when asked
+        self.busy = 0
+        self.errors: list[str] = []
+
+    def accepted(self) -> int:
+        return sum(self.ended.values())
+
+    def figures(self) -> dict[str, Any]:
+        return {
+            "compressions": self.accepted(),
+            "compression_ended": self.ended,
+            "compressions_busy": self.busy,
+        }
+
+    def between_rounds(self) -> None:
+        """Ask for this round's compressions (a ``threading.Barrier``'s action: the clients wait)."""
+        from compression.services import thread_compress_submit
+        from conversations.errors import ThreadBusy
+
+        goal = min(self.count, self.accepted() + self.per_round)
+        deadline = time.monotonic() + RUN_TIMEOUT_SECONDS
+        while self.accepted() < goal and time.monotonic() < deadline:
+            try:
+                job = thread_compress_submit(thread_id=self.conversation.thread_id, user=self.user)
+            except ThreadBusy:
+                self.busy += 1
+                time.sleep(0.02)
+                continue
+            except Exception as exc:  # noqa: BLE001 - kept and printed
+                self.errors.append(f"compression: {exc.__class__.__name__}: {exc}")
+                return
+            self.ended[job.status] = self.ended.get(job.status, 0) + 1
+
+
+def _send_all(
+    plan: list[tuple[Any, int]], *, user: Any, compressor: _Compressor | None = None
+) -> tuple[list[float], list[str], float]:
+    """Each ``(thread, count)`` of ``plan`` is a client that sends ``count`` messages to its thread, each
+    after its previous run ended, all clients at once; with a ``compressor``, the clients go in rounds
+    (one message each) and the compressor asks for its compressions between them: (latencies,
+    failures, wall seconds from the start to the last client's end)."""
     from conversations.services import message_intake
 
     latencies: list[float] = []
     failures: list[str] = []
     lock = threading.Lock()
     pending = _Pending()
+    rounds = threading.Barrier(len(plan), action=compressor.between_rounds) if compressor else None
 
-    def client(conversation) -> None:
+    def client(conversation, count: int) -> None:
         from django.db import connection
 
         try:
-            for i in range(MESSAGES):
+            for i in range(count):
                 sent = time.monotonic()
                 try:
                     run = message_intake(
@@ -297,13 +369,18 @@ def _send_all(threads: list[Any], *, user: Any) -> tuple[list[float], list[str],
                     latencies.append(time.monotonic() - sent)
                     if status != "succeeded":
                         failures.append(f"{status}: {error}")
+                if rounds is not None:
+                    rounds.wait(RUN_TIMEOUT_SECONDS)
+        except threading.BrokenBarrierError:
+            with lock:
+                failures.append("refused: a client's round never ended")
         finally:
             connection.close()
 
     started = time.monotonic()
     watching = threading.Thread(target=pending.watch, daemon=True)
     watching.start()
-    clients = [threading.Thread(target=client, args=(t,)) for t in threads]
+    clients = [threading.Thread(target=client, args=step) for step in plan]
     for thread in clients:
         thread.start()
     for thread in clients:
@@ -335,7 +412,7 @@ def _close_and_drop(admin_url: str, bench_name: str) -> None:
     _psql(admin_url, f'DROP DATABASE IF EXISTS "{bench_name}" WITH (FORCE)')
 
 
-def measure(*, starve: int = 0) -> dict[str, Any]:
+def measure(*, starve: int = 0, compressions: int = 0, messages: int = MESSAGES) -> dict[str, Any]:
     base_url, redis_url = os.environ.get("DATABASE_URL", ""), os.environ.get("REDIS_URL", "")
     if not base_url.startswith("postgres") or not redis_url:
         sys.exit("bench.throughput needs DATABASE_URL (PostgreSQL) and REDIS_URL")
@@ -346,7 +423,14 @@ def measure(*, starve: int = 0) -> dict[str, Any]:
     workers: list[subprocess.Popen] = []
     starving: list[subprocess.Popen] = []
     try:
-        stub, user, threads = _seeded(env)
+        stub, user, threads = _seeded(env, threads=1 if compressions else THREADS)
+        if compressions:  # one thread, 8 clients, and the compressions beside them
+            plan = [(threads[0], COMPRESSION_MESSAGES)] * COMPRESSION_CLIENTS
+            compressor: _Compressor | None = _Compressor(
+                threads[0], user, compressions, rounds=COMPRESSION_MESSAGES
+            )
+        else:
+            plan, compressor = [(thread, messages) for thread in threads], None
         _start_workers(workers, env)
         time.sleep(5)  # the workers connect to the broker
         starving = _starved(starve)
@@ -355,21 +439,26 @@ def measure(*, starve: int = 0) -> dict[str, Any]:
 
         worker_pids = [worker.pid for worker in workers]
         load_start = os.getloadavg()[0]
-        cpu_start, connections_start = _cpu_seconds(worker_pids), _redis_connections(redis_url)
-        latencies, failures, wall = _send_all(threads, user=user)
+        cpu_start, connections_start = _cpu_split(worker_pids), _redis_connections(redis_url)
+        latencies, failures, wall = _send_all(plan, user=user, compressor=compressor)
         time.sleep(0.5)  # the last events leave the workers' publishers
-        cpu = _cpu_seconds(worker_pids) - cpu_start
+        user, system = (end - start for end, start in zip(_cpu_split(worker_pids), cpu_start, strict=True))
+        cpu = user + system
         opened = _redis_connections(redis_url) - connections_start
         stub.stop()
         _stop_workers(starving)
         count = max(1, len(latencies))
         errors = _worker_errors(env)
+        if compressor:
+            errors += compressor.errors
         for line in [*failures, *errors]:
             print(line, file=sys.stderr)  # the parent prints its children's errors
         return {
             "messages": len(latencies),
             "failed": len(failures),
-            "missing": THREADS * MESSAGES - len(latencies),
+            "missing": sum(count for _thread, count in plan) - len(latencies),
+            "refused": sum(failure.startswith("refused") for failure in failures),
+            **(compressor.figures() if compressor else {}),
             "worker_errors": len(errors),
             "failures": sorted(set(failures))[:10],
             "starve": starve,
@@ -378,6 +467,7 @@ def measure(*, starve: int = 0) -> dict[str, Any]:
             "p50_s": statistics.median(latencies),
             "p95_s": _percentile(latencies, 0.95),
             "cpu_per_message": cpu / count,
+            "cpu_system_share": system / cpu if cpu else 0.0,  # printed to stderr, in the JSON row
             "redis_per_message": max(0.0, opened - background_rate * wall) / count,
             "redis_raw_per_message": opened / count,
             "load_start": load_start,
@@ -397,12 +487,15 @@ def _label(root: Path) -> str:
     return f"`{commit or root.name}`"
 
 
-def _measured(root: Path, *, starve: int = 0) -> dict[str, Any]:
+def _measured(
+    root: Path, *, starve: int = 0, compressions: int = 0, messages: int = MESSAGES
+) -> dict[str, Any]:
     """One measurement of ``root``'s platform with this file's measuring code, in a fresh process (each
     gets its own database, workers and stub)."""
     env = {**os.environ, "BENCH_ROOT": str(root)}
     done = subprocess.run(
-        [sys.executable, str(Path(__file__).resolve()), "--row", "--starve", str(starve)], cwd=root, env=env,
+        [sys.executable, str(Path(__file__).resolve()), "--row", "--starve", str(starve),
+         "--compressions", str(compressions), "--messages", str(messages)], cwd=root, env=env,
         capture_output=True, text=True, check=False,
     )  # fmt: skip
     if done.stderr.strip():  # the child's errors, and its clients' and workers' (never thrown away)
@@ -503,29 +596,74 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
+def compression_rows(runs: list[tuple[str, dict[str, Any]]]) -> str:
+    """``--compressions``' table: one row per run, the messages refused first."""
+    lines = [
+        "| code | messages | refused | failed (missing) | compressions asked (ended at once: status) | "
+        "compression tries refused busy | wall | p95 | CPU-s / message | load start → end |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for label, run in runs:
+        ended = ", ".join(f"{n} {status}" for status, n in sorted(run["compression_ended"].items()))
+        lines.append(
+            f"| {label} | {run['messages']} | {run['refused']} | {run['failed']} ({run['missing']}) | "
+            f"{run['compressions']} ({ended or 'none'}) | {run['compressions_busy']} | {run['wall_s']:.1f} s | "
+            f"{run['p95_s']:.2f} s | {run['cpu_per_message']:.3f} | {run['load_start']:.1f} → {run['load_end']:.1f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
 def _option(name: str, default: str | None = None) -> str | None:
     return sys.argv[sys.argv.index(name) + 1] if name in sys.argv else default
 
 
 def main() -> None:
     starve = int(_option("--starve", "0") or 0)
+    compressions = int(_option("--compressions", "0") or 0)
+    messages = int(_option("--messages", str(MESSAGES)) or MESSAGES)  # per thread
     if "--row" in sys.argv:  # one measurement, as JSON, for the parent that repeats and tabulates
-        print(json.dumps(measure(starve=starve)))
+        print(json.dumps(measure(starve=starve, compressions=compressions, messages=messages)))
         return
     repeat = int(_option("--repeat", "3"))
     roots = [ROOT]
     if (other := _option("--compare")) is not None:
         roots.insert(0, Path(other).resolve())
-    labels = [_label(root) + (f" + {starve} busy" if starve else "") for root in roots]
-    runs: list[tuple[int, dict[str, float | int]]] = []  # (the code's place in roots, its run)
+    # --starve N: each round measures the same code unstarved, then starved (the ratio is of one session).
+    modes = [0, starve] if starve else [0]
+    measured_codes = [(root, mode) for root in roots for mode in modes]
+    labels = [_label(root) + (f" + {mode} busy" if mode else "") for root, mode in measured_codes]
+    runs: list[tuple[int, dict[str, float | int]]] = []  # (the code's place in measured_codes, its run)
     for _ in range(repeat):
-        for place, root in enumerate(roots):  # alternating: the older code first in each round
-            runs.append((place, measured := _measured(root, starve=starve)))
-            print(f"{labels[place]}: {measured['messages_per_s']:.2f} messages/s", file=sys.stderr)
+        # alternating: the older code first in each round, unstarved before starved
+        for place, (root, mode) in enumerate(measured_codes):
+            measured = _measured(root, starve=mode, compressions=compressions, messages=messages)
+            runs.append((place, measured))
+            system = measured.get("cpu_system_share", 0.0)
+            print(
+                f"{labels[place]}: {measured['messages_per_s']:.2f} messages/s, "
+                f"CPU-s per message {measured['cpu_per_message']:.3f} ({system:.0%} system)",
+                file=sys.stderr,
+            )
+    if compressions:  # its table is printed, for docs/throughput.md's section on it (with the load)
+        print(compression_rows([(labels[place], run) for place, run in runs]))
+        return
     table = markdown(*_tabulated(labels, runs))
     print(table)
-    if ROOT == HERE and not starve:  # a starved run's row is added to the page by hand, with its load
-        DOC.write_text(table, encoding="utf-8")
+    if ROOT == HERE and not starve and messages == MESSAGES:  # a starved run's row goes in by hand
+        DOC.write_text(with_kept_sections(table), encoding="utf-8")
+
+
+KEPT = "<!-- Written by hand below this line: bench.throughput keeps it when it rewrites the table. -->"
+
+
+def with_kept_sections(table: str) -> str:
+    """The page's new table, followed by what was written by hand below ``KEPT`` (the starved and
+    compression rows, their notes), which a new table must not erase."""
+    try:
+        page = DOC.read_text(encoding="utf-8")
+    except OSError:
+        return table
+    return table if KEPT not in page else f"{table}\n{KEPT}\n{page.split(KEPT, 1)[1].lstrip(chr(10))}"
 
 
 if __name__ == "__main__":

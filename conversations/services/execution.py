@@ -37,7 +37,7 @@ from conversations.services.closing import (
     unrecorded_tail,
 )
 from conversations.services.db_retry import connection_refresh, is_transient, retry_pauses
-from conversations.services.leases import run_is_orphaned, run_lease, run_reclaim, worker_name
+from conversations.services.leases import Lease, run_is_orphaned, run_lease, run_reclaim, worker_name
 from conversations.services.pressure import conversation_pressure_update
 from conversations.services.run_reading import interrupt_question, message_text, transcript_entry
 from conversations.services.stop_checks import RunStopChecks
@@ -110,9 +110,9 @@ def run_perform(*, run_id: int) -> int | None:
         relay = _RunRelay(run)
         with (
             log_context(thread_id=run.conversation.thread_id, run_id=run.pk),
-            run_lease(run_id=run.pk, worker=run.worker) as lease_lost,
+            run_lease(run_id=run.pk, worker=run.worker) as lease,
         ):
-            relay.stop_checks.lease_lost = lease_lost
+            relay.stop_checks.lease_lost = relay.lease = lease
             try:
                 relay.execute_retrying()
             except LeaseLost:
@@ -187,6 +187,7 @@ class _RunRelay:
         self.started_on: str | None = None  # the checkpoint's version when the first attempt read it
         self.recorded: list[BaseMessage] = []  # this run's replies and tool results, as transcribed
         self.answered_interrupt = False  # the input message was the answer to ask_user
+        self.lease: Lease | None = None  # renewed by each transcript write, too (``_on_message``)
 
     def execute_retrying(self) -> None:
         """``execute``; after a transient database error (a killed connection) tried again on a fresh
@@ -500,6 +501,8 @@ class _RunRelay:
             row = message_append(conversation=self.conversation, message=entry)
             if isinstance(message, AIMessage):
                 usage_record_reply(run=self.run, message=row, usage=message.usage_metadata)
+        if self.lease is not None:  # committed with the write: the renewer's next UPDATE is due from it
+            self.lease.renewed()
         self.seen.add(message.id)  # once recorded: a write that failed is made again by the retry
         self.recorded.append(message)
 

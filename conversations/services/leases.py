@@ -3,8 +3,8 @@
 The same machinery holds any row with ``status``, ``worker`` and ``heartbeat_at`` (``lease_renewed``,
 ``holder_lost``): compression jobs are leased and reclaimed the same way.
 
-The executor renews ``heartbeat_at`` every sixth of ``RUN_LEASE_SECONDS`` while the run executes
-(``run_lease``), and again with every transcript write (``execution``: under the same transaction,
+The executor renews ``heartbeat_at`` a sixth of ``RUN_LEASE_SECONDS`` after its latest renewal while
+the run executes (``run_lease``), and with every transcript write (``execution``: under the same transaction,
 which also refuses the write once the run is no longer its own). A run whose worker was a process of
 this host that no longer exists, or whose remote worker's lease ran out, has lost its worker
 (``run_is_orphaned``) and may be taken back (``run_reclaim``): re-queued if it was claimed once, failed
@@ -18,6 +18,7 @@ import logging
 import os
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import datetime, timedelta
@@ -58,10 +59,24 @@ def run_lease_check_period() -> float:
     return max(0.2, settings.RUN_LEASE_SECONDS / RENEWALS_PER_LEASE)
 
 
+class Lease(threading.Event):
+    """A held lease: set once it is lost (another holder took the rows back). ``renewed`` records a
+    renewal the holder made itself (a transcript write renews in its own transaction): the renewer's
+    next renewal is due a period after the latest one, whoever made it, so a run that writes often
+    is not renewed a second time in between."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.renewed_at = time.monotonic()
+
+    def renewed(self) -> None:
+        self.renewed_at = time.monotonic()
+
+
 @contextmanager
-def run_lease(*, run_id: int, worker: str) -> Iterator[threading.Event]:
-    """Renew the run's lease from a background thread while the block executes; yields an event set
-    once the lease is lost (the executor's stop checks read it: a tool call ends, ``stopping``).
+def run_lease(*, run_id: int, worker: str) -> Iterator[Lease]:
+    """Renew the run's lease from a background thread while the block executes; yields the ``Lease``,
+    set once it is lost (the executor's stop checks read it: a tool call ends, ``stopping``).
 
     Renewal is conditional on the run still being ``running`` under ``worker``: once recovery gave the
     run to someone else, this holder stops renewing it (and ``_finish`` refuses its outcome).
@@ -69,25 +84,32 @@ def run_lease(*, run_id: int, worker: str) -> Iterator[threading.Event]:
     with lease_renewed(
         held=lambda: AgentRun.objects.filter(pk=run_id, status=AgentRun.Status.RUNNING, worker=worker),
         name=f"run-{run_id}-lease",
-    ) as lost:
-        yield lost
+    ) as lease:
+        yield lease
 
 
 @contextmanager
-def lease_renewed(*, held: Callable[[], QuerySet], name: str) -> Iterator[threading.Event]:
-    """Set ``heartbeat_at`` on the rows ``held()`` selects every sixth of ``RUN_LEASE_SECONDS`` while the
-    block executes; stops once they are no longer held (another holder took them back), and sets the
-    event it yields then."""
-    stop, lost = threading.Event(), threading.Event()
+def lease_renewed(*, held: Callable[[], QuerySet], name: str) -> Iterator[Lease]:
+    """Set ``heartbeat_at`` on the rows ``held()`` selects a sixth of ``RUN_LEASE_SECONDS`` after the
+    latest renewal (this thread's, or one the holder recorded with ``Lease.renewed``) while the block
+    executes: a deadline, never a busy loop, so the work does not grow with the block's wall time
+    beyond one UPDATE a period. Stops once the rows are no longer held (another holder took them
+    back), and sets the ``Lease`` it yields then."""
+    stop, lease = threading.Event(), Lease()
     every = run_lease_check_period()
 
     def renew() -> None:
+        tried_at = lease.renewed_at  # the claim renewed it
         try:
-            while not stop.wait(every):
+            while not stop.wait(max(0.0, max(lease.renewed_at, tried_at) + every - time.monotonic())):
+                if lease.renewed_at + every > time.monotonic():
+                    continue  # the holder renewed it meanwhile: due a period after that
+                tried_at = time.monotonic()
                 try:
                     if not held().update(heartbeat_at=timezone.now()):
-                        lost.set()
+                        lease.set()
                         return
+                    lease.renewed()
                 except Exception:  # noqa: BLE001 - a lost connection: the next renewal opens a fresh one
                     logger.warning("Renewing the lease %s failed; trying again", name, exc_info=True)
                     connections.close_all()
@@ -97,7 +119,7 @@ def lease_renewed(*, held: Callable[[], QuerySet], name: str) -> Iterator[thread
     renewer = threading.Thread(target=renew, name=name, daemon=True)
     renewer.start()
     try:
-        yield lost
+        yield lease
     finally:
         stop.set()
 

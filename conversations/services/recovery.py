@@ -16,6 +16,7 @@ from django.db import close_old_connections, connections
 from django.utils import timezone
 
 from conversations.models import AgentRun
+from conversations.services.db_retry import is_transient
 from conversations.services.dispatch import run_dispatch_next
 from conversations.services.leases import (
     RENEWALS_PER_LEASE,
@@ -96,27 +97,42 @@ def recovery_timer_start(*, first_pass_now: bool = False) -> bool:
             return False
         _timer_pids.add(os.getpid())
 
-    def loop() -> None:
-        pause = threading.Event()
-        queued_before = timezone.now() if first_pass_now else None
-        period = run_lease_check_period()
-        if not first_pass_now:
-            pause.wait(period)
-        passes = 0
-        while True:
-            close_old_connections()
+    name = "run-recovery"
+    threading.Thread(
+        target=recovery_loop, kwargs={"first_pass_now": first_pass_now}, name=name, daemon=True
+    ).start()
+    return True
+
+
+def recovery_loop(*, first_pass_now: bool = False, stop: threading.Event | None = None) -> None:
+    """``recovery_timer_start``'s passes, a ``run_lease_check_period`` apart, until ``stop`` is set
+    (never, in a server).
+
+    The passes share one database connection for the thread's life: opening one per pass (every 2 s,
+    in every worker) was most of an idle worker's CPU, work that grew with wall time, not with runs.
+    One that broke is closed by the pass that met it; the next pass opens a fresh one."""
+    stop = stop or threading.Event()
+    close_old_connections()
+    queued_before = timezone.now() if first_pass_now else None
+    period = run_lease_check_period()
+    if not first_pass_now:
+        stop.wait(period)
+    passes = 0
+    try:
+        while not stop.is_set():
             try:
                 waiting = passes % RENEWALS_PER_LEASE == 0
                 report = runs_recover(queued_before=queued_before, waiting=waiting)
                 if report.requeued or report.failed or report.dispatched:
                     logger.info("Run recovery: %s", report.summary())
-            except Exception:  # noqa: BLE001 - the next pass tries again
-                logger.exception("Run recovery failed")
-            finally:
+            except Exception as exc:  # noqa: BLE001 - the next pass tries again, on a fresh connection
+                if is_transient(exc):
+                    logger.warning("Run recovery lost its database connection (%s); next pass", exc)
+                else:
+                    logger.exception("Run recovery failed")
                 connections.close_all()
             queued_before = None
             passes += 1
-            pause.wait(period)
-
-    threading.Thread(target=loop, name="run-recovery", daemon=True).start()
-    return True
+            stop.wait(period)
+    finally:
+        connections.close_all()

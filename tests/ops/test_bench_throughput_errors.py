@@ -61,3 +61,38 @@ def test_compare_finds_the_project_package_of_old_and_new_layouts(tmp_path):
     assert throughput.project_package(old) == "agent_platform"
     with pytest.raises(SystemExit, match="neither"):
         throughput.project_package(tmp_path / "elsewhere")
+
+
+def test_a_new_table_keeps_what_was_written_by_hand_below_it(tmp_path, monkeypatch):
+    page = tmp_path / "throughput.md"
+    page.write_text(f"# Run throughput\n\nold table\n\n{throughput.KEPT}\n\n## A starved machine\n\nrow\n")
+    monkeypatch.setattr(throughput, "DOC", page)
+    written = throughput.with_kept_sections("# Run throughput\n\nnew table\n")
+    assert "new table" in written and "old table" not in written
+    assert written.endswith(f"{throughput.KEPT}\n## A starved machine\n\nrow\n")
+    page.write_text("# Run throughput\n\nold table\n")  # nothing kept: the table alone
+    assert throughput.with_kept_sections("new\n") == "new\n"
+
+
+def test_the_compressions_table_puts_refused_messages_beside_the_compressions():
+    run = {
+        "messages": 200, "refused": 3, "failed": 3, "missing": 0, "compressions": 50,
+        "compression_ended": {"no_change": 48, "queued": 2}, "compressions_busy": 7, "wall_s": 93.4,
+        "p95_s": 5.77, "cpu_per_message": 0.137, "load_start": 13.3, "load_end": 14.4,
+    }  # fmt: skip
+    row = throughput.compression_rows([("`abc`", run)]).splitlines()[-1]
+    assert row == (
+        "| `abc` | 200 | 3 | 3 (0) | 50 (48 no_change, 2 queued) | 7 | 93.4 s | 5.77 s | 0.137 | 13.3 → 14.4 |"
+    )
+
+
+def test_cpu_time_is_split_into_user_and_system():
+    """A starved process is charged system time for the same work: the bench reports the share."""
+    busy = throughput._starved(1)
+    try:
+        time.sleep(0.5)
+        user, system = throughput._cpu_split([busy[0].pid])
+        assert user > 0 and system >= 0
+        assert throughput._cpu_seconds([busy[0].pid]) >= user + system - 0.02  # (it spins on)
+    finally:
+        throughput._stop_workers(busy)
