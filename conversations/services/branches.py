@@ -11,7 +11,7 @@ import uuid
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 from django.utils.translation import gettext as _
@@ -25,10 +25,11 @@ from conversations import events
 from conversations.branching import branch_holding, branch_holds
 from conversations.errors import BranchNotRestorable, MessageNotFound, ThreadBusy
 from conversations.models import Conversation, Message, MessageFork
+from conversations.receivers import workdir_purge
 from conversations.selectors import branch_messages, thread_branches, thread_busy_flags, thread_get
 from conversations.services.intake import operation_key, request_id_checked
 from conversations.services.pressure import conversation_pressure_update
-from conversations.services.threads import TITLE_MAX_CHARS, text_checked, thread_lock
+from conversations.services.threads import TITLE_MAX_CHARS, agent_usable, text_checked, thread_lock
 
 # The message fields a fork copies (a new row of the new thread: no run, no version, no pin).
 COPIED_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "tool_name", "lc_message_id", "interrupted")
@@ -150,13 +151,16 @@ def branch_fork(
     (uploads, saved tool results, history files: every path a copied message or summary names), and
     the checkpoint that held exactly that view, so the new thread's model reads what its page shows.
     Whoever may read the thread may fork it (the owner, a named share, staff with the view
-    permission); 422 ``branch_not_restorable`` when no checkpoint held that view. With ``request_id``,
-    a retry returns the first thread."""
+    permission); 422 ``branch_not_restorable`` when no checkpoint held that view, 404
+    ``agent_not_found`` when the thread's agent was disabled (no new thread may use it). With
+    ``request_id``, a retry (or a twin submitted at once) returns the first thread; a failure leaves
+    no thread and no copied file."""
     key = operation_key("fork", request_id_checked(request_id))
     title = text_checked((title or "").strip(), field="title", max_length=TITLE_MAX_CHARS)
     source = thread_get(thread_id=thread_id, user=user)
     if key and (first := Conversation.objects.filter(owner_id=user.pk, fork_request_id=key).first()):
         return BranchForked(first, first.messages.count(), created=False)
+    agent_usable(agent_slug=source.agent.slug)  # a new thread, so an agent one may start a thread with
     rows = _fork_rows(source, message_id)
     source_state = state_repository_for(source)
     # Up to the last message of the current branch: its latest checkpoint, checked with one read.
@@ -166,8 +170,33 @@ def branch_fork(
             _("The agent's memory of this point was not kept, so it can't be forked; choose another message.")
         )
     values = source_state.values_at(checkpoint_id)
+    new_id = uuid.uuid4()
+    try:
+        thread = _fork_write(source, user, rows, values, thread_id=new_id, title=title, key=key)
+    except Exception as error:
+        workdir_purge(thread_id=str(new_id))  # the files copied for a thread that was never made
+        # The same request_id, submitted twice at once: the other submission made the thread.
+        twin = Conversation.objects.filter(owner_id=user.pk, fork_request_id=key).first() if key else None
+        if isinstance(error, IntegrityError) and twin is not None:
+            return BranchForked(twin, twin.messages.count(), created=False)
+        raise
+    return BranchForked(thread, len(rows), created=True)
+
+
+def _fork_write(
+    source: Conversation,
+    user: AbstractBaseUser,
+    rows: list[Message],
+    values: dict,
+    *,
+    thread_id: uuid.UUID,
+    title: str,
+    key: str | None,
+) -> Conversation:
+    """The new thread, its copied rows and files, and its checkpoint (the caller cleans up a failure)."""
     with transaction.atomic():
         thread = Conversation.objects.create(
+            thread_id=thread_id,
             owner_id=user.pk,
             agent=source.agent,
             title=title or _("%(title)s (fork)") % {"title": source.title or _("Untitled thread")},
@@ -185,7 +214,7 @@ def branch_fork(
         # Last: the checkpoint is outside the transaction.
         state_repository_for(thread).update(values)
         conversation_pressure_update(conversation_id=thread.pk, token_usage=values.get(TOKEN_USAGE_KEY))
-    return BranchForked(thread, len(rows), created=True)
+    return thread
 
 
 def _fork_rows(source: Conversation, message_id: int) -> list[Message]:

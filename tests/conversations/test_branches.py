@@ -409,3 +409,97 @@ def test_a_fork_after_a_summary_keeps_the_summary_its_history_file_and_attachmen
     assert copied.message.conversation_id == new.pk and copied.message.content == "Always answer in French."
     page = owner_client.get(f"/threads/{new.thread_id}/files/{copied.path}")
     assert page.status_code == 200 and b"Notes kept whole." in b"".join(page)
+
+
+# --- Review of the branches change: failures, races and odd input must leave nothing behind ---
+
+
+def test_a_fork_that_fails_after_copying_files_leaves_no_thread_and_no_files(thread, user, say, monkeypatch):
+    from agent_platform.workdir import workdir_for
+    from context_engine.errors import StoreError
+    from conversations.services import branches
+
+    say("Alpha one")
+    reply = say("Beta two")
+    workdir_for(thread).write_text("uploads/abc-notes.txt", "kept")
+    real = branches.state_repository_for
+    targets = []
+
+    class Refusing:
+        def __init__(self, conversation):
+            targets.append(conversation)
+
+        def update(self, values):
+            raise RuntimeError("the checkpoint store refused")
+
+    def repository_for(conversation):
+        return real(conversation) if conversation.pk == thread.pk else Refusing(conversation)
+
+    monkeypatch.setattr(branches, "state_repository_for", repository_for)
+    with pytest.raises(RuntimeError):
+        branches.branch_fork(thread_id=thread.thread_id, message_id=reply.pk, user=user, request_id="f-x")
+    assert Conversation.objects.filter(owner=user).count() == 1  # the source alone
+    [target] = targets
+    try:
+        left = workdir_for(target).list_dir(".")
+    except StoreError:
+        left = []
+    assert left == []  # the files copied for the thread that was never made are gone
+    # The source keeps its own.
+    assert workdir_for(thread).read_text("uploads/abc-notes.txt") == "kept"
+
+
+def test_a_fork_double_submitted_at_once_answers_the_first_thread_not_500(
+    owner_client, thread, user, say, monkeypatch, django_capture_on_commit_callbacks
+):
+    from conversations.services import branches
+    from conversations.services.intake import operation_key
+
+    say("Alpha one")
+    reply = say("Beta two")
+    real = branches._fork_rows
+    winner = []
+
+    def rows_while_the_twin_commits(source, message_id):
+        # The same request_id, sent twice at once: the other request made its thread meanwhile.
+        if not winner:
+            winner.append(
+                Conversation.objects.create(
+                    owner=user,
+                    agent=source.agent,
+                    title="twin",
+                    fork_request_id=operation_key("fork", "twice"),
+                )
+            )
+        return real(source, message_id)
+
+    monkeypatch.setattr(branches, "_fork_rows", rows_while_the_twin_commits)
+    url = f"/api/threads/{thread.thread_id}/messages/{reply.pk}/fork"
+    response = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="twice")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["thread_id"] == str(winner[0].thread_id) and body["created"] is False
+    assert Conversation.objects.filter(owner=user).count() == 2  # the source and the twin's thread
+
+
+def test_a_fork_of_a_thread_whose_agent_was_disabled_makes_no_thread(
+    owner_client, thread, user, say, django_capture_on_commit_callbacks
+):
+    say("Alpha one")
+    reply = say("Beta two")
+    thread.agent.is_enabled = False
+    thread.agent.save(update_fields=["is_enabled"])
+    url = f"/api/threads/{thread.thread_id}/messages/{reply.pk}/fork"
+    response = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="f-off")
+    assert response.status_code == 404 and response.json()["code"] == "agent_not_found"
+    assert Conversation.objects.filter(owner=user).count() == 1
+
+
+@pytest.mark.parametrize("message_id", ["99999999999999999999999", "-1", "0", "abc"])
+def test_branch_routes_answer_odd_message_ids_with_a_coded_4xx(owner_client, thread, say, message_id):
+    say("Alpha one")
+    base = f"/api/threads/{thread.thread_id}/messages/{message_id}"
+    for method, url in (("get", f"{base}/branch"), ("post", f"{base}/continue"), ("post", f"{base}/fork")):
+        response = getattr(owner_client, method)(url, content_type="application/json")
+        assert 400 <= response.status_code < 500, (url, response.status_code)
+        assert set(response.json()) >= {"code", "message"}, response.content
