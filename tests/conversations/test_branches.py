@@ -503,3 +503,50 @@ def test_branch_routes_answer_odd_message_ids_with_a_coded_4xx(owner_client, thr
         response = getattr(owner_client, method)(url, content_type="application/json")
         assert 400 <= response.status_code < 500, (url, response.status_code)
         assert set(response.json()) >= {"code", "message"}, response.content
+
+
+def test_branch_routes_answer_bad_bodies_other_threads_and_binned_threads_with_a_coded_4xx(
+    owner_client, thread, user, agent, say
+):
+    say("Alpha one")
+    reply = say("Beta two")
+    other = Conversation.objects.create(owner=user, agent=agent, title="other")
+    foreign = Message.objects.create(conversation=other, seq=1, role="user", content="elsewhere")
+    base = f"/api/threads/{thread.thread_id}/messages"
+    cases = [
+        (f"{base}/{reply.pk}/continue", {"request_id": "x" * 10_000}),
+        (f"{base}/{reply.pk}/fork", {"request_id": "x" * 10_000}),
+        (f"{base}/{reply.pk}/fork", {"title": "t" * 10_000}),
+        (f"{base}/{reply.pk}/fork", {"request_id": 12}),
+        (f"{base}/{reply.pk}/continue", "not json"),
+        (f"{base}/{foreign.pk}/continue", {}),
+        (f"{base}/{foreign.pk}/fork", {}),
+    ]
+    for url, body in cases:
+        data = body if isinstance(body, str) else __import__("json").dumps(body)
+        response = owner_client.post(url, data, content_type="application/json")
+        assert 400 <= response.status_code < 500, (url, body, response.status_code)
+        assert set(response.json()) >= {"code", "message"}, response.content
+    assert owner_client.get(f"{base}/{foreign.pk}/branch").status_code == 404
+    assert owner_client.get(f"/threads/{thread.thread_id}/branches/{foreign.pk}/").status_code == 404
+    thread.status = Conversation.Status.DELETED
+    thread.save(update_fields=["status"])
+    for url in (f"{base}/{reply.pk}/continue", f"{base}/{reply.pk}/fork"):
+        response = owner_client.post(url, {}, content_type="application/json")
+        assert response.status_code == 404 and response.json()["code"] == "thread_not_found"
+    assert owner_client.get(f"{base}/{reply.pk}/branch").status_code == 404
+
+
+def test_a_forked_thread_offers_no_regenerate_on_copied_replies(
+    owner_client, thread, say, django_capture_on_commit_callbacks
+):
+    say("Alpha one")
+    reply = say("Beta two")
+    url = f"/api/threads/{thread.thread_id}/messages/{reply.pk}/fork"
+    new = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="f-r").json()
+    page = owner_client.get(new["url"]).content.decode()
+    assert "Beta two" in page and 'class="link regenerate"' not in page and "edit-open" not in page
+    refused = owner_client.post(
+        f"/api/threads/{new['thread_id']}/regenerate", {}, content_type="application/json"
+    )
+    assert 400 <= refused.status_code < 500 and "code" in refused.json()
