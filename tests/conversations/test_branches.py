@@ -550,3 +550,27 @@ def test_a_forked_thread_offers_no_regenerate_on_copied_replies(
         f"/api/threads/{new['thread_id']}/regenerate", {}, content_type="application/json"
     )
     assert 400 <= refused.status_code < 500 and "code" in refused.json()
+
+
+def test_continue_after_a_summary_restores_the_branch_and_the_model_view_equals_the_transcript(
+    owner_client, user, thread, keep_four, say, edit, django_capture_on_commit_callbacks
+):
+    from compression.services.compress import thread_compress
+    from tests.conversations.consistency import model_visible
+
+    say("Always answer in French.")
+    for n in range(3):
+        say(f"Question number {n}. " + "Some background that the summary can shorten. " * 40)
+    assert thread_compress(thread_id=thread.thread_id, user=user).result["status"] == "completed"
+    asked = say("A question after the summary")
+    old_shown, old_view = _shown(thread), _model_view(thread)
+    edit(asked, "The same question, put otherwise")
+    url = f"/api/threads/{thread.thread_id}/messages/{asked.pk}/continue"
+    response = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="after-summary")
+    assert response.status_code == 200, response.content
+    assert (_shown(thread), _model_view(thread)) == (old_shown, old_view)
+    say("And one more")
+    assert "The same question, put otherwise" not in _model_view(thread)
+    visible = {m.lc_message_id for m in visible_messages(conversation=thread)}
+    # Every reply the model reads is a row of the branch shown.
+    assert all(i in visible for i, _ in model_visible(thread))
