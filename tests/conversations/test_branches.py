@@ -574,3 +574,15 @@ def test_continue_after_a_summary_restores_the_branch_and_the_model_view_equals_
     visible = {m.lc_message_id for m in visible_messages(conversation=thread)}
     # Every reply the model reads is a row of the branch shown.
     assert all(i in visible for i, _ in model_visible(thread))
+
+
+def test_the_fork_page_says_why_a_thread_of_a_disabled_agent_is_not_forked(owner_client, thread, say):
+    say("Alpha one")
+    reply = say("Beta two")
+    thread.agent.is_enabled = False
+    thread.agent.save(update_fields=["is_enabled"])
+    page = f"/threads/{thread.thread_id}/branches/{reply.pk}/"
+    response = owner_client.post(f"{page}fork", {"request_id": "k"}, follow=True)
+    assert response.redirect_chain[-1][0] == page and response.status_code == 200
+    assert "No such agent, or it is disabled." in response.content.decode()
+    assert Conversation.objects.filter(owner=thread.owner).count() == 1
