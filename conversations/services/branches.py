@@ -92,11 +92,12 @@ def branch_continue(
             created_by_id=user.pk,
         )
         Conversation.objects.filter(pk=conversation.pk).update(last_activity_at=timezone.now())
-        # Last: the checkpoint is outside the transaction (a failure rolls the fork row back).
-        repository.fork_at(checkpoint_id)
         conversation_pressure_update(
-            conversation_id=conversation.pk, token_usage=repository.get_values().get(TOKEN_USAGE_KEY)
+            conversation_id=conversation.pk,
+            token_usage=repository.values_at(checkpoint_id).get(TOKEN_USAGE_KEY),  # what the copy holds
         )
+        # Last: the checkpoint is outside the transaction (a failure before it rolls the rows back).
+        repository.fork_at(checkpoint_id)
         events.broadcast(conversation.thread_id, events.STATE, reason="branch_continued", branch=number)
         return BranchContinued(conversation, message, number, created=True)
 

@@ -586,3 +586,24 @@ def test_the_fork_page_says_why_a_thread_of_a_disabled_agent_is_not_forked(owner
     assert response.redirect_chain[-1][0] == page and response.status_code == 200
     assert "No such agent, or it is disabled." in response.content.decode()
     assert Conversation.objects.filter(owner=thread.owner).count() == 1
+
+
+def test_a_continue_that_fails_before_its_end_leaves_the_page_and_the_model_view_as_they_were(
+    owner_client, thread, say, edit, monkeypatch
+):
+    from conversations.services import branches
+
+    say("Alpha one")
+    second = say("Beta two")
+    say("Gamma three")
+    edit(second, "Beta edited")
+    shown, view = _shown(thread), _model_view(thread)
+
+    def refused(**kwargs):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(branches, "conversation_pressure_update", refused)
+    with pytest.raises(RuntimeError):
+        branches.branch_continue(thread_id=thread.thread_id, message_id=second.pk, user=thread.owner)
+    assert not MessageFork.objects.filter(kind=MessageFork.Kind.CONTINUE).exists()
+    assert (_shown(thread), _model_view(thread)) == (shown, view)  # no half continue
