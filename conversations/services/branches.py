@@ -212,9 +212,9 @@ def _fork_write(
                 attachment.pk, attachment.message, attachment.conversation = None, copy, thread
                 attachment.save()
         _workdir_copy(source, thread)
-        # Last: the checkpoint is outside the transaction.
-        state_repository_for(thread).update(values)
         conversation_pressure_update(conversation_id=thread.pk, token_usage=values.get(TOKEN_USAGE_KEY))
+        # Last: the checkpoint is outside the transaction (a failure before it leaves none behind).
+        state_repository_for(thread).update(values)
     return thread
 
 

@@ -607,3 +607,29 @@ def test_a_continue_that_fails_before_its_end_leaves_the_page_and_the_model_view
         branches.branch_continue(thread_id=thread.thread_id, message_id=second.pk, user=thread.owner)
     assert not MessageFork.objects.filter(kind=MessageFork.Kind.CONTINUE).exists()
     assert (_shown(thread), _model_view(thread)) == (shown, view)  # no half continue
+
+
+def test_a_fork_that_fails_before_its_checkpoint_writes_none_for_the_thread_never_made(
+    thread, user, say, monkeypatch
+):
+    from conversations.services import branches
+
+    say("Alpha one")
+    reply = say("Beta two")
+    real = branches.state_repository_for
+    written = []
+
+    def repository_for(conversation):
+        repository = real(conversation)
+        if conversation.pk != thread.pk:
+            repository.update = lambda values: written.append(conversation.thread_id)
+        return repository
+
+    def refused(**kwargs):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(branches, "state_repository_for", repository_for)
+    monkeypatch.setattr(branches, "conversation_pressure_update", refused)
+    with pytest.raises(RuntimeError):
+        branches.branch_fork(thread_id=thread.thread_id, message_id=reply.pk, user=user)
+    assert written == [] and Conversation.objects.filter(owner=user).count() == 1
