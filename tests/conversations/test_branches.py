@@ -633,3 +633,11 @@ def test_a_fork_that_fails_before_its_checkpoint_writes_none_for_the_thread_neve
     with pytest.raises(RuntimeError):
         branches.branch_fork(thread_id=thread.thread_id, message_id=reply.pk, user=user)
     assert written == [] and Conversation.objects.filter(owner=user).count() == 1
+
+
+def test_branch_pages_answer_a_message_id_past_any_integer_with_404(owner_client, thread, say):
+    say("Alpha one")
+    page = f"/threads/{thread.thread_id}/branches/99999999999999999999999/"
+    assert owner_client.get(page).status_code == 404
+    assert owner_client.post(f"{page}continue", {"request_id": "k"}).status_code == 404
+    assert owner_client.post(f"{page}fork", {"request_id": "k"}).status_code == 404
