@@ -641,3 +641,21 @@ def test_branch_pages_answer_a_message_id_past_any_integer_with_404(owner_client
     assert owner_client.get(page).status_code == 404
     assert owner_client.post(f"{page}continue", {"request_id": "k"}).status_code == 404
     assert owner_client.post(f"{page}fork", {"request_id": "k"}).status_code == 404
+
+
+def test_search_opens_a_page_that_shows_a_match_older_than_the_messages_the_thread_page_loads(
+    owner_client, thread
+):
+    from conversations.selectors import MESSAGE_PAGE_MAX
+
+    rows = [Message(conversation=thread, seq=1, role="user", content="The walrus question")]
+    rows += [
+        Message(conversation=thread, seq=n, role="user" if n % 2 else "assistant", content=f"Filler {n}")
+        for n in range(2, MESSAGE_PAGE_MAX + 3)
+    ]
+    Message.objects.bulk_create(rows)
+    [row] = owner_client.get("/api/threads?q=walrus").json()
+    page = owner_client.get(row["hit_url"].split("#")[0]).content.decode()
+    assert 'id="message-1"' in page and "The walrus question" in page
+    listing = owner_client.get("/?q=walrus").content.decode()
+    assert f'href="{row["hit_url"]}"' in listing
