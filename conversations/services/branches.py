@@ -171,6 +171,7 @@ def branch_fork(
             _("The agent's memory of this point was not kept, so it can't be forked; choose another message.")
         )
     values = source_state.values_at(checkpoint_id)
+    title = title or _fork_title(source)
     new_id = uuid.uuid4()
     try:
         thread = _fork_write(source, user, rows, values, thread_id=new_id, title=title, key=key)
@@ -182,6 +183,15 @@ def branch_fork(
             return BranchForked(twin, twin.messages.count(), created=False)
         raise
     return BranchForked(thread, len(rows), created=True)
+
+
+def _fork_title(source: Conversation) -> str:
+    """ "<source title> (fork)", the source's title clipped so that the whole fits the column."""
+    room = TITLE_MAX_CHARS - len(_("%(title)s (fork)") % {"title": ""})
+    base = source.title or _("Untitled thread")
+    if len(base) > room:
+        base = base[: room - 1].rstrip() + "…"
+    return _("%(title)s (fork)") % {"title": base}
 
 
 def _fork_write(
@@ -200,7 +210,7 @@ def _fork_write(
             thread_id=thread_id,
             owner_id=user.pk,
             agent=source.agent,
-            title=title or _("%(title)s (fork)") % {"title": source.title or _("Untitled thread")},
+            title=title,
             forked_from=rows[-1],
             fork_request_id=key,
         )

@@ -659,3 +659,20 @@ def test_search_opens_a_page_that_shows_a_match_older_than_the_messages_the_thre
     assert 'id="message-1"' in page and "The walrus question" in page
     listing = owner_client.get("/?q=walrus").content.decode()
     assert f'href="{row["hit_url"]}"' in listing
+
+
+def test_a_fork_of_a_thread_with_the_longest_title_gets_a_title_that_fits(
+    owner_client, thread, say, django_capture_on_commit_callbacks
+):
+    from conversations.services.threads import TITLE_MAX_CHARS
+
+    say("Alpha one")
+    reply = say("Beta two")
+    thread.title = "T" * TITLE_MAX_CHARS
+    thread.save(update_fields=["title"])
+    url = f"/api/threads/{thread.thread_id}/messages/{reply.pk}/fork"
+    response = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="long")
+    assert response.status_code == 201, response.content
+    title = response.json()["title"]
+    assert len(title) <= TITLE_MAX_CHARS and title.startswith("TTT") and title.endswith("(fork)")
+    assert Conversation.objects.get(thread_id=response.json()["thread_id"]).title == title
