@@ -18,7 +18,7 @@ from django.utils.translation import gettext as _
 
 from agent_platform.runtime.graph import state_repository_for
 from agent_platform.runtime.state_repository import AgentStateRepository
-from agent_platform.workdir import workdir_for
+from agent_platform.workdir import WorkdirFileNotFound, WorkdirPathError, workdir_for
 from context_engine.errors import StoreError
 from context_engine.state import TOKEN_USAGE_KEY
 from conversations import events
@@ -261,4 +261,8 @@ def _workdir_copy(source: Conversation, thread: Conversation) -> None:
             if entry.endswith("/"):
                 pending.append(entry.rstrip("/"))
             else:
-                target_dir.write_bytes(entry, source_dir.read_bytes(entry))
+                try:
+                    data = source_dir.read_bytes(entry)
+                except (WorkdirPathError, WorkdirFileNotFound):
+                    continue  # a link out of the workdir (never followed), or a file gone meanwhile
+                target_dir.write_bytes(entry, data)

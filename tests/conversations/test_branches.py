@@ -676,3 +676,28 @@ def test_a_fork_of_a_thread_with_the_longest_title_gets_a_title_that_fits(
     title = response.json()["title"]
     assert len(title) <= TITLE_MAX_CHARS and title.startswith("TTT") and title.endswith("(fork)")
     assert Conversation.objects.get(thread_id=response.json()["thread_id"]).title == title
+
+
+def test_a_fork_copies_no_link_out_of_the_workdir_and_still_forks(
+    owner_client, thread, say, tmp_path, django_capture_on_commit_callbacks
+):
+    import os
+
+    from agent_platform.workdir import workdir_for
+
+    say("Alpha one")
+    reply = say("Beta two")
+    source = workdir_for(thread)
+    source.write_text("uploads/abc-notes.txt", "kept")
+    root = source._local_root()
+    if root is None:
+        pytest.skip("symbolic links exist on local disk only")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("another user's data")
+    os.symlink(secret, root / "uploads" / "link.txt")
+    url = f"/api/threads/{thread.thread_id}/messages/{reply.pk}/fork"
+    response = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="links")
+    assert response.status_code == 201, response.content
+    new = workdir_for(Conversation.objects.get(thread_id=response.json()["thread_id"]))
+    assert new.read_text("uploads/abc-notes.txt") == "kept"
+    assert new.list_dir("uploads") == ["uploads/abc-notes.txt"]  # the link, and what it points at, stay out
