@@ -19,6 +19,7 @@ from agent_platform.errors import ApplicationError, NotFound
 from conversations import selectors
 from conversations.access import can_act
 from conversations.branch_selectors import message_branch
+from conversations.errors import AgentNotFound
 from conversations.services.branches import branch_continue, branch_fork
 from conversations.views import _error_text, _not_found_as_404, thread_missing
 
@@ -90,8 +91,11 @@ def branch_fork_view(request: HttpRequest, thread_id: uuid.UUID, message_id: int
             user=_signed_in(request),
             request_id=request.POST.get("request_id") or None,
         )
-    except NotFound:
-        raise
+    except NotFound as error:
+        if not isinstance(error, AgentNotFound):  # the thread or the message: a 404 page
+            raise
+        messages.error(request, _error_text(error))  # the thread's agent was disabled: said here
+        return redirect(_branch_url(thread_id, message_id))
     except ApplicationError as error:
         messages.error(request, _error_text(error))
         return redirect(_branch_url(thread_id, message_id))

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
 from django.urls import reverse
 
 from context_engine.text import clean_text
 from conversations.access import VIEW_PERMISSION, threads_visible_to
-from conversations.branching import ForkStep, branch_holding, branches_replay
+from conversations.branching import ForkStep, Interval, branch_holding, branches_replay
 from conversations.models import Conversation, Message, MessageFork
+from conversations.selectors import MESSAGE_PAGE_MAX, branch_filter
 
 SCOPE_MINE, SCOPE_SHARED, SCOPE_ARCHIVED = "mine", "shared", "archived"
 SCOPES = (SCOPE_MINE, SCOPE_SHARED, SCOPE_ARCHIVED)
@@ -83,8 +84,9 @@ def thread_search(*, user: AbstractBaseUser, query: str, scope: str = SCOPE_MINE
 
 def search_hit_links(threads: Sequence[Conversation]) -> None:
     """Set ``hit_url`` on each searched thread whose messages matched: the matching message on the
-    thread's page when its current branch holds it, else on the page of the earlier branch (version)
-    that holds it. The forks of every listed thread are read in one query."""
+    thread's page when its current branch holds it among the messages that page loads, else on the
+    page of the branch (version) that holds it, which shows that branch whole. The forks of every
+    listed thread are read in one query, and the messages after their matches counted in another."""
     steps: dict[int, list[ForkStep]] = defaultdict(list)
     forked = [t.pk for t in threads if getattr(t, "hit_id", None)]
     seqs = dict(
@@ -98,19 +100,44 @@ def search_hit_links(threads: Sequence[Conversation]) -> None:
         .values_list("conversation_id", "kind", "hidden_from_seq", "hidden_to_seq", "restored_branch")
     ):
         steps[conversation_id].append(ForkStep(kind, start, end, restored))
+    current_hits: dict[int, tuple[Interval, ...]] = {}
+    for thread in threads:
+        if getattr(thread, "hit_id", None):
+            thread.hit_seq = seqs[thread.hit_id]
+            branches = branches_replay(steps.get(thread.pk, []))
+            if branch_holding(branches, thread.hit_seq) == len(branches) - 1:
+                current_hits[thread.pk] = branches[-1]
+    later = _shown_after_hits(threads, current_hits)
     for thread in threads:
         thread.hit_url = ""
         if not getattr(thread, "hit_id", None):
             continue
-        thread.hit_seq = seqs[thread.hit_id]
-        branches = branches_replay(steps.get(thread.pk, []))
-        current = branch_holding(branches, thread.hit_seq) == len(branches) - 1
+        # The thread's page loads its latest MESSAGE_PAGE_MAX messages: an older match opens on the
+        # page of its (current) branch, which shows the whole branch.
+        current = thread.pk in current_hits and later.get(thread.pk, 0) < MESSAGE_PAGE_MAX
         name, kwargs = (
             ("conversations:thread-detail", {"thread_id": thread.thread_id})
             if current
             else ("conversations:thread-branch", {"thread_id": thread.thread_id, "message_id": thread.hit_id})
         )
         thread.hit_url = f"{reverse(name, kwargs=kwargs)}#message-{thread.hit_seq}"
+
+
+def _shown_after_hits(
+    threads: Sequence[Conversation], current_hits: dict[int, tuple[Interval, ...]]
+) -> dict[int, int]:
+    """For each thread whose match is on its current branch: how many messages of that branch follow
+    the match (one query for them all)."""
+    if not current_hits:
+        return {}
+    rows = Q(pk__in=[])
+    for thread in threads:
+        if thread.pk in current_hits:
+            rows |= Q(conversation_id=thread.pk, seq__gt=thread.hit_seq) & branch_filter(
+                current_hits[thread.pk]
+            )
+    counted = Message.objects.filter(rows).values("conversation_id").annotate(n=Count("pk"))
+    return {row["conversation_id"]: row["n"] for row in counted}
 
 
 @dataclass(frozen=True)

@@ -11,24 +11,25 @@ import uuid
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Max
 from django.utils import timezone
 from django.utils.translation import gettext as _
 
 from agent_platform.runtime.graph import state_repository_for
 from agent_platform.runtime.state_repository import AgentStateRepository
-from agent_platform.workdir import workdir_for
+from agent_platform.workdir import WorkdirFileNotFound, WorkdirPathError, workdir_for
 from context_engine.errors import StoreError
 from context_engine.state import TOKEN_USAGE_KEY
 from conversations import events
 from conversations.branching import branch_holding, branch_holds
 from conversations.errors import BranchNotRestorable, MessageNotFound, ThreadBusy
 from conversations.models import Conversation, Message, MessageFork
+from conversations.receivers import workdir_purge
 from conversations.selectors import branch_messages, thread_branches, thread_busy_flags, thread_get
 from conversations.services.intake import operation_key, request_id_checked
 from conversations.services.pressure import conversation_pressure_update
-from conversations.services.threads import TITLE_MAX_CHARS, text_checked, thread_lock
+from conversations.services.threads import TITLE_MAX_CHARS, agent_usable, text_checked, thread_lock
 
 # The message fields a fork copies (a new row of the new thread: no run, no version, no pin).
 COPIED_FIELDS = ("role", "content", "tool_calls", "tool_call_id", "tool_name", "lc_message_id", "interrupted")
@@ -91,11 +92,12 @@ def branch_continue(
             created_by_id=user.pk,
         )
         Conversation.objects.filter(pk=conversation.pk).update(last_activity_at=timezone.now())
-        # Last: the checkpoint is outside the transaction (a failure rolls the fork row back).
-        repository.fork_at(checkpoint_id)
         conversation_pressure_update(
-            conversation_id=conversation.pk, token_usage=repository.get_values().get(TOKEN_USAGE_KEY)
+            conversation_id=conversation.pk,
+            token_usage=repository.values_at(checkpoint_id).get(TOKEN_USAGE_KEY),  # what the copy holds
         )
+        # Last: the checkpoint is outside the transaction (a failure before it rolls the rows back).
+        repository.fork_at(checkpoint_id)
         events.broadcast(conversation.thread_id, events.STATE, reason="branch_continued", branch=number)
         return BranchContinued(conversation, message, number, created=True)
 
@@ -150,13 +152,16 @@ def branch_fork(
     (uploads, saved tool results, history files: every path a copied message or summary names), and
     the checkpoint that held exactly that view, so the new thread's model reads what its page shows.
     Whoever may read the thread may fork it (the owner, a named share, staff with the view
-    permission); 422 ``branch_not_restorable`` when no checkpoint held that view. With ``request_id``,
-    a retry returns the first thread."""
+    permission); 422 ``branch_not_restorable`` when no checkpoint held that view, 404
+    ``agent_not_found`` when the thread's agent was disabled (no new thread may use it). With
+    ``request_id``, a retry (or a twin submitted at once) returns the first thread; a failure leaves
+    no thread and no copied file."""
     key = operation_key("fork", request_id_checked(request_id))
     title = text_checked((title or "").strip(), field="title", max_length=TITLE_MAX_CHARS)
     source = thread_get(thread_id=thread_id, user=user)
     if key and (first := Conversation.objects.filter(owner_id=user.pk, fork_request_id=key).first()):
         return BranchForked(first, first.messages.count(), created=False)
+    agent_usable(agent_slug=source.agent.slug)  # a new thread, so an agent one may start a thread with
     rows = _fork_rows(source, message_id)
     source_state = state_repository_for(source)
     # Up to the last message of the current branch: its latest checkpoint, checked with one read.
@@ -166,11 +171,46 @@ def branch_fork(
             _("The agent's memory of this point was not kept, so it can't be forked; choose another message.")
         )
     values = source_state.values_at(checkpoint_id)
+    title = title or _fork_title(source)
+    new_id = uuid.uuid4()
+    try:
+        thread = _fork_write(source, user, rows, values, thread_id=new_id, title=title, key=key)
+    except Exception as error:
+        workdir_purge(thread_id=str(new_id))  # the files copied for a thread that was never made
+        # The same request_id, submitted twice at once: the other submission made the thread.
+        twin = Conversation.objects.filter(owner_id=user.pk, fork_request_id=key).first() if key else None
+        if isinstance(error, IntegrityError) and twin is not None:
+            return BranchForked(twin, twin.messages.count(), created=False)
+        raise
+    return BranchForked(thread, len(rows), created=True)
+
+
+def _fork_title(source: Conversation) -> str:
+    """ "<source title> (fork)", the source's title clipped so that the whole fits the column."""
+    room = TITLE_MAX_CHARS - len(_("%(title)s (fork)") % {"title": ""})
+    base = source.title or _("Untitled thread")
+    if len(base) > room:
+        base = base[: room - 1].rstrip() + "…"
+    return _("%(title)s (fork)") % {"title": base}
+
+
+def _fork_write(
+    source: Conversation,
+    user: AbstractBaseUser,
+    rows: list[Message],
+    values: dict,
+    *,
+    thread_id: uuid.UUID,
+    title: str,
+    key: str | None,
+) -> Conversation:
+    """The new thread, its copied rows and files, and its checkpoint (the caller cleans up a failure)."""
     with transaction.atomic():
         thread = Conversation.objects.create(
+            thread_id=thread_id,
             owner_id=user.pk,
             agent=source.agent,
-            title=title or _("%(title)s (fork)") % {"title": source.title or _("Untitled thread")},
+            title=title,
             forked_from=rows[-1],
             fork_request_id=key,
         )
@@ -182,10 +222,10 @@ def branch_fork(
                 attachment.pk, attachment.message, attachment.conversation = None, copy, thread
                 attachment.save()
         _workdir_copy(source, thread)
-        # Last: the checkpoint is outside the transaction.
-        state_repository_for(thread).update(values)
         conversation_pressure_update(conversation_id=thread.pk, token_usage=values.get(TOKEN_USAGE_KEY))
-    return BranchForked(thread, len(rows), created=True)
+        # Last: the checkpoint is outside the transaction (a failure before it leaves none behind).
+        state_repository_for(thread).update(values)
+    return thread
 
 
 def _fork_rows(source: Conversation, message_id: int) -> list[Message]:
@@ -221,4 +261,8 @@ def _workdir_copy(source: Conversation, thread: Conversation) -> None:
             if entry.endswith("/"):
                 pending.append(entry.rstrip("/"))
             else:
-                target_dir.write_bytes(entry, source_dir.read_bytes(entry))
+                try:
+                    data = source_dir.read_bytes(entry)
+                except (WorkdirPathError, WorkdirFileNotFound):
+                    continue  # a link out of the workdir (never followed), or a file gone meanwhile
+                target_dir.write_bytes(entry, data)

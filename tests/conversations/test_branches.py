@@ -409,3 +409,295 @@ def test_a_fork_after_a_summary_keeps_the_summary_its_history_file_and_attachmen
     assert copied.message.conversation_id == new.pk and copied.message.content == "Always answer in French."
     page = owner_client.get(f"/threads/{new.thread_id}/files/{copied.path}")
     assert page.status_code == 200 and b"Notes kept whole." in b"".join(page)
+
+
+# --- Review of the branches change: failures, races and odd input must leave nothing behind ---
+
+
+def test_a_fork_that_fails_after_copying_files_leaves_no_thread_and_no_files(thread, user, say, monkeypatch):
+    from agent_platform.workdir import workdir_for
+    from context_engine.errors import StoreError
+    from conversations.services import branches
+
+    say("Alpha one")
+    reply = say("Beta two")
+    workdir_for(thread).write_text("uploads/abc-notes.txt", "kept")
+    real = branches.state_repository_for
+    targets = []
+
+    class Refusing:
+        def __init__(self, conversation):
+            targets.append(conversation)
+
+        def update(self, values):
+            raise RuntimeError("the checkpoint store refused")
+
+    def repository_for(conversation):
+        return real(conversation) if conversation.pk == thread.pk else Refusing(conversation)
+
+    monkeypatch.setattr(branches, "state_repository_for", repository_for)
+    with pytest.raises(RuntimeError):
+        branches.branch_fork(thread_id=thread.thread_id, message_id=reply.pk, user=user, request_id="f-x")
+    assert Conversation.objects.filter(owner=user).count() == 1  # the source alone
+    [target] = targets
+    try:
+        left = workdir_for(target).list_dir(".")
+    except StoreError:
+        left = []
+    assert left == []  # the files copied for the thread that was never made are gone
+    # The source keeps its own.
+    assert workdir_for(thread).read_text("uploads/abc-notes.txt") == "kept"
+
+
+def test_a_fork_double_submitted_at_once_answers_the_first_thread_not_500(
+    owner_client, thread, user, say, monkeypatch, django_capture_on_commit_callbacks
+):
+    from conversations.services import branches
+    from conversations.services.intake import operation_key
+
+    say("Alpha one")
+    reply = say("Beta two")
+    real = branches._fork_rows
+    winner = []
+
+    def rows_while_the_twin_commits(source, message_id):
+        # The same request_id, sent twice at once: the other request made its thread meanwhile.
+        if not winner:
+            winner.append(
+                Conversation.objects.create(
+                    owner=user,
+                    agent=source.agent,
+                    title="twin",
+                    fork_request_id=operation_key("fork", "twice"),
+                )
+            )
+        return real(source, message_id)
+
+    monkeypatch.setattr(branches, "_fork_rows", rows_while_the_twin_commits)
+    url = f"/api/threads/{thread.thread_id}/messages/{reply.pk}/fork"
+    response = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="twice")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["thread_id"] == str(winner[0].thread_id) and body["created"] is False
+    assert Conversation.objects.filter(owner=user).count() == 2  # the source and the twin's thread
+
+
+def test_a_fork_of_a_thread_whose_agent_was_disabled_makes_no_thread(
+    owner_client, thread, user, say, django_capture_on_commit_callbacks
+):
+    say("Alpha one")
+    reply = say("Beta two")
+    thread.agent.is_enabled = False
+    thread.agent.save(update_fields=["is_enabled"])
+    url = f"/api/threads/{thread.thread_id}/messages/{reply.pk}/fork"
+    response = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="f-off")
+    assert response.status_code == 404 and response.json()["code"] == "agent_not_found"
+    assert Conversation.objects.filter(owner=user).count() == 1
+
+
+@pytest.mark.parametrize("message_id", ["99999999999999999999999", "-1", "0", "abc"])
+def test_branch_routes_answer_odd_message_ids_with_a_coded_4xx(owner_client, thread, say, message_id):
+    say("Alpha one")
+    base = f"/api/threads/{thread.thread_id}/messages/{message_id}"
+    for method, url in (("get", f"{base}/branch"), ("post", f"{base}/continue"), ("post", f"{base}/fork")):
+        response = getattr(owner_client, method)(url, content_type="application/json")
+        assert 400 <= response.status_code < 500, (url, response.status_code)
+        assert set(response.json()) >= {"code", "message"}, response.content
+
+
+def test_branch_routes_answer_bad_bodies_other_threads_and_binned_threads_with_a_coded_4xx(
+    owner_client, thread, user, agent, say
+):
+    say("Alpha one")
+    reply = say("Beta two")
+    other = Conversation.objects.create(owner=user, agent=agent, title="other")
+    foreign = Message.objects.create(conversation=other, seq=1, role="user", content="elsewhere")
+    base = f"/api/threads/{thread.thread_id}/messages"
+    cases = [
+        (f"{base}/{reply.pk}/continue", {"request_id": "x" * 10_000}),
+        (f"{base}/{reply.pk}/fork", {"request_id": "x" * 10_000}),
+        (f"{base}/{reply.pk}/fork", {"title": "t" * 10_000}),
+        (f"{base}/{reply.pk}/fork", {"request_id": 12}),
+        (f"{base}/{reply.pk}/continue", "not json"),
+        (f"{base}/{foreign.pk}/continue", {}),
+        (f"{base}/{foreign.pk}/fork", {}),
+    ]
+    for url, body in cases:
+        data = body if isinstance(body, str) else __import__("json").dumps(body)
+        response = owner_client.post(url, data, content_type="application/json")
+        assert 400 <= response.status_code < 500, (url, body, response.status_code)
+        assert set(response.json()) >= {"code", "message"}, response.content
+    assert owner_client.get(f"{base}/{foreign.pk}/branch").status_code == 404
+    assert owner_client.get(f"/threads/{thread.thread_id}/branches/{foreign.pk}/").status_code == 404
+    thread.status = Conversation.Status.DELETED
+    thread.save(update_fields=["status"])
+    for url in (f"{base}/{reply.pk}/continue", f"{base}/{reply.pk}/fork"):
+        response = owner_client.post(url, {}, content_type="application/json")
+        assert response.status_code == 404 and response.json()["code"] == "thread_not_found"
+    assert owner_client.get(f"{base}/{reply.pk}/branch").status_code == 404
+
+
+def test_a_forked_thread_offers_no_regenerate_on_copied_replies(
+    owner_client, thread, say, django_capture_on_commit_callbacks
+):
+    say("Alpha one")
+    reply = say("Beta two")
+    url = f"/api/threads/{thread.thread_id}/messages/{reply.pk}/fork"
+    new = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="f-r").json()
+    page = owner_client.get(new["url"]).content.decode()
+    assert "Beta two" in page and 'class="link regenerate"' not in page and "edit-open" not in page
+    refused = owner_client.post(
+        f"/api/threads/{new['thread_id']}/regenerate", {}, content_type="application/json"
+    )
+    assert 400 <= refused.status_code < 500 and "code" in refused.json()
+
+
+def test_continue_after_a_summary_restores_the_branch_and_the_model_view_equals_the_transcript(
+    owner_client, user, thread, keep_four, say, edit, django_capture_on_commit_callbacks
+):
+    from compression.services.compress import thread_compress
+    from tests.conversations.consistency import model_visible
+
+    say("Always answer in French.")
+    for n in range(3):
+        say(f"Question number {n}. " + "Some background that the summary can shorten. " * 40)
+    assert thread_compress(thread_id=thread.thread_id, user=user).result["status"] == "completed"
+    asked = say("A question after the summary")
+    old_shown, old_view = _shown(thread), _model_view(thread)
+    edit(asked, "The same question, put otherwise")
+    url = f"/api/threads/{thread.thread_id}/messages/{asked.pk}/continue"
+    response = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="after-summary")
+    assert response.status_code == 200, response.content
+    assert (_shown(thread), _model_view(thread)) == (old_shown, old_view)
+    say("And one more")
+    assert "The same question, put otherwise" not in _model_view(thread)
+    visible = {m.lc_message_id for m in visible_messages(conversation=thread)}
+    # Every reply the model reads is a row of the branch shown.
+    assert all(i in visible for i, _ in model_visible(thread))
+
+
+def test_the_fork_page_says_why_a_thread_of_a_disabled_agent_is_not_forked(owner_client, thread, say):
+    say("Alpha one")
+    reply = say("Beta two")
+    thread.agent.is_enabled = False
+    thread.agent.save(update_fields=["is_enabled"])
+    page = f"/threads/{thread.thread_id}/branches/{reply.pk}/"
+    response = owner_client.post(f"{page}fork", {"request_id": "k"}, follow=True)
+    assert response.redirect_chain[-1][0] == page and response.status_code == 200
+    assert "No such agent, or it is disabled." in response.content.decode()
+    assert Conversation.objects.filter(owner=thread.owner).count() == 1
+
+
+def test_a_continue_that_fails_before_its_end_leaves_the_page_and_the_model_view_as_they_were(
+    owner_client, thread, say, edit, monkeypatch
+):
+    from conversations.services import branches
+
+    say("Alpha one")
+    second = say("Beta two")
+    say("Gamma three")
+    edit(second, "Beta edited")
+    shown, view = _shown(thread), _model_view(thread)
+
+    def refused(**kwargs):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(branches, "conversation_pressure_update", refused)
+    with pytest.raises(RuntimeError):
+        branches.branch_continue(thread_id=thread.thread_id, message_id=second.pk, user=thread.owner)
+    assert not MessageFork.objects.filter(kind=MessageFork.Kind.CONTINUE).exists()
+    assert (_shown(thread), _model_view(thread)) == (shown, view)  # no half continue
+
+
+def test_a_fork_that_fails_before_its_checkpoint_writes_none_for_the_thread_never_made(
+    thread, user, say, monkeypatch
+):
+    from conversations.services import branches
+
+    say("Alpha one")
+    reply = say("Beta two")
+    real = branches.state_repository_for
+    written = []
+
+    def repository_for(conversation):
+        repository = real(conversation)
+        if conversation.pk != thread.pk:
+            repository.update = lambda values: written.append(conversation.thread_id)
+        return repository
+
+    def refused(**kwargs):
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(branches, "state_repository_for", repository_for)
+    monkeypatch.setattr(branches, "conversation_pressure_update", refused)
+    with pytest.raises(RuntimeError):
+        branches.branch_fork(thread_id=thread.thread_id, message_id=reply.pk, user=user)
+    assert written == [] and Conversation.objects.filter(owner=user).count() == 1
+
+
+def test_branch_pages_answer_a_message_id_past_any_integer_with_404(owner_client, thread, say):
+    say("Alpha one")
+    page = f"/threads/{thread.thread_id}/branches/99999999999999999999999/"
+    assert owner_client.get(page).status_code == 404
+    assert owner_client.post(f"{page}continue", {"request_id": "k"}).status_code == 404
+    assert owner_client.post(f"{page}fork", {"request_id": "k"}).status_code == 404
+
+
+def test_search_opens_a_page_that_shows_a_match_older_than_the_messages_the_thread_page_loads(
+    owner_client, thread
+):
+    from conversations.selectors import MESSAGE_PAGE_MAX
+
+    rows = [Message(conversation=thread, seq=1, role="user", content="The walrus question")]
+    rows += [
+        Message(conversation=thread, seq=n, role="user" if n % 2 else "assistant", content=f"Filler {n}")
+        for n in range(2, MESSAGE_PAGE_MAX + 3)
+    ]
+    Message.objects.bulk_create(rows)
+    [row] = owner_client.get("/api/threads?q=walrus").json()
+    page = owner_client.get(row["hit_url"].split("#")[0]).content.decode()
+    assert 'id="message-1"' in page and "The walrus question" in page
+    listing = owner_client.get("/?q=walrus").content.decode()
+    assert f'href="{row["hit_url"]}"' in listing
+
+
+def test_a_fork_of_a_thread_with_the_longest_title_gets_a_title_that_fits(
+    owner_client, thread, say, django_capture_on_commit_callbacks
+):
+    from conversations.services.threads import TITLE_MAX_CHARS
+
+    say("Alpha one")
+    reply = say("Beta two")
+    thread.title = "T" * TITLE_MAX_CHARS
+    thread.save(update_fields=["title"])
+    url = f"/api/threads/{thread.thread_id}/messages/{reply.pk}/fork"
+    response = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="long")
+    assert response.status_code == 201, response.content
+    title = response.json()["title"]
+    assert len(title) <= TITLE_MAX_CHARS and title.startswith("TTT") and title.endswith("(fork)")
+    assert Conversation.objects.get(thread_id=response.json()["thread_id"]).title == title
+
+
+def test_a_fork_copies_no_link_out_of_the_workdir_and_still_forks(
+    owner_client, thread, say, tmp_path, django_capture_on_commit_callbacks
+):
+    import os
+
+    from agent_platform.workdir import workdir_for
+
+    say("Alpha one")
+    reply = say("Beta two")
+    source = workdir_for(thread)
+    source.write_text("uploads/abc-notes.txt", "kept")
+    root = source._local_root()
+    if root is None:
+        pytest.skip("symbolic links exist on local disk only")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("another user's data")
+    os.symlink(secret, root / "uploads" / "link.txt")
+    url = f"/api/threads/{thread.thread_id}/messages/{reply.pk}/fork"
+    response = _post(owner_client, url, django_capture_on_commit_callbacks, request_id="links")
+    assert response.status_code == 201, response.content
+    new = workdir_for(Conversation.objects.get(thread_id=response.json()["thread_id"]))
+    assert new.read_text("uploads/abc-notes.txt") == "kept"
+    assert new.list_dir("uploads") == ["uploads/abc-notes.txt"]  # the link, and what it points at, stay out

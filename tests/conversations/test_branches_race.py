@@ -34,7 +34,7 @@ def _together(*actions) -> list:
         start.wait()
         try:
             results[index] = action()
-        except ApplicationError as error:
+        except Exception as error:  # noqa: BLE001 - the caller reads it
             results[index] = error
         finally:
             connection.close()
@@ -78,3 +78,24 @@ def test_a_continue_racing_a_send_leaves_the_model_view_equal_to_the_page(thread
     texts = [m.content for m in visible_messages(conversation=thread).order_by("seq")]
     assert "Delta four" in texts
     assert ("Gamma three" in texts) == (not isinstance(continued, ApplicationError))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fork_submitted_twice_at_once_makes_one_thread_and_answers_both(thread, user, settings):
+    from agent_platform.workdir import workdir_for
+    from conversations.models import Conversation
+    from conversations.services.branches import branch_fork
+
+    _said(thread, user, "Alpha one")
+    reply = visible_messages(conversation=thread).filter(role="assistant").order_by("-seq").first()
+    workdir_for(thread).write_text("uploads/abc-notes.txt", "kept")
+
+    def fork():
+        return branch_fork(thread_id=thread.thread_id, message_id=reply.pk, user=user, request_id="twice")
+
+    first, second = _together(fork, fork)
+    assert not isinstance(first, BaseException) and not isinstance(second, BaseException), (first, second)
+    assert first.conversation.pk == second.conversation.pk
+    assert sorted([first.created, second.created]) == [False, True]
+    assert Conversation.objects.filter(owner=user).count() == 2  # the source and one fork
+    assert workdir_for(first.conversation).read_text("uploads/abc-notes.txt") == "kept"

@@ -85,6 +85,8 @@ def test_an_earlier_branch_is_read_continued_and_forked(open_page, e2e_server, w
     assert re.search(r"/threads/[0-9a-f-]+/$", page.url) and thread_id not in page.url
     expect(page.locator("#transcript li.message")).to_have_count(2)
     expect(page.locator("#composer")).to_be_visible()  # the fork is the reader's own thread
+    # The copied reply opened no run here: nothing to regenerate (the composer sends the next turn).
+    expect(page.locator("#transcript .regenerate")).to_have_count(0)
     assert_no_sideways_scroll(page, width)
     screenshot(page, f"branch-forked-{language}-{width}")
     assert errors == []
