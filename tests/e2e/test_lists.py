@@ -76,7 +76,13 @@ def test_search_inside_messages_and_the_sidebar(open_page, e2e_server, guide, la
     assert_no_sideways_scroll(page, width, measure=BEYOND_CLIENT)
     _shot(page, f"lists-search-{lang}-{width}")
 
-    rows.first.locator("a").click()
+    # The snippet opens the thread at the message that matched (issue 39), the title at its latest.
+    hit = rows.first.locator("a.search-hit")
+    expect(hit).to_have_attribute("href", re.compile(rf"/threads/{found}/#message-\d+$"))
+    hit.click()
+    page.wait_for_url(re.compile(rf"/threads/{found}/#message-\d+$"))
+    anchor = page.url.rsplit("#", 1)[1]
+    expect(page.locator(f"#{anchor}")).to_contain_text(word)
     sidebar = page.locator("#thread-sidebar")
     if width >= 1200:
         expect(sidebar).to_be_visible()
