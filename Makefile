@@ -13,7 +13,7 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 
 .PHONY: install install-run run run-local install-local-model check test test-django test-processes \
-	test-browser test-services lint bench worker
+	test-browser test-services test-services-suite test-services-processes lint bench worker
 
 $(RUN_STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -85,9 +85,13 @@ test-browser: install
 	$(PYTEST) $(XDIST) -q tests/e2e $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
 
 # CI's second pass (with DATABASE_URL, REDIS_URL and REQUIRE_SERVICES=1 set by .ci/run): the marked
-# tests, those that start processes one at a time; the local model's page is a browser test.
-test-services: install
+# tests, then those that start processes, one at a time; the local model's page is a browser test.
+test-services: test-services-suite test-services-processes
+
+test-services-suite: install
 	$(PYTEST) $(XDIST) -q -m "$(SERVICES)" --ignore=tests/processes $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
+
+test-services-processes: install
 	$(PYTEST) -q -m "$(SERVICES)" tests/processes $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
 
 # mypy reads pyproject.toml: context_engine under --strict's flags, the apps with django-stubs. One run:
