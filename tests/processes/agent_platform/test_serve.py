@@ -45,8 +45,17 @@ def test_make_run_installs_only_what_running_needs():
     install_run = _recipe("$(RUN_STAMP)")
     assert "-e ." in install_run and "[dev]" not in install_run
     assert "-e '.[dev]'" in _recipe("$(STAMP)") and _recipe("test").startswith(" check ")
-    for tier in ("check", "test-django", "test-processes", "test-browser", "test-services"):
+    tiers = (
+        "check",
+        "test-django",
+        "test-processes",
+        "test-browser",
+        "test-services-suite",
+        "test-services-processes",
+    )
+    for tier in tiers:
         assert _recipe(tier).startswith(" install"), tier  # each tier installs the dev extra first
+    assert _recipe("test-services").split() == ["test-services-suite", "test-services-processes"]
 
 
 def test_serve_prints_the_chat_and_admin_addresses_once_listening(tmp_path):
