@@ -92,3 +92,19 @@ def owner_client(client, user):
 def seed_token_usage():
     """Seed a thread's ``token_usage`` through the state repository (the token-usage middleware's key)."""
     return write_token_usage
+
+
+@pytest.fixture
+def say(thread, user, django_capture_on_commit_callbacks):
+    """``say(text)``: ``user`` sends ``text`` to ``thread``; its run (eager) has succeeded; the message."""
+    from conversations.models import AgentRun
+    from conversations.services import message_intake
+
+    def send(content):
+        with django_capture_on_commit_callbacks(execute=True):
+            result = message_intake(thread_id=thread.thread_id, user=user, content=content)
+        result.run.refresh_from_db()
+        assert result.run.status == AgentRun.Status.SUCCEEDED, result.run.error_detail
+        return result.message
+
+    return send

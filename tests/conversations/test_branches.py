@@ -12,22 +12,9 @@ from agent_platform.runtime.graph import state_repository_for
 from conversations.branching import CONTINUE, ForkStep, branch_holding, branches_replay
 from conversations.models import AgentRun, Conversation, Message, MessageFork, ThreadShare
 from conversations.selectors import visible_messages
-from conversations.services import message_intake
 from conversations.services.versions import message_edit, reply_regenerate
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def say(thread, user, django_capture_on_commit_callbacks):
-    def send(content):
-        with django_capture_on_commit_callbacks(execute=True):
-            result = message_intake(thread_id=thread.thread_id, user=user, content=content)
-        result.run.refresh_from_db()
-        assert result.run.status == AgentRun.Status.SUCCEEDED, result.run.error_detail
-        return result.message
-
-    return send
 
 
 @pytest.fixture

@@ -13,21 +13,8 @@ from compression.services.undo import thread_compress_undo
 from context_engine.state import SUMMARY_EVENT_KEY
 from conversations.models import AgentRun, Message, MessageFork, MessagePin
 from conversations.selectors import pinned_message_ids
-from conversations.services import message_intake
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def say(thread, user, django_capture_on_commit_callbacks):
-    def send(content):
-        with django_capture_on_commit_callbacks(execute=True):
-            result = message_intake(thread_id=thread.thread_id, user=user, content=content)
-        result.run.refresh_from_db()
-        assert result.run.status == AgentRun.Status.SUCCEEDED, result.run.error_detail
-        return result.message
-
-    return send
 
 
 def _post(client, url, capture, **json):
