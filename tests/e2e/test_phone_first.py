@@ -7,6 +7,7 @@ automatic title) and the keyboard (Esc, "/", Alt+Shift+N, the skip link)."""
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from playwright.sync_api import expect
@@ -38,8 +39,16 @@ EXCHANGES = [
 
 
 def _fully_in_view(page, locator) -> bool:
-    box = locator.bounding_box()
-    return box is not None and box["y"] >= 0 and box["y"] + box["height"] <= page.viewport_size["height"] + 1
+    """Whether ``locator`` is wholly inside the viewport once the page settles: the state panel re-renders
+    live and the transcript scrolls to its latest message after load (once under load the meter was read
+    in between). A place that stays off-screen for 3 s answers False."""
+    deadline = time.monotonic() + 3.0
+    while True:
+        box = settled_box(locator)
+        inside = box["y"] >= 0 and box["y"] + box["height"] <= page.viewport_size["height"] + 1
+        if inside or time.monotonic() > deadline:
+            return inside
+        page.wait_for_timeout(100)
 
 
 def _latest_and_composer_in_view(page) -> None:
