@@ -440,7 +440,8 @@
       if (response.status === 202 && body.id) {
         // A job: it runs in the background; its events (and Stop) follow it from here.
         closePreview();
-        activeJob = JOB_ACTIVE.includes(body.status) ? body.id : null;
+        // Its events may have come first (a fast job): then it has ended already, and this is old news.
+        activeJob = jobMovesOn(body) && JOB_ACTIVE.includes(body.status) ? body.id : null;
         compressing = activeJob !== null;
         if (compressing) await showCompression({ status: "started", job_id: body.id, job_status: body.status });
       } else if (response.ok) {
@@ -473,6 +474,16 @@
   // --- a compression job: its progress on the card, and Stop --------------------------------------
   const JOB_ACTIVE = ["queued", "running"];
   let activeJob = null;
+  // The jobs this page has seen end. A job's news comes by two roads, the socket and the answer to our
+  // own POST, and a fast job ends before that answer arrives: its "queued" must not draw a running card
+  // again over the ended job (nothing would ever take that card down).
+  const endedJobs = new Set();
+
+  function jobMovesOn(job) {
+    if (endedJobs.has(job.id)) return false;
+    if (!JOB_ACTIVE.includes(job.status)) endedJobs.add(job.id);
+    return true;
+  }
 
   function showJob(job) {
     const progress = $("compression-job");
@@ -495,6 +506,7 @@
         body = {};
       }
       if (response.ok) {
+        jobMovesOn(body);
         finishJob(body);
       } else {
         button.disabled = false;
@@ -746,6 +758,7 @@
     },
     "compression.job"(event) {
       const job = event.job || {};
+      if (!jobMovesOn(job)) return; // older than what this page already knows of the job
       if (JOB_ACTIVE.includes(job.status)) {
         activeJob = job.id;
         compressing = true;

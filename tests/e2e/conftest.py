@@ -145,7 +145,10 @@ def e2e_server() -> Iterator[Server]:
         except subprocess.TimeoutExpired:
             process.kill()
         log.close()
-        shutil.rmtree(workdir, ignore_errors=True)
+        if os.environ.get("E2E_KEEP_DIR"):  # the server's log and files, to read after a failure
+            print(f"e2e server files kept in {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

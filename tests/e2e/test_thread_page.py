@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from playwright.sync_api import expect
@@ -225,3 +226,47 @@ def test_pin_a_message_then_preview_and_compress_keeps_it(page, e2e_server):
     page.click("#compress-apply")
     expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed", timeout=20_000)
     expect(page.locator("#compress-preview")).to_have_count(0)
+
+
+def test_a_job_that_ends_before_the_answer_to_its_own_request_still_shows_its_outcome(page, e2e_server):
+    """A fast job ends (its socket events arrive) before the 202 answering the POST that queued it: that
+    answer's "queued" is old news, and must not draw a running card that nothing would ever take down
+    (seen in CI under load: the card stayed on "Compressing context…")."""
+    thread_id = _open_thread(page, e2e_server, "Fast job")
+    detail = " We want the old town, the museums, the coast and day trips by train. " * 6
+    for text in ("We are planning a trip to Lisbon." + detail, "I prefer trains." + detail, "Budget is 900."):
+        _exchange(page, text)
+    e2e_server.seed("usage", thread_id=thread_id, usage=usage_at(0.93))
+    page.reload()
+    expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
+
+    def answer_once_the_job_ended(route) -> None:
+        response = route.fetch()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            records = e2e_server.seed("records", thread_id=thread_id)["records"]
+            if any(r["trigger"] == "manual" and r["status"] == "completed" for r in records):
+                break
+            time.sleep(0.1)
+        time.sleep(1.0)  # the job's last events reach the page over its socket first
+        route.fulfill(response=response)
+
+    page.route("**/compress?preview_id=*", answer_once_the_job_ended)
+    page.click("#compress-button")
+    expect(page.locator("#compress-preview")).to_be_visible()
+    answers: list[str] = []
+    page.on("response", lambda response: answers.append(response.url))
+    page.click("#compress-apply")
+    # The page reads the state once more after the (late) answer: the card must say what happened then.
+    deadline = time.monotonic() + 30
+    while not _state_read_after(answers, "/compress?preview_id=") and time.monotonic() < deadline:
+        page.wait_for_timeout(100)
+
+    expect(page.locator("#compression-status")).to_have_attribute("data-status", "completed")
+    expect(page.locator("#compress-button")).to_have_count(0)  # the thread is below the hint line again
+
+
+def _state_read_after(urls: list[str], marker: str) -> bool:
+    """Whether the state fragment was fetched after the response whose address holds ``marker``."""
+    after = next((i for i, url in enumerate(urls) if marker in url), None)
+    return after is not None and any("/fragments/state" in url for url in urls[after + 1 :])
