@@ -91,8 +91,10 @@ test-services: test-services-suite test-services-processes
 test-services-suite: install
 	$(PYTEST) $(XDIST) -q -m "$(SERVICES)" --ignore=tests/processes $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
 
+# Two workers: the llama.cpp server's tests (one xdist group, tests/processes/conftest.py) keep one core
+# busy for minutes; the other tests run one at a time on the other worker beside them.
 test-services-processes: install
-	$(PYTEST) -q -m "$(SERVICES)" tests/processes $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
+	$(PYTEST) -n 2 --dist loadgroup -q -m "$(SERVICES)" tests/processes $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
 
 # mypy reads pyproject.toml: context_engine under --strict's flags, the apps with django-stubs. One run:
 # a second with other flags (`mypy --strict context_engine`, which reports the same engine errors) would
