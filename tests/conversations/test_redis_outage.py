@@ -66,8 +66,9 @@ def _dropped() -> float:
     )
 
 
+@pytest.mark.usefixtures("redis_down")
 def test_a_run_succeeds_and_every_page_answers_while_redis_is_down(
-    client, user, thread, bearer, settings, redis_down, django_capture_on_commit_callbacks
+    client, user, thread, bearer, settings, django_capture_on_commit_callbacks, caplog
 ):
     settings.THROTTLE_SEND_PER_MINUTE, settings.THROTTLE_SEND_CONCURRENT = 20, 5  # counted in the cache
     dropped_before = _dropped()
@@ -79,7 +80,11 @@ def test_a_run_succeeds_and_every_page_answers_while_redis_is_down(
     assert sent.status_code == 202, sent.content
     run = AgentRun.objects.get(pk=sent.json()["run"]["id"])
     assert run.status == AgentRun.Status.SUCCEEDED, run.error
-    assert not cache_available()  # the run did meet the outage
+    # The run did meet the outage. (Not "the cache is still marked down": that mark lasts only
+    # REDIS_RETRY_SECONDS, 0.2 s here, which a run on a loaded machine outlasts: seen once in CI.)
+    assert any(
+        r.name == "agent_platform.cache_outage" and "did not answer" in r.getMessage() for r in caplog.records
+    )
 
     assert client.get(f"{base}/state", headers=bearer).status_code == 200
     client.force_login(user)
