@@ -15,7 +15,7 @@ from context_engine.policy.pressure import pressure_now
 from context_engine.state import SUMMARY_EVENT_KEY
 from conversations.errors import AgentNotFound
 from conversations.models import AgentRun, Conversation, MessageFork
-from conversations.services import message_intake, thread_create
+from conversations.services import thread_create
 from conversations.services.agent_switch import thread_agent_switch
 from conversations.services.versions import reply_regenerate
 from tests.conversations.conftest import ScriptedChatModel
@@ -33,18 +33,6 @@ def small_agent(db):
     return Agent.objects.create(
         name="Small window", slug="small", context_window=4000, summary_keep_messages=2
     )
-
-
-@pytest.fixture
-def say(thread, user, django_capture_on_commit_callbacks):
-    def send(content):
-        with django_capture_on_commit_callbacks(execute=True):
-            result = message_intake(thread_id=thread.thread_id, user=user, content=content)
-        result.run.refresh_from_db()
-        assert result.run.status == AgentRun.Status.SUCCEEDED, result.run.error_detail
-        return result
-
-    return send
 
 
 @pytest.fixture
@@ -77,8 +65,8 @@ def test_the_next_turn_runs_with_the_new_agent_on_the_whole_history(
     assert body["agent"] == "small" and body["context_window"] == 4000 and body["trigger_tokens"] == 3600
     assert Conversation.objects.get(pk=thread.pk).agent_id == small_agent.pk
 
-    result = say("Which number?")
-    assert result.message.content == "Which number?"
+    message = say("Which number?")  # tests/conversations/conftest.py: the user's message, its run succeeded
+    assert message.content == "Which number?"
     assert len(models_by_agent["test-agent"].calls) == 1 and len(models_by_agent["small"].calls) == 1
     seen = _texts(models_by_agent["small"].calls[0])
     assert "Remember the number 41." in seen and "test-agent answers" in seen  # the history, kept
