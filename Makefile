@@ -85,7 +85,7 @@ test-browser: install
 	$(PYTEST) $(XDIST) -q tests/e2e $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
 
 # CI's second pass (with DATABASE_URL, REDIS_URL and REQUIRE_SERVICES=1 set by .ci/run): the marked
-# tests, then those that start processes, one at a time; the local model's page is a browser test.
+# tests, then those that start processes (two workers, below); the local model's page is a browser test.
 test-services: test-services-suite test-services-processes
 
 test-services-suite: install
