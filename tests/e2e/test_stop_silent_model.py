@@ -1,5 +1,9 @@
 """Stop from the page while the model has not said a word (an OpenAI-protocol server silent for 8 s):
-the run ends within a second and the page says so, in Chromium at 1366 and 390 px."""
+the run ends within a second and the page says so, in Chromium at 1366 and 390 px.
+
+The second is read on the page's own clock, from the click on Stop to the status turning "cancelled":
+what a person sees. Timed from the test process it also held Playwright's polling (its retries wait
+up to a second apart) and the round trips of a loaded machine (1.33 s once in CI)."""
 
 from __future__ import annotations
 
@@ -14,6 +18,22 @@ pytestmark = [pytest.mark.browser, pytest.mark.layout]
 
 SILENT_SECONDS = 8
 STOP_WITHIN = 1.0
+# Times on the page (performance.now(), ms): the click on Stop, and the first moment #run-status said
+# "cancelled" (a re-rendered status counts too: the observer watches the whole document).
+RECORD_STOP = """
+window.__stop = {};
+document.addEventListener("click", (event) => {
+  if (event.target.closest("#stop-button") && window.__stop.pressed === undefined) {
+    window.__stop.pressed = performance.now();
+  }
+}, true);
+new MutationObserver(() => {
+  const status = document.querySelector("#run-status");
+  if (status && status.dataset.status === "cancelled" && window.__stop.shown === undefined) {
+    window.__stop.shown = performance.now();
+  }
+}).observe(document, {subtree: true, childList: true, attributes: true, attributeFilter: ["data-status"]});
+"""
 
 
 @pytest.fixture
@@ -36,6 +56,7 @@ def test_stop_ends_a_run_whose_model_is_silent_within_a_second(
     page = open_page(width=width, height=phone_height(width))
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
+    page.add_init_script(RECORD_STOP)
     page.goto(f"/threads/{thread_id}/")
     expect(page.locator("#socket-status")).to_have_attribute("data-state", "open")
     page.fill("#composer-input", "Think hard about this.")
@@ -46,9 +67,10 @@ def test_stop_ends_a_run_whose_model_is_silent_within_a_second(
         time.sleep(0.05)
     time.sleep(0.3)  # the call is out; nothing has come back
     page.click("#stop-button")
-    pressed = time.monotonic()
     expect(page.locator("#run-status")).to_have_attribute("data-status", "cancelled", timeout=5000)
-    took = time.monotonic() - pressed
+    stop = page.evaluate("window.__stop")
+    assert "pressed" in stop and "shown" in stop, stop
+    took = (stop["shown"] - stop["pressed"]) / 1000
     assert took < STOP_WITHIN, f"the page showed the run stopped {took:.2f} s after Stop"
     expect(page.locator("#run-status .status-cancelled")).to_be_visible()
     assert_no_sideways_scroll(page, width)
