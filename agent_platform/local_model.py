@@ -131,10 +131,13 @@ def start_server(
     """Start llama.cpp's OpenAI-compatible server on ``127.0.0.1:port`` (0: a free one) with the packaged
     model and a new random API key, and return once ``GET /v1/models`` answers. Raises
     ``LocalModelUnavailable`` with the server's last log lines when it exits or does not answer within
-    ``timeout`` seconds; ``OSError`` when the port is taken."""
+    ``timeout`` seconds; ``OSError`` when the port is taken. ``threads`` (default: one per CPU) bounds both
+    generation and prompt evaluation: llama-cpp-python evaluates prompts on every CPU unless told, so a
+    one-thread server kept two cores busy, its spinning threads taking the core a neighbour was using."""
     if missing := missing_parts():
         raise LocalModelUnavailable(f"not installed: {', '.join(missing)}: {INSTALL_HINT}")
     model = gguf_path()
+    threads = threads or max(1, os.cpu_count() or 2)
     api_key = secrets.token_urlsafe(32)
     with listening_socket(port) as sock:
         port = sock.getsockname()[1]
@@ -143,7 +146,8 @@ def start_server(
             *(sys.executable, "-m", SERVER_MODULE, "--model", str(model), "--model_alias", MODEL_ALIAS),
             *("--host", "127.0.0.1", "--port", str(port), "--fd", str(sock.fileno())),
             *("--n_ctx", str(context_window), "--n_predict", str(max_reply_tokens)),
-            *("--n_threads", str(threads or max(1, (os.cpu_count() or 2)))),
+            *("--n_threads", str(threads)),
+            *("--n_threads_batch", str(threads)),
         ]
         with log_path.open("wb") as log:
             os.chmod(log_path, 0o600)
