@@ -185,18 +185,19 @@ def _source_excerpt(turn: int, lines: int) -> tuple[str, str]:
     return f"{path} lines {start + 1}-{start + lines}", "\n".join(text[start : start + lines])
 
 
-def user_messages(turns: int, *, seed: int = 37) -> Iterator[str]:
-    """``turns`` messages a user might paste: application logs on even turns, this repository's own
-    source code on odd ones (real text, present wherever the tests run), each with a short question."""
+def user_messages(turns: int, *, seed: int = 37, log_lines: int = 6, source_lines: int = 24) -> Iterator[str]:
+    """``turns`` messages a user might paste: ``log_lines`` application log lines on even turns,
+    ``source_lines`` of this repository's own source code on odd ones (real text, present wherever the
+    tests run), each with a short question."""
     rng = random.Random(seed)
     for turn in range(turns):
         if turn % 2 == 0:
             yield (
                 f"Turn {turn}: here are the latest log lines from production.\n```\n"
-                f"{_log_lines(rng, turn, 6)}\n```\nWhich request failed? Answer in one short sentence."
+                f"{_log_lines(rng, turn, log_lines)}\n```\nWhich request failed? Answer in one short sentence."
             )
         else:
-            where, code = _source_excerpt(turn, 24)
+            where, code = _source_excerpt(turn, source_lines)
             yield (
                 f"Turn {turn}: this is {where}.\n```python\n{code}\n```\n"
                 "What does this code do? Answer in one short sentence."
