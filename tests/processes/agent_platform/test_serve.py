@@ -45,8 +45,12 @@ def test_make_run_installs_only_what_running_needs():
     install_run = _recipe("$(RUN_STAMP)")
     assert "-e ." in install_run and "[dev]" not in install_run
     assert "-e '.[dev]'" in _recipe("$(STAMP)") and _recipe("test").startswith(" check ")
+    assert _recipe("check").startswith(" lint-ruff")  # ruff first, then mypy beside the engine's tests
+    assert "lint-types test-engine" in _recipe("check")
     tiers = (
-        "check",
+        "lint-ruff",
+        "lint-types",
+        "test-engine",
         "test-django",
         "test-processes",
         "test-browser",
