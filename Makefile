@@ -108,8 +108,8 @@ test-services: test-services-suite test-services-processes
 test-services-suite: install
 	$(PYTEST) $(XDIST) -q -m "$(SERVICES)" --ignore=tests/processes $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
 
-# Two workers: the llama.cpp server's tests (one xdist group, tests/processes/conftest.py) keep one core
-# busy for minutes; the other tests run one at a time on the other worker beside them.
+# Two workers: the llama.cpp server's tests (one xdist group, tests/processes/conftest.py) keep one worker
+# and one core busy for minutes; the other tests are spread over both workers around that group.
 test-services-processes: install
 	$(PYTEST) -n 2 --dist loadgroup -q -m "$(SERVICES)" tests/processes $(PYTEST_ARGS); $(PYTEST_NO_TESTS)
 

@@ -137,7 +137,7 @@ def start_server(
     if missing := missing_parts():
         raise LocalModelUnavailable(f"not installed: {', '.join(missing)}: {INSTALL_HINT}")
     model = gguf_path()
-    threads = threads or max(1, os.cpu_count() or 2)
+    threads = threads or os.cpu_count() or 2
     api_key = secrets.token_urlsafe(32)
     with listening_socket(port) as sock:
         port = sock.getsockname()[1]

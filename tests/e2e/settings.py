@@ -29,6 +29,6 @@ ALLOWED_HOSTS = ["127.0.0.1", "localhost"]
 # Logins go through django-axes as in production (the browser posts the login form).
 AXES_ENABLED = True
 # Static files do not change while the suite runs: the browser may keep them for the test's context, as
-# it keeps production's (WhiteNoise's default under DEBUG, 0, revalidates all twelve on every page load:
-# half of the server's requests).
+# it keeps production's (WhiteNoise's default under DEBUG, 0, revalidates every static file on every page
+# load: half of the server's requests).
 WHITENOISE_MAX_AGE = 3600

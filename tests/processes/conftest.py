@@ -1,9 +1,9 @@
 """Tests that start real processes: Celery workers, Daphne servers, ``manage.py`` commands, a llama.cpp
 server, interpreters of their own. ``make test`` runs this folder on its own, one test at a time (the
-rest of the suite runs on two xdist workers): a process started beside a busy neighbour is what made
-these tests slow, and their time limits are what a loaded machine breaks first. CI's second pass runs
-them on two workers, the real llama.cpp server's tests on one of them (it keeps one core busy), the
-rest one at a time on the other."""
+rest of the suite runs on xdist workers): a process started beside a busy neighbour is what made these
+tests slow, and their time limits are what a loaded machine breaks first. CI's second pass runs them on
+two workers: the real llama.cpp server's tests as one group on one worker (it keeps one core busy), the
+others spread over the two workers around that group."""
 
 from __future__ import annotations
 

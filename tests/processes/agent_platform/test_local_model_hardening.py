@@ -6,7 +6,6 @@ threads it was given, in prompt evaluation too."""
 
 from __future__ import annotations
 
-import os
 import secrets
 import socket
 import stat
@@ -19,6 +18,7 @@ from django.conf import settings
 
 from agent_platform.local_model import LOCAL_KEY_ENV, MODEL_ALIAS, listening_socket, seed_local_agent
 from agent_platform.runtime.models import endpoint_api_key
+from bench import throughput  # its CPU reading from /proc (every thread, and reaped children)
 
 
 @pytest.mark.local_model
@@ -54,12 +54,6 @@ def test_the_port_is_held_from_the_choice_on():
         pass
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User and system CPU time of every thread of process ``pid`` so far (``/proc/<pid>/stat``)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 @pytest.mark.local_model
 def test_a_one_thread_server_evaluates_a_prompt_on_one_core(local_model_server):
     """The tests' server is started with ``threads=1``, and llama-cpp-python would still evaluate prompts
@@ -67,14 +61,14 @@ def test_a_one_thread_server_evaluates_a_prompt_on_one_core(local_model_server):
     the time taken on an idle two-core machine, the second core taken from whatever runs beside it."""
     words = " ".join(f"w{secrets.token_hex(3)}" for _ in range(150))  # new text: no prefix is cached
     pid = local_model_server.process.pid
-    cpu_before, started = _cpu_seconds(pid), time.monotonic()
+    cpu_before, started = throughput._cpu_seconds([pid]), time.monotonic()
     response = httpx.post(
         f"{local_model_server.base_url}/chat/completions",
         json={"model": MODEL_ALIAS, "messages": [{"role": "user", "content": words}], "max_tokens": 1},
         headers={"Authorization": f"Bearer {local_model_server.api_key}"},
         timeout=120,
     )
-    took, cpu = time.monotonic() - started, _cpu_seconds(pid) - cpu_before
+    took, cpu = time.monotonic() - started, throughput._cpu_seconds([pid]) - cpu_before
     assert response.status_code == 200, response.text
     assert response.json()["usage"]["prompt_tokens"] > 400
     assert cpu <= took * 1.1 + 0.2, f"{cpu:.1f} CPU-s in {took:.1f} s: more than one core"
