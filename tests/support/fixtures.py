@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -48,3 +49,21 @@ def _checkpointer_lifecycle(request):
         request.getfixturevalue("django_db_setup")  # set up before, so torn down after, this fixture
     yield
     checkpointer_close()
+    _close_connections_of_sync_to_async()
+
+
+def _close_connections_of_sync_to_async() -> None:
+    """Close the database connection of the thread where async tests' ``sync_to_async`` calls ran.
+
+    Outside any ``async_to_sync`` (an async test's own event loop), asgiref runs every thread-sensitive
+    ``sync_to_async`` call in one long-lived thread; the ORM calls made there (``client.force_login``,
+    ``user.save``) open a connection that nothing closes, and PostgreSQL refused to drop the test database
+    while it was open. A ``sync_to_async`` call from a fresh loop runs in that same thread."""
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    loop = asyncio.new_event_loop()
+    try:
+        loop.run_until_complete(sync_to_async(connections.close_all)())
+    finally:
+        loop.close()
