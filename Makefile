@@ -116,6 +116,7 @@ test-services-processes: install
 # mypy reads pyproject.toml: context_engine under --strict's flags, the apps with django-stubs. One run:
 # a second with other flags (`mypy --strict context_engine`, which reports the same engine errors) would
 # invalidate the cache of the first, and each would take a minute instead of seconds.
+# tests/architecture/test_type_checking.py holds the engine's section to every flag --strict enables.
 lint: lint-ruff lint-types
 
 lint-ruff: install
