@@ -21,17 +21,17 @@ PORT ?= 8000
 # Bytecode compiled at install, as pip does: left to the first imports, the first run of the process
 # tests took 16 s longer (each new interpreter compiled what it imported).
 UV_VERSION := 0.13.9
-UV := $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python
+UV_INSTALL := $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python
 $(BIN)/uv:
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --disable-pip-version-check uv==$(UV_VERSION)
 
 $(RUN_STAMP): pyproject.toml | $(BIN)/uv
-	$(UV) -e .
+	$(UV_INSTALL) -e .
 	touch $(RUN_STAMP)
 
 $(STAMP): pyproject.toml | $(BIN)/uv
-	$(UV) -e '.[dev]'
+	$(UV_INSTALL) -e '.[dev]'
 	touch $(STAMP) $(RUN_STAMP)
 
 install-run: $(RUN_STAMP)
@@ -130,7 +130,7 @@ worker: install-run
 	$(BIN)/celery -A config worker -l info
 
 $(BENCH_STAMP): pyproject.toml $(STAMP)
-	$(UV) -e '.[dev,bench]'
+	$(UV_INSTALL) -e '.[dev,bench]'
 	touch $(BENCH_STAMP)
 
 bench: $(BENCH_STAMP)

@@ -99,14 +99,14 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def _cpu_seconds(pids: list[int]) -> float:
+def cpu_seconds(pids: list[int]) -> float:
     """CPU time of ``pids`` and their live children (Celery's pool processes), and of the children
-    they already reaped."""
+    they already reaped. The tests read processes' CPU time with it too."""
     return sum(_cpu_split(pids))
 
 
 def _cpu_split(pids: list[int]) -> tuple[float, float]:
-    """``_cpu_seconds`` as (user, system): a process the kernel keeps descheduling (a starved machine)
+    """``cpu_seconds`` as (user, system): a process the kernel keeps descheduling (a starved machine)
     is charged more system time for the same work, which tells it apart from work of its own."""
     children = []
     for stat in Path("/proc").glob("[0-9]*/stat"):

@@ -32,9 +32,10 @@ def openai_stub(request):
 @pytest.fixture(scope="session", autouse=True)
 def _checkpointer_lifecycle(request):
     """Close this process's checkpointer, and the connection async tests leave in asgiref's thread,
-    before the test database is dropped (PostgreSQL refuses to drop a database in use, and pyproject.toml
-    makes that refusal fail the run). Its tables come with the test database: ``migrate`` creates them. Nothing
-    to do where Django is not loaded (the context engine's tests run without it)."""
+    before the test database is dropped (PostgreSQL refuses to drop a database in use, and
+    pyproject.toml makes that refusal fail the run). The checkpointer's tables come with the test
+    database: ``migrate`` creates them. Nothing to do where Django is not loaded (the context engine's
+    tests run without it)."""
     if not request.config.pluginmanager.hasplugin("django"):
         yield
         return

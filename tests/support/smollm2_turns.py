@@ -194,7 +194,8 @@ def user_messages(turns: int, *, seed: int = 37, log_lines: int = 6, source_line
         if turn % 2 == 0:
             yield (
                 f"Turn {turn}: here are the latest log lines from production.\n```\n"
-                f"{_log_lines(rng, turn, log_lines)}\n```\nWhich request failed? Answer in one short sentence."
+                f"{_log_lines(rng, turn, log_lines)}\n```\n"
+                "Which request failed? Answer in one short sentence."
             )
         else:
             where, code = _source_excerpt(turn, source_lines)

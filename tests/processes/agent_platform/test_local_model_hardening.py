@@ -61,14 +61,14 @@ def test_a_one_thread_server_evaluates_a_prompt_on_one_core(local_model_server):
     the time taken on an idle two-core machine, the second core taken from whatever runs beside it."""
     words = " ".join(f"w{secrets.token_hex(3)}" for _ in range(150))  # new text: no prefix is cached
     pid = local_model_server.process.pid
-    cpu_before, started = throughput._cpu_seconds([pid]), time.monotonic()
+    cpu_before, started = throughput.cpu_seconds([pid]), time.monotonic()
     response = httpx.post(
         f"{local_model_server.base_url}/chat/completions",
         json={"model": MODEL_ALIAS, "messages": [{"role": "user", "content": words}], "max_tokens": 1},
         headers={"Authorization": f"Bearer {local_model_server.api_key}"},
         timeout=120,
     )
-    took, cpu = time.monotonic() - started, throughput._cpu_seconds([pid]) - cpu_before
+    took, cpu = time.monotonic() - started, throughput.cpu_seconds([pid]) - cpu_before
     assert response.status_code == 200, response.text
     assert response.json()["usage"]["prompt_tokens"] > 400
     assert cpu <= took * 1.1 + 0.2, f"{cpu:.1f} CPU-s in {took:.1f} s: more than one core"
